@@ -1,0 +1,156 @@
+"""Chunks (what the host KG is built from) and retrieval units (what retrieval returns).
+
+A chunk has a stable id: the one given, or ``"h:" + sha1(text)[:16]`` (a content hash, so the same text gets
+the same id on every run). Bad input raises :class:`InputError` naming the chunk; nothing is dropped silently.
+
+Retrieval units: KET-RAG's tau split, done at sentence boundaries. Each chunk is cut into units of at most
+``unit_tokens`` tokens by packing whole sentences; a sentence longer than that is cut into token windows.
+A chunk that fits in one unit keeps its own id as the unit id; otherwise units are ``"{chunk_id}::{i}"``.
+Every unit keeps ``parent_id``, so hosts match results by chunk id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InputError
+from .text import Tokenizer, split_sentences
+
+MAX_CHUNK_CHARS = 5_000_000  # ~1.2M tokens: above this a chunk is surely a mistake (a whole file, binary data)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A chunk of the corpus: ``id``, ``text`` and optional JSON-serialisable ``metadata``."""
+
+    id: str
+    text: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A retrieval unit: a chunk or a sub-chunk of it, made of whole sentences (see module doc)."""
+
+    id: str
+    parent_id: str
+    text: str
+    n_tokens: int
+    sentences: tuple[str, ...]
+
+
+def content_id(text: str) -> str:
+    """Stable id of a text: ``h:`` + the first 16 hex digits of its sha1."""
+    return "h:" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _as_chunk(item: Any, position: int) -> Chunk:
+    if isinstance(item, Chunk):
+        return item
+    if isinstance(item, str):
+        return Chunk(id=content_id(item), text=item)
+    if isinstance(item, Mapping):
+        if "text" not in item:
+            raise InputError(f"chunk #{position} is a mapping without a 'text' key (keys: {sorted(item)})")
+        text = item["text"]
+        title = item.get("title")
+        if title and isinstance(text, str):
+            text = f"{title}\n{text}"
+        cid = item.get("id")
+        meta = dict(item.get("metadata") or {})
+        if not isinstance(text, str):
+            raise InputError(f"chunk #{position} ({cid!r}): text must be str, got {type(text).__name__}")
+        return Chunk(id=str(cid) if cid is not None else content_id(text), text=text, metadata=meta)
+    if isinstance(item, tuple) and len(item) == 2:
+        return Chunk(id=str(item[0]), text=item[1])
+    raise InputError(
+        f"chunk #{position}: expected Chunk, str, mapping with 'text', or (id, text); got {type(item).__name__}"
+    )
+
+
+def make_chunks(items: Iterable[Any]) -> list[Chunk]:
+    """Normalise and validate input chunks.
+
+    Raises InputError for: an empty corpus; an empty or whitespace-only chunk; a chunk that is not text or
+    contains NUL bytes (binary data); a chunk over ``MAX_CHUNK_CHARS``; two chunks with the same id and
+    different text. The same id with the same text twice is collapsed into one chunk with a warning.
+    """
+    chunks: list[Chunk] = []
+    seen: dict[str, int] = {}
+    for pos, item in enumerate(items):
+        ch = _as_chunk(item, pos)
+        if not isinstance(ch.text, str):
+            raise InputError(f"chunk {ch.id!r}: text must be str, got {type(ch.text).__name__}")
+        if not ch.text.strip():
+            raise InputError(f"chunk {ch.id!r} (#{pos}) is empty or whitespace only")
+        if "\x00" in ch.text:
+            raise InputError(f"chunk {ch.id!r} (#{pos}) contains NUL bytes: binary data is not text")
+        if len(ch.text) > MAX_CHUNK_CHARS:
+            raise InputError(
+                f"chunk {ch.id!r} has {len(ch.text):,} characters (limit {MAX_CHUNK_CHARS:,}); split it first"
+            )
+        if not ch.id:
+            raise InputError(f"chunk #{pos} has an empty id")
+        if ch.id in seen:
+            prev = chunks[seen[ch.id]]
+            if prev.text != ch.text:
+                raise InputError(f"duplicate chunk id {ch.id!r} (#{seen[ch.id]} and #{pos}) with different text")
+            warnings.warn(f"chunk id {ch.id!r} given twice with the same text; kept once", stacklevel=2)
+            continue
+        seen[ch.id] = len(chunks)
+        chunks.append(ch)
+    if not chunks:
+        raise InputError("empty corpus: no chunks were given")
+    return chunks
+
+
+def _windows(sentence: str, tokenizer: Tokenizer, size: int) -> list[tuple[str, int]]:
+    ids = tokenizer.encode(sentence)
+    out = []
+    for k in range(0, len(ids), size):
+        piece = tokenizer.decode(ids[k : k + size]).strip()
+        if piece:
+            out.append((piece, len(tokenizer.encode(piece))))
+    return out
+
+
+def split_units(chunk: Chunk, tokenizer: Tokenizer, unit_tokens: int | None) -> list[Unit]:
+    """Cut ``chunk`` into retrieval units of <= ``unit_tokens`` tokens at sentence boundaries (see module doc)."""
+    sentences = split_sentences(chunk.text) or [chunk.text.strip()]
+    counted = [(s, len(tokenizer.encode(s))) for s in sentences]
+    if unit_tokens is None:
+        total = len(tokenizer.encode(chunk.text))
+        return [Unit(chunk.id, chunk.id, chunk.text, total, tuple(s for s, _ in counted))]
+    pieces: list[tuple[str, int]] = []
+    for s, n in counted:
+        pieces.extend(_windows(s, tokenizer, unit_tokens) if n > unit_tokens else [(s, n)])
+    groups: list[list[tuple[str, int]]] = [[]]
+    used = 0
+    for s, n in pieces:
+        if groups[-1] and used + n + 1 > unit_tokens:
+            groups.append([])
+            used = 0
+        groups[-1].append((s, n))
+        used += n + 1
+    units = []
+    for i, group in enumerate(groups):
+        text = " ".join(s for s, _ in group)
+        uid = chunk.id if len(groups) == 1 else f"{chunk.id}::{i}"
+        units.append(Unit(uid, chunk.id, text, len(tokenizer.encode(text)), tuple(s for s, _ in group)))
+    if len(units) == 1:  # keep the chunk's own text (whitespace, line breaks) when it is one unit
+        u = units[0]
+        units = [Unit(u.id, u.parent_id, chunk.text, len(tokenizer.encode(chunk.text)), u.sentences)]
+    return units
+
+
+def check_unit_ids(units: Sequence[Unit], chunk_ids: set[str]) -> None:
+    """Unit ids must not collide with other chunks' ids (a chunk literally named 'x::1' next to 'x')."""
+    seen: dict[str, str] = {}
+    for u in units:
+        if u.id in seen or (u.id != u.parent_id and u.id in chunk_ids):
+            raise InputError(f"retrieval unit id {u.id!r} collides with another chunk id; rename that chunk")
+        seen[u.id] = u.parent_id

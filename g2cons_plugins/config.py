@@ -1,0 +1,114 @@
+"""All G2ConS parameters in one validated dataclass, named after the paper's symbols.
+
+| paper symbol | field | paper value | our default |
+|---|---|---|---|
+| kappa (share of chunks sent to the KG build) | ``kappa`` | 0.8 | 0.8 |
+| lambda (host-KG share of the budget) | ``lambda_`` | 0.6 | 0.6 |
+| beta (context budget, tokens) | ``beta`` | 12,000 | 12,000 |
+| theta_sem (cosine threshold of an edge) | ``theta_sem`` | 0.65 | ``None``: calibrated (see below) |
+| theta_co (chunk co-occurrence threshold) | ``theta_co`` | 3 | 3 |
+| k (seed concepts) | ``k`` | 25 | 25 |
+| N (BFS hops) | ``n_hops`` | 2 | 2 |
+
+``mode="paper"`` forces the paper's literal choices (theta_sem = 0.65, PageRank ``sum`` chunk score,
+the local/global reranked concept walk); the default mode keeps the same graph but uses the choices our
+measurements support (README, "Decisions").
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any, Literal
+
+from .errors import InputError
+
+Mode = Literal["default", "paper"]
+ConceptMode = Literal["tfidf", "all_words"]
+Incidence = Literal["contains", "extracted"]
+ChunkScore = Literal["sum", "max", "mean"]
+Selector = Literal["coverage", "pagerank", "shortest", "uniform", "knn_pagerank"]
+Strategy = Literal["bridge", "paper", "ppr", "dense"]
+
+
+@dataclass(frozen=True)
+class G2ConSConfig:
+    """Parameters of the concept graph, core-chunk selection, retrieval and fusion."""
+
+    mode: Mode = "default"
+    # --- retrieval units (KET-RAG's tau split; None = retrieve whole chunks) -----------------------------
+    unit_tokens: int | None = 150
+    # --- concepts (Section 3.2; Ramos 2003 TF-IDF) --------------------------------------------------------
+    concept_mode: ConceptMode = "tfidf"
+    top_n: int = 10  # TF-IDF keywords kept per chunk
+    min_df: int = 1  # a concept must occur in >= min_df chunks
+    max_df: float = 0.5  # ... and in <= max_df share of chunks
+    ngram_max: int = 1  # 1 = single words; 2 adds bigrams
+    stop_words: Literal["english"] | None = "english"
+    incidence: Incidence = "contains"
+    # --- edges ------------------------------------------------------------------------------------------
+    theta_co: int = 3
+    theta_sem: float | None = None  # None -> percentile of candidate-pair cosines (embedder-calibrated)
+    theta_sem_percentile: float = 70.0  # keep the top 30% of candidate pairs when theta_sem is None
+    # --- ranking and selection --------------------------------------------------------------------------
+    pagerank_damping: float = 0.85
+    kappa: float = 0.8
+    kappa_by: Literal["tokens", "chunks"] = "tokens"
+    selector: Selector = "coverage"
+    chunk_score: ChunkScore = "sum"
+    seed: int = 42
+    # --- retrieval (Section 3.2.1) ----------------------------------------------------------------------
+    beta: int = 12_000
+    k: int = 25
+    n_hops: int = 2
+    strategy: Strategy = "bridge"
+    n_seed_units: int = 5  # bridge: dense seed units kept first
+    bridge_rounds: int = 2
+    bridge_bonus: float = 0.1
+    bridge_max_df: int = 5  # bridge concepts occur in 2..bridge_max_df chunks
+    ppr_damping: float = 0.5
+    # --- fusion -----------------------------------------------------------------------------------------
+    lambda_: float = 0.6
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("default", "paper"):
+            raise InputError(f"mode must be 'default' or 'paper', got {self.mode!r}")
+        if self.mode == "paper":
+            object.__setattr__(self, "theta_sem", 0.65 if self.theta_sem is None else self.theta_sem)
+            object.__setattr__(self, "selector", "pagerank")
+            object.__setattr__(self, "strategy", "paper")
+        checks: list[tuple[bool, str]] = [
+            (0.0 <= self.kappa <= 1.0, f"kappa must be in [0, 1], got {self.kappa}"),
+            (0.0 <= self.lambda_ <= 1.0, f"lambda_ must be in [0, 1], got {self.lambda_}"),
+            (self.beta > 0, f"beta must be a positive token count, got {self.beta}"),
+            (self.k >= 1, f"k must be >= 1, got {self.k}"),
+            (self.n_hops >= 0, f"n_hops (N) must be >= 0, got {self.n_hops}"),
+            (self.theta_co >= 1, f"theta_co must be >= 1, got {self.theta_co}"),
+            (self.top_n >= 1, f"top_n must be >= 1, got {self.top_n}"),
+            (0.0 < self.max_df <= 1.0, f"max_df must be in (0, 1], got {self.max_df}"),
+            (self.ngram_max in (1, 2, 3), f"ngram_max must be 1, 2 or 3, got {self.ngram_max}"),
+            (0.0 < self.pagerank_damping < 1.0, "pagerank_damping must be in (0, 1)"),
+            (0.0 < self.ppr_damping < 1.0, "ppr_damping must be in (0, 1)"),
+            (0.0 <= self.theta_sem_percentile <= 100.0, "theta_sem_percentile must be in [0, 100]"),
+            (self.unit_tokens is None or self.unit_tokens >= 16, "unit_tokens must be None or >= 16"),
+            (self.theta_sem is None or -1.0 <= self.theta_sem <= 1.0, "theta_sem must be in [-1, 1]"),
+        ]
+        for ok, msg in checks:
+            if not ok:
+                raise InputError(msg)
+
+    def with_(self, **changes: Any) -> G2ConSConfig:
+        """A copy with some fields changed (validated again)."""
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise InputError(f"unknown G2ConSConfig fields: {unknown}")
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> G2ConSConfig:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})

@@ -1,0 +1,194 @@
+"""Weighted Context Ensemble (Section 3.2.1): fuse host-KG results and concept-path results under beta.
+
+Rules, in the paper's order of priority:
+1. the fused context never exceeds beta tokens;
+2. items retrieved by both paths ("both") come first;
+3. host items take at most lambda x beta tokens, concept items at most (1 - lambda) x beta.
+
+Matching: a host item and a concept item overlap when the host's ``chunk_id`` equals the concept unit's id or
+its parent chunk id; when the host item has no id, when its normalised text equals the unit text, or contains
+it (a host that returns a whole chunk covering our sub-chunk). Never by hash alone.
+
+Budget accounting: an overlapping item is charged to the host share when it fits there, else to the concept
+share; its text is the host's (it contains ours). Items are taken in each path's rank order; one that does not
+fit in its share is skipped and the next one tried. Unused budget of one path: with ``spill=False`` (default,
+the paper's caps are hard) it stays unused; with ``spill=True`` the other path's remaining items may use it,
+still within beta. Fused score: lambda x host_rank_score + (1 - lambda) x concept_rank_score, where a path's
+rank score is 1 - rank / len(path) (scores from different hosts are not comparable; ranks are). The output
+order: "both" items by fused score, then the remaining items by fused score. Deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import InputError
+from .retrieval import RetrievedItem
+from .text import Tokenizer, count_tokens_batch, get_tokenizer
+
+_WS = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class HostItem:
+    """One host-retriever result: a chunk id and/or text, an optional score and token count."""
+
+    chunk_id: str | None = None
+    text: str | None = None
+    score: float | None = None
+    n_tokens: int | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FusedItem:
+    """One item of the fused context."""
+
+    source: str  # "host" | "concept" | "both"
+    chunk_id: str | None
+    unit_id: str | None
+    text: str
+    n_tokens: int
+    score: float
+    host: HostItem | None
+    concept: RetrievedItem | None
+
+
+def _norm(text: str) -> str:
+    return _WS.sub(" ", text).strip().lower()
+
+
+def as_host_items(items: Sequence[Any]) -> list[HostItem]:
+    """Accept HostItem, mappings with chunk_id/id and/or text, or plain strings."""
+    out = []
+    for pos, it in enumerate(items):
+        if isinstance(it, HostItem):
+            h = it
+        elif isinstance(it, str):
+            h = HostItem(text=it)
+        elif isinstance(it, Mapping):
+            cid = it.get("chunk_id", it.get("id"))
+            h = HostItem(
+                chunk_id=None if cid is None else str(cid),
+                text=it.get("text"),
+                score=it.get("score"),
+                n_tokens=it.get("n_tokens"),
+                metadata=dict(it.get("metadata") or {}),
+            )
+        else:
+            raise InputError(f"host item #{pos}: expected HostItem, mapping or str, got {type(it).__name__}")
+        if h.chunk_id is None and not (h.text and h.text.strip()):
+            raise InputError(f"host item #{pos} has neither a chunk_id nor text")
+        out.append(h)
+    return out
+
+
+def _rank_scores(n: int) -> list[float]:
+    return [1.0 - r / n for r in range(n)] if n else []
+
+
+def fuse(
+    host: Sequence[Any],
+    concept: Sequence[RetrievedItem],
+    beta: int,
+    lambda_: float = 0.6,
+    tokenizer: Tokenizer | str | None = None,
+    spill: bool = False,
+) -> list[FusedItem]:
+    """Fuse host and concept results into one context of at most ``beta`` tokens (see module doc)."""
+    if beta <= 0:
+        raise InputError(f"beta must be a positive token count, got {beta}")
+    if not 0.0 <= lambda_ <= 1.0:
+        raise InputError(f"lambda_ must be in [0, 1], got {lambda_}")
+    tok = get_tokenizer(tokenizer)
+    hosts = as_host_items(host)
+    missing = [i for i, h in enumerate(hosts) if h.n_tokens is None]
+    counts = iter(count_tokens_batch(tok, [hosts[i].text or "" for i in missing]))
+    host_tokens = [h.n_tokens if h.n_tokens is not None else next(counts) for h in hosts]
+    hs, cs = _rank_scores(len(hosts)), _rank_scores(len(concept))
+
+    # match each concept item to the best-ranked host item (id first, then text)
+    by_id: dict[str, int] = {}
+    for i, h in enumerate(hosts):
+        if h.chunk_id is not None:
+            by_id.setdefault(h.chunk_id, i)
+    host_norm = [_norm(h.text) if h.text else "" for h in hosts]
+    match: dict[int, int] = {}  # concept position -> host position
+    taken_hosts: set[int] = set()
+    for j, c in enumerate(concept):
+        i = by_id.get(c.unit_id, by_id.get(c.parent_id))
+        if i is None:
+            cn = _norm(c.text)
+            for k, hn in enumerate(host_norm):
+                if hosts[k].chunk_id is None and hn and (hn == cn or (len(cn) >= 20 and cn in hn)):
+                    i = k
+                    break
+        if i is not None and i not in taken_hosts:
+            match[j] = i
+            taken_hosts.add(i)
+        elif i is not None:
+            match[j] = i  # a second sub-chunk of the same host chunk: already covered by that host text
+    host_cap, concept_cap = lambda_ * beta, (1.0 - lambda_) * beta
+    used = {"host": 0, "concept": 0}
+    out: list[FusedItem] = []
+    placed_hosts: set[int] = set()
+    covered_concepts: set[int] = set()
+
+    def fits(path: str, n: int, cap: float) -> bool:
+        return used[path] + n <= cap and used["host"] + used["concept"] + n <= beta
+
+    both = sorted(match.items(), key=lambda jc: (-(lambda_ * hs[jc[1]] + (1 - lambda_) * cs[jc[0]]), jc[1], jc[0]))
+    for j, i in both:
+        if i in placed_hosts:
+            covered_concepts.add(j)  # its text is already inside the placed host item
+            continue
+        n = host_tokens[i]
+        path = "host" if fits("host", n, host_cap) else "concept" if fits("concept", n, concept_cap) else None
+        if path is None:
+            continue
+        used[path] += n
+        placed_hosts.add(i)
+        covered_concepts.add(j)
+        h, c = hosts[i], concept[j]
+        out.append(FusedItem("both", h.chunk_id or c.parent_id, c.unit_id, h.text or c.text, n,
+                             lambda_ * hs[i] + (1 - lambda_) * cs[j], h, c))
+    rest: list[FusedItem] = []
+    for i, h in enumerate(hosts):
+        if i in placed_hosts or i in taken_hosts:
+            continue
+        if h.text is None:
+            continue  # an id-only host item that matched nothing has no text to give
+        if fits("host", host_tokens[i], host_cap):
+            used["host"] += host_tokens[i]
+            placed_hosts.add(i)
+            rest.append(FusedItem("host", h.chunk_id, None, h.text, host_tokens[i], lambda_ * hs[i], h, None))
+    for j, c in enumerate(concept):
+        if j in covered_concepts or j in match:
+            continue
+        if fits("concept", c.n_tokens, concept_cap):
+            used["concept"] += c.n_tokens
+            covered_concepts.add(j)
+            rest.append(FusedItem("concept", c.parent_id, c.unit_id, c.text, c.n_tokens,
+                                  (1 - lambda_) * cs[j], None, c))
+    if spill:  # give one path's unused share to the other path's remaining items, within beta
+        for j, c in enumerate(concept):
+            if j not in covered_concepts and j not in match and used["host"] + used["concept"] + c.n_tokens <= beta:
+                used["concept"] += c.n_tokens
+                covered_concepts.add(j)
+                rest.append(FusedItem("concept", c.parent_id, c.unit_id, c.text, c.n_tokens,
+                                      (1 - lambda_) * cs[j], None, c))
+        for i, h in enumerate(hosts):
+            if i not in placed_hosts and i not in taken_hosts and h.text is not None \
+                    and used["host"] + used["concept"] + host_tokens[i] <= beta:
+                used["host"] += host_tokens[i]
+                placed_hosts.add(i)
+                rest.append(FusedItem("host", h.chunk_id, None, h.text, host_tokens[i], lambda_ * hs[i], h, None))
+    rest.sort(key=lambda f: -f.score)  # stable: ties keep host-then-concept rank order
+    return out + rest
+
+
+def context_tokens(items: Sequence[FusedItem]) -> int:
+    return sum(f.n_tokens for f in items)

@@ -1,0 +1,289 @@
+"""Evaluation: Context Recall and supporting-passage recall exactly as ``shared/specs/evaluation.md``, the
+baselines (dense, BM25, KET-RAG Keyword-RAG), selection quality against random controls, and ``run_eval``
+behind ``g2cons eval``.
+
+- CR: share of questions for which any gold answer, SQuAD-normalised, is a substring of the normalised context.
+- Supporting-passage recall: share of gold passages whose id is the parent chunk of a retrieved unit.
+- Every method of one run uses the same embedder, the same units, the same budgets and the same tokenizer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import string
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .config import G2ConSConfig
+from .errors import InputError
+from .index import G2ConSIndex
+from .retrieval import RetrievedItem, retrieve
+from .text import english_stopwords
+
+METHODS = ("dense", "bm25", "keyword", "concept", "concept-paper", "concept-ppr")
+_PUNCT = set(string.punctuation)
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+
+
+def normalize_answer(s: str) -> str:
+    """SQuAD normalisation: lowercase, drop punctuation, drop a/an/the, collapse whitespace."""
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in _PUNCT)
+    s = _ARTICLES.sub(" ", s)
+    return " ".join(s.split())
+
+
+def answer_in_context(answers: Sequence[str], context: str) -> bool:
+    ctx = normalize_answer(context)
+    return any(normalize_answer(a) and normalize_answer(a) in ctx for a in answers)
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"file not found: {p}")
+    rows = []
+    with p.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                raise InputError(f"{p}:{n}: not valid JSON ({e.msg})") from None
+    if not rows:
+        raise InputError(f"{p} holds no records")
+    return rows
+
+
+def load_questions(path: str | Path) -> list[dict[str, Any]]:
+    qs = read_jsonl(path)
+    for n, q in enumerate(qs, 1):
+        if not q.get("question") or not q.get("answers"):
+            raise InputError(f"{path}: record {n} lacks 'question' or 'answers'")
+    return qs
+
+
+class BM25Units:
+    """BM25 (rank_bm25 Okapi) over the index's retrieval units; tokens = lower-cased words minus stop words."""
+
+    def __init__(self, index: G2ConSIndex) -> None:
+        from rank_bm25 import BM25Okapi
+
+        self.index = index
+        self._stop = english_stopwords()
+        self.bm25 = BM25Okapi([self._tok(u.text) for u in index.stored.units])
+
+    def _tok(self, text: str) -> list[str]:
+        return [w for w in re.findall(r"\w+", text.lower()) if w not in self._stop]
+
+    def retrieve(self, query: str, beta: int) -> list[RetrievedItem]:
+        scores = np.asarray(self.bm25.get_scores(self._tok(query)))
+        st = self.index.stored
+        out, used = [], 0
+        for u in np.lexsort((np.arange(len(scores)), -scores)):
+            n = int(st.unit_tokens[u])
+            if used + n > beta:
+                continue
+            unit = st.units[u]
+            out.append(RetrievedItem(unit.id, unit.parent_id, unit.text, float(scores[u]), n, {"via": "bm25"}))
+            used += n
+            if used >= beta:
+                break
+        return out
+
+
+def keyword_retrieve(index: G2ConSIndex, qv: np.ndarray, beta: int, pool_factor: float = 2.0,
+                     max_seed_concepts: int = 1000) -> list[RetrievedItem]:
+    """KET-RAG Keyword-RAG (Alg. 4) over ``index``'s concepts (build it with ``concept_mode="all_words"``):
+    keywords by cosine, their units (best first) pooled until pool_factor x beta tokens, pool reranked."""
+    dv, st = index.derived, index.stored
+    dense = st.unit_vecs @ qv
+    sims = dv.concept_vecs @ qv
+    ranked = np.lexsort((np.arange(len(sims)), -sims))[:max_seed_concepts]
+    pool: list[int] = []
+    seen: set[int] = set()
+    tok = 0
+    cap = pool_factor * beta
+    for c in ranked:
+        us = dv.unit_concepts[c].indices
+        stop = False
+        for u in us[np.lexsort((us, -dense[us]))]:
+            if u in seen:
+                continue
+            if tok + st.unit_tokens[u] > cap:
+                stop = True
+                break
+            seen.add(int(u))
+            pool.append(int(u))
+            tok += int(st.unit_tokens[u])
+        if stop:
+            break
+    pool.sort(key=lambda u: (-dense[u], u))
+    out, used = [], 0
+    for u in pool:
+        n = int(st.unit_tokens[u])
+        if used + n > beta:
+            continue
+        unit = st.units[u]
+        out.append(RetrievedItem(unit.id, unit.parent_id, unit.text, float(dense[u]), n, {"via": "keyword"}))
+        used += n
+    return out
+
+
+def _method_fn(
+    method: str, index: G2ConSIndex, cache: dict[str, Any]
+) -> Callable[[str, np.ndarray, int], list[RetrievedItem]]:
+    if method == "dense":
+        return lambda q, v, b: retrieve(index, q, beta=b, strategy="dense", query_vector=v)
+    if method == "concept":
+        return lambda q, v, b: retrieve(index, q, beta=b, query_vector=v)
+    if method == "concept-ppr":
+        return lambda q, v, b: retrieve(index, q, beta=b, strategy="ppr", query_vector=v)
+    if method == "concept-paper":
+        if "paper" not in cache:
+            cache["paper"] = G2ConSIndex(index.stored, index.embedder, G2ConSConfig(
+                mode="paper", unit_tokens=index.config.unit_tokens), index.tokenizer)
+        paper = cache["paper"]
+        return lambda q, v, b: retrieve(paper, q, beta=b, query_vector=v)
+    if method == "keyword":
+        if "keyword" not in cache:
+            cache["keyword"] = G2ConSIndex(index.stored, index.embedder, index.config.with_(
+                concept_mode="all_words", max_df=1.0), index.tokenizer)
+        kw = cache["keyword"]
+        return lambda q, v, b: keyword_retrieve(kw, v, b)
+    if method == "bm25":
+        if "bm25" not in cache:
+            cache["bm25"] = BM25Units(index)
+        bm = cache["bm25"]
+        return lambda q, v, b: bm.retrieve(q, b)
+    raise InputError(f"unknown method {method!r}; choose from {METHODS}")
+
+
+def evaluate_retrieval(
+    index: G2ConSIndex,
+    questions: Sequence[dict[str, Any]],
+    methods: Sequence[str],
+    budgets: Sequence[int],
+    show_progress: bool = False,
+) -> list[dict[str, Any]]:
+    """CR (and supporting-passage recall where gold ids exist) per method and budget, plus query latency."""
+    qtexts = [q["question"] for q in questions]
+    qvecs = index.embedder.embed(qtexts)
+    cache: dict[str, Any] = {}
+    results = []
+    for method in methods:
+        fn = _method_fn(method, index, cache)
+        for beta in budgets:
+            hits, sup, sup_all, n_sup, lat = 0, [], 0, 0, []
+            it: Any = range(len(questions))
+            if show_progress:
+                from tqdm.auto import tqdm
+
+                it = tqdm(it, desc=f"{method} @{beta}", unit="q", leave=False)
+            for i in it:
+                q = questions[i]
+                t0 = time.perf_counter()
+                items = fn(q["question"], qvecs[i], beta)
+                lat.append(time.perf_counter() - t0)
+                hits += answer_in_context(q["answers"], "\n".join(x.text for x in items))
+                gold = q.get("supporting_passage_ids")
+                if gold:
+                    got = {x.parent_id for x in items}
+                    share = sum(g in got for g in gold) / len(gold)
+                    sup.append(share)
+                    sup_all += share == 1.0
+                    n_sup += 1
+            row: dict[str, Any] = {
+                "method": method,
+                "budget": beta,
+                "context_recall": round(100.0 * hits / len(questions), 2),
+                "n_questions": len(questions),
+                "latency_ms_p50": round(1000 * statistics.median(lat), 3),
+                "latency_ms_p95": round(1000 * float(np.percentile(lat, 95)), 3),
+            }
+            if n_sup:
+                row["support_recall"] = round(100.0 * float(np.mean(sup)), 2)
+                row["support_all_found"] = round(100.0 * sup_all / n_sup, 2)
+                row["n_with_support"] = n_sup
+            results.append(row)
+    return results
+
+
+def selection_quality(
+    index: G2ConSIndex,
+    questions: Sequence[dict[str, Any]],
+    kappas: Sequence[float] = (0.2, 0.8),
+    selectors: Sequence[str] = ("coverage", "pagerank"),
+    n_seeds: int = 10,
+) -> list[dict[str, Any]]:
+    """Answer (and gold-passage) coverage of the kept chunks, by tokens, against (a) uniform random selections
+    of the same token size and (b) random selections with the same chunk-length profile as the selector's
+    pick (each kept chunk replaced by a random chunk of the same length decile), mean of ``n_seeds`` seeds."""
+    from .selection import rank_chunks, take
+
+    st = index.stored
+    texts = [normalize_answer(c.text) for c in st.chunks]
+    answers = [[normalize_answer(a) for a in q["answers"] if normalize_answer(a)] for q in questions]
+    # which chunks hold each question's answer (precomputed once)
+    holders = [{i for i, t in enumerate(texts) if any(a in t for a in ans)} for ans in answers]
+    gold_pos = []
+    pos = {c.id: i for i, c in enumerate(st.chunks)}
+    for q in questions:
+        g = q.get("supporting_passage_ids") or []
+        gold_pos.append({pos[x] for x in g if x in pos})
+
+    def cover(kept: set[int]) -> tuple[float, float]:
+        a = 100.0 * sum(bool(h & kept) for h in holders) / max(len(holders), 1)
+        gq = [g for g in gold_pos if g]
+        gs = 100.0 * float(np.mean([len(g & kept) / len(g) for g in gq])) if gq else float("nan")
+        return a, gs
+
+    tokens = st.chunk_tokens
+    deciles = np.searchsorted(np.quantile(tokens, np.linspace(0, 1, 11)[1:-1]), tokens, side="right")
+    rows = []
+    for kappa in kappas:
+        rand = [cover(set(take(np.random.default_rng(s).permutation(len(tokens)).tolist(), tokens, kappa,
+                                "tokens"))) for s in range(n_seeds)]
+        for sel in selectors:
+            kept = take(rank_chunks(index, sel), tokens, kappa, "tokens")
+            a, g = cover(set(kept))
+            matched = []
+            for s in range(n_seeds):
+                rng = np.random.default_rng(1000 + s)
+                pick: set[int] = set()
+                for d in range(10):
+                    need = int(sum(deciles[i] == d for i in kept))
+                    pool = np.flatnonzero(deciles == d)
+                    pick.update(rng.choice(pool, size=min(need, len(pool)), replace=False).tolist())
+                matched.append(cover(pick))
+            rows.append({
+                "kappa": kappa,
+                "selector": sel,
+                "kept_token_share": round(float(tokens[kept].sum() / tokens.sum()), 4),
+                "kept_chunk_share": round(len(kept) / len(tokens), 4),
+                "answer_coverage": round(a, 2),
+                "gold_coverage": None if np.isnan(g) else round(g, 2),
+                "random_answer_mean": round(float(np.mean([r[0] for r in rand])), 2),
+                "random_answer_std": round(float(np.std([r[0] for r in rand])), 2),
+                "length_matched_answer_mean": round(float(np.mean([m[0] for m in matched])), 2),
+                "length_matched_answer_std": round(float(np.std([m[0] for m in matched])), 2),
+                "length_matched_gold_mean": None if np.isnan(matched[0][1]) else
+                round(float(np.mean([m[1] for m in matched])), 2),
+                "n_seeds": n_seeds,
+            })
+    return rows
+
+
+def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    """A Markdown table of ``rows`` restricted to ``columns``."""
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for r in rows:
+        lines.append("| " + " | ".join("" if r.get(c) is None else str(r.get(c)) for c in columns) + " |")
+    return "\n".join(lines)

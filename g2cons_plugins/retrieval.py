@@ -1,0 +1,228 @@
+"""Concept-path retrieval (Section 3.2.1) under a token budget beta.
+
+Strategies (``G2ConSConfig.strategy`` or ``retrieve(..., strategy=...)``):
+
+- ``"paper"`` exactly as Section 3.2.1: top-k concepts by cos(phi(q), Vector(w)); *local reranking*: for each
+  seed concept in similarity order, its units reranked by cos(phi(q), unit) are appended; then BFS up to N hops
+  over the concept graph from the seeds; *global reranking*: every unit of the expanded concepts, reranked
+  together by cos(phi(q), unit). The walk ends the first time a unit would push the context over beta.
+- ``"bridge"`` (default): the calibration showed the paper's walk fills the budget from ~4 frequent seed concepts
+  and loses to plain dense retrieval. This mode seeds from the ``n_seed_units`` best units by cos(phi(q), unit)
+  (kept first), takes the *bridge concepts* of those seeds (names: concepts mostly written capitalised, that occur
+  in 2..``bridge_max_df`` chunks, i.e. rare enough to identify an entity), and ranks every other unit by
+  cos(phi(q), unit) + ``bridge_bonus`` x [contains a bridge concept]. ``bridge_rounds`` = 2 repeats this from the
+  best bridged units (the second hop of a multi-hop question). It follows concept-to-chunk links, not concept
+  edges: edges added nothing in any variant we measured (README, "Decisions").
+- ``"dense"``: cos(phi(q), unit) alone (Text-RAG over the same units; a baseline and a fallback).
+- ``"ppr"``: personalized PageRank over the concept graph plus concept-unit links, restarted half on the query's
+  concepts (TERAG: weight s(u)/f(u)) and half on the top dense units, fused with dense by reciprocal rank.
+
+Query with no known concept: concepts are matched by vector, so every query still gets its nearest concepts and
+units; the lexical ``query_concepts`` in each item's reason is then empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from .errors import InputError
+from .graph import pagerank
+
+if TYPE_CHECKING:
+    from .index import G2ConSIndex
+
+STRATEGIES = ("bridge", "paper", "dense", "ppr")
+
+
+@dataclass(frozen=True)
+class RetrievedItem:
+    """One retrieved unit: ids, text, score, token count and why it was retrieved."""
+
+    unit_id: str
+    parent_id: str
+    text: str
+    score: float
+    n_tokens: int
+    reason: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def chunk_id(self) -> str:
+        return self.parent_id
+
+
+def _stable_desc(scores: np.ndarray) -> np.ndarray:
+    """Indices by score descending, ties by index ascending (deterministic)."""
+    return np.lexsort((np.arange(len(scores)), -scores))
+
+
+def _units_of(unit_concepts: sp.csr_matrix, concepts: Sequence[int] | np.ndarray) -> np.ndarray:
+    if len(concepts) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.unique(unit_concepts[np.asarray(concepts)].indices)
+
+
+class _Filler:
+    """Appends units in order until beta (``stop_on_overflow``: the paper's 'terminate'; else skip and go on)."""
+
+    def __init__(self, index: G2ConSIndex, beta: int, stop_on_overflow: bool) -> None:
+        self.index, self.beta, self.stop = index, beta, stop_on_overflow
+        self.items: list[RetrievedItem] = []
+        self.seen: set[int] = set()
+        self.used = 0
+        self.full = False
+
+    def add(self, u: int, score: float, reason: dict[str, Any]) -> None:
+        if self.full or u in self.seen:
+            return
+        st = self.index.stored
+        n = int(st.unit_tokens[u])
+        if self.used + n > self.beta:
+            if self.stop:
+                self.full = True
+            return
+        unit = st.units[u]
+        self.seen.add(u)
+        self.used += n
+        self.items.append(RetrievedItem(unit.id, unit.parent_id, unit.text, float(score), n, reason))
+
+
+def query_concepts(index: G2ConSIndex, query: str) -> list[int]:
+    """Concepts written in the query (lexical match, same analyzer as the corpus)."""
+    from .concepts import incidence
+
+    row = incidence([query], index.derived.vocab, index.config)
+    return row.indices.tolist()
+
+
+def retrieve(
+    index: G2ConSIndex,
+    query: str,
+    beta: int | None = None,
+    strategy: str | None = None,
+    query_vector: np.ndarray | None = None,
+) -> list[RetrievedItem]:
+    """The concept path: units for ``query`` within ``beta`` tokens (see module doc for strategies)."""
+    cfg = index.config
+    beta = cfg.beta if beta is None else int(beta)
+    if beta <= 0:
+        raise InputError(f"beta must be a positive token count, got {beta}")
+    strategy = strategy or cfg.strategy
+    if strategy not in STRATEGIES:
+        raise InputError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
+    qv = index.embed_query(query) if query_vector is None else np.asarray(query_vector, dtype=np.float32)
+    if qv.shape != (index.embedder.dim,):
+        raise InputError(f"query vector has shape {qv.shape}, expected ({index.embedder.dim},)")
+    dense = index.stored.unit_vecs @ qv
+    if strategy == "paper":
+        return _paper(index, qv, dense, beta)
+    if strategy == "dense":
+        f = _Filler(index, beta, stop_on_overflow=False)
+        for u in _stable_desc(dense):
+            f.add(int(u), dense[u], {"via": "dense"})
+            if f.used >= beta:
+                break
+        return f.items
+    if strategy == "ppr":
+        return _ppr(index, query, dense, beta)
+    return _bridge(index, dense, beta)
+
+
+def _paper(index: G2ConSIndex, qv: np.ndarray, dense: np.ndarray, beta: int) -> list[RetrievedItem]:
+    cfg, dv = index.config, index.derived
+    sims = dv.concept_vecs @ qv
+    seeds = _stable_desc(sims)[: cfg.k]
+    f = _Filler(index, beta, stop_on_overflow=True)
+    for c in seeds:  # local reranking, seed by seed
+        us = dv.unit_concepts[c].indices
+        for u in us[_stable_desc(dense[us])]:
+            f.add(int(u), dense[u], {"via": "local", "concept": dv.vocab[c], "concept_sim": float(sims[c]),
+                                     "hop": 0})
+        if f.full:
+            return f.items
+    hop_of: dict[int, int] = {int(c): 0 for c in seeds}
+    frontier = list(hop_of)
+    for hop in range(1, cfg.n_hops + 1):  # BFS over the concept graph
+        nxt = []
+        for c in frontier:
+            for nb in dv.A[c].indices:
+                if int(nb) not in hop_of:
+                    hop_of[int(nb)] = hop
+                    nxt.append(int(nb))
+        frontier = nxt
+    expanded = [c for c, h in hop_of.items() if h > 0]
+    pool = _units_of(dv.unit_concepts, expanded)
+    for u in pool[_stable_desc(dense[pool])]:  # global reranking
+        f.add(int(u), dense[u], {"via": "global", "n_expanded_concepts": len(expanded)})
+        if f.full:
+            break
+    return f.items
+
+
+def _bridge(index: G2ConSIndex, dense: np.ndarray, beta: int) -> list[RetrievedItem]:
+    cfg, dv, st = index.config, index.derived, index.stored
+    order = _stable_desc(dense)
+    seeds = order[: cfg.n_seed_units]
+    eligible = (dv.name_share >= 0.5) & (dv.df >= 2) & (dv.df <= cfg.bridge_max_df)
+    bonus = np.zeros(len(dense), dtype=np.float32)
+    via: dict[int, tuple[int, list[str]]] = {}
+    frontier = seeds
+    taken = set(seeds.tolist())
+    for rnd in range(1, cfg.bridge_rounds + 1):
+        cs = np.unique(dv.unit_inc[frontier].indices) if len(frontier) else np.zeros(0, np.int64)
+        bridges = cs[eligible[cs]]
+        if len(bridges) == 0:
+            break
+        hit = dv.unit_inc[:, bridges]
+        reached = np.flatnonzero(np.diff(hit.tocsr().indptr))
+        new = [u for u in reached.tolist() if bonus[u] == 0 and u not in taken]
+        for u in new:
+            bonus[u] = cfg.bridge_bonus
+            names = [dv.vocab[bridges[j]] for j in hit[u].indices]
+            via[u] = (rnd, names)
+        scored = dense + bonus
+        cand = np.asarray(new, dtype=np.int64)
+        frontier = cand[_stable_desc(scored[cand])][: cfg.n_seed_units] if len(cand) else cand
+        taken.update(frontier.tolist())
+    f = _Filler(index, beta, stop_on_overflow=False)
+    for rank, u in enumerate(seeds):
+        f.add(int(u), dense[u], {"via": "seed", "seed_rank": rank, "hop": 0})
+    final = dense + bonus
+    for u in _stable_desc(final):
+        if f.used >= beta:
+            break
+        u = int(u)
+        if u in via:
+            hop, names = via[u]
+            f.add(u, final[u], {"via": "bridge", "bridge_concepts": names[:5], "hop": hop})
+        else:
+            f.add(u, final[u], {"via": "dense", "hop": 0})
+    del st
+    return f.items
+
+
+def _ppr(index: G2ConSIndex, query: str, dense: np.ndarray, beta: int) -> list[RetrievedItem]:
+    cfg, dv, st = index.config, index.derived, index.stored
+    n_c, n_u = len(dv.vocab), len(st.units)
+    qc = query_concepts(index, query)
+    # graph over concepts + units: concept edges (Dice) and concept-unit links (weight 1)
+    B = dv.unit_concepts
+    H = sp.bmat([[dv.A, B], [B.T, None]], format="csr")
+    p = np.zeros(n_c + n_u)
+    if qc:
+        w = 1.0 / np.maximum(dv.df[qc], 1)
+        p[qc] = 0.5 * w / w.sum()
+    top = _stable_desc(dense)[:10]
+    p[n_c + top] += (0.5 if qc else 1.0) / len(top)
+    pr = pagerank(H, damping=cfg.ppr_damping, personalization=p)[n_c:]
+    rr = 1.0 / (60 + np.argsort(_stable_desc(pr))) + 1.0 / (60 + np.argsort(_stable_desc(dense)))
+    f = _Filler(index, beta, stop_on_overflow=False)
+    for u in _stable_desc(rr):
+        f.add(int(u), rr[u], {"via": "ppr", "ppr": float(pr[u]), "query_concepts": [dv.vocab[c] for c in qc][:5]})
+        if f.used >= beta:
+            break
+    return f.items
