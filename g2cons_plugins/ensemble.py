@@ -10,7 +10,9 @@ its parent chunk id; when the host item has no id, when its normalised text equa
 it (a host that returns a whole chunk covering our sub-chunk). Never by hash alone.
 
 Budget accounting: an overlapping item is charged to the host share when it fits there, else to the concept
-share; its text is the host's (it contains ours). Items are taken in each path's rank order; one that does not
+share; its text is the host's (it contains ours), or ours for an id-only host item, and it is charged the tokens
+of that text. An overlapping pair that fits neither share leaves its concept unit to compete alone on the
+concept path (the host item, too big, is dropped). Items are taken in each path's rank order; one that does not
 fit in its share is skipped and the next one tried. Unused budget of one path: with ``spill=False`` (default,
 the paper's caps are hard) it stays unused; with ``spill=True`` the other path's remaining items may use it,
 still within beta. Fused score: lambda x host_rank_score + (1 - lambda) x concept_rank_score, where a path's
@@ -112,14 +114,14 @@ def fuse(
 
     # match each concept item to the best-ranked host item (id first, then text)
     by_id: dict[str, int] = {}
-    for i, h in enumerate(hosts):
+    for pos, h in enumerate(hosts):
         if h.chunk_id is not None:
-            by_id.setdefault(h.chunk_id, i)
+            by_id.setdefault(h.chunk_id, pos)
     host_norm = [_norm(h.text) if h.text else "" for h in hosts]
     match: dict[int, int] = {}  # concept position -> host position
     taken_hosts: set[int] = set()
     for j, c in enumerate(concept):
-        i = by_id.get(c.unit_id, by_id.get(c.parent_id))
+        i: int | None = by_id.get(c.unit_id, by_id.get(c.parent_id))
         if i is None:
             cn = _norm(c.text)
             for k, hn in enumerate(host_norm):
@@ -129,8 +131,9 @@ def fuse(
         if i is not None and i not in taken_hosts:
             match[j] = i
             taken_hosts.add(i)
-        elif i is not None:
+        elif i is not None and hosts[i].text:
             match[j] = i  # a second sub-chunk of the same host chunk: already covered by that host text
+        # (an id-only host has no text to cover a second sub-chunk: that one stays on the concept path)
     host_cap, concept_cap = lambda_ * beta, (1.0 - lambda_) * beta
     used = {"host": 0, "concept": 0}
     out: list[FusedItem] = []
@@ -145,7 +148,7 @@ def fuse(
         if i in placed_hosts:
             covered_concepts.add(j)  # its text is already inside the placed host item
             continue
-        n = host_tokens[i]
+        n = host_tokens[i] if hosts[i].text else concept[j].n_tokens  # the text given is the one charged
         path = "host" if fits("host", n, host_cap) else "concept" if fits("concept", n, concept_cap) else None
         if path is None:
             continue
@@ -153,8 +156,18 @@ def fuse(
         placed_hosts.add(i)
         covered_concepts.add(j)
         h, c = hosts[i], concept[j]
-        out.append(FusedItem("both", h.chunk_id or c.parent_id, c.unit_id, h.text or c.text, n,
-                             lambda_ * hs[i] + (1 - lambda_) * cs[j], h, c))
+        out.append(
+            FusedItem(
+                "both",
+                h.chunk_id or c.parent_id,
+                c.unit_id,
+                h.text or c.text,
+                n,
+                lambda_ * hs[i] + (1 - lambda_) * cs[j],
+                h,
+                c,
+            )
+        )
     rest: list[FusedItem] = []
     for i, h in enumerate(hosts):
         if i in placed_hosts or i in taken_hosts:
@@ -166,23 +179,29 @@ def fuse(
             placed_hosts.add(i)
             rest.append(FusedItem("host", h.chunk_id, None, h.text, host_tokens[i], lambda_ * hs[i], h, None))
     for j, c in enumerate(concept):
-        if j in covered_concepts or j in match:
+        if j in covered_concepts:  # placed, or inside a placed host item; an unplaced match competes alone
             continue
         if fits("concept", c.n_tokens, concept_cap):
             used["concept"] += c.n_tokens
             covered_concepts.add(j)
-            rest.append(FusedItem("concept", c.parent_id, c.unit_id, c.text, c.n_tokens,
-                                  (1 - lambda_) * cs[j], None, c))
+            rest.append(
+                FusedItem("concept", c.parent_id, c.unit_id, c.text, c.n_tokens, (1 - lambda_) * cs[j], None, c)
+            )
     if spill:  # give one path's unused share to the other path's remaining items, within beta
         for j, c in enumerate(concept):
-            if j not in covered_concepts and j not in match and used["host"] + used["concept"] + c.n_tokens <= beta:
+            if j not in covered_concepts and used["host"] + used["concept"] + c.n_tokens <= beta:
                 used["concept"] += c.n_tokens
                 covered_concepts.add(j)
-                rest.append(FusedItem("concept", c.parent_id, c.unit_id, c.text, c.n_tokens,
-                                      (1 - lambda_) * cs[j], None, c))
+                rest.append(
+                    FusedItem("concept", c.parent_id, c.unit_id, c.text, c.n_tokens, (1 - lambda_) * cs[j], None, c)
+                )
         for i, h in enumerate(hosts):
-            if i not in placed_hosts and i not in taken_hosts and h.text is not None \
-                    and used["host"] + used["concept"] + host_tokens[i] <= beta:
+            if (
+                i not in placed_hosts
+                and i not in taken_hosts
+                and h.text is not None
+                and used["host"] + used["concept"] + host_tokens[i] <= beta
+            ):
                 used["host"] += host_tokens[i]
                 placed_hosts.add(i)
                 rest.append(FusedItem("host", h.chunk_id, None, h.text, host_tokens[i], lambda_ * hs[i], h, None))

@@ -99,8 +99,9 @@ class BM25Units:
         return out
 
 
-def keyword_retrieve(index: G2ConSIndex, qv: np.ndarray, beta: int, pool_factor: float = 2.0,
-                     max_seed_concepts: int = 1000) -> list[RetrievedItem]:
+def keyword_retrieve(
+    index: G2ConSIndex, qv: np.ndarray, beta: int, pool_factor: float = 2.0, max_seed_concepts: int = 1000
+) -> list[RetrievedItem]:
     """KET-RAG Keyword-RAG (Alg. 4) over ``index``'s concepts (build it with ``concept_mode="all_words"``):
     keywords by cosine, their units (best first) pooled until pool_factor x beta tokens, pool reranked."""
     dv, st = index.derived, index.stored
@@ -148,14 +149,22 @@ def _method_fn(
         return lambda q, v, b: retrieve(index, q, beta=b, strategy="ppr", query_vector=v)
     if method == "concept-paper":
         if "paper" not in cache:
-            cache["paper"] = G2ConSIndex(index.stored, index.embedder, G2ConSConfig(
-                mode="paper", unit_tokens=index.config.unit_tokens), index.tokenizer)
+            cache["paper"] = G2ConSIndex(
+                index.stored,
+                index.embedder,
+                G2ConSConfig(mode="paper", unit_tokens=index.config.unit_tokens),
+                index.tokenizer,
+            )
         paper = cache["paper"]
         return lambda q, v, b: retrieve(paper, q, beta=b, query_vector=v)
     if method == "keyword":
         if "keyword" not in cache:
-            cache["keyword"] = G2ConSIndex(index.stored, index.embedder, index.config.with_(
-                concept_mode="all_words", max_df=1.0), index.tokenizer)
+            cache["keyword"] = G2ConSIndex(
+                index.stored,
+                index.embedder,
+                index.config.with_(concept_mode="all_words", max_df=1.0),
+                index.tokenizer,
+            )
         kw = cache["keyword"]
         return lambda q, v, b: keyword_retrieve(kw, v, b)
     if method == "bm25":
@@ -249,8 +258,10 @@ def selection_quality(
     deciles = np.searchsorted(np.quantile(tokens, np.linspace(0, 1, 11)[1:-1]), tokens, side="right")
     rows = []
     for kappa in kappas:
-        rand = [cover(set(take(np.random.default_rng(s).permutation(len(tokens)).tolist(), tokens, kappa,
-                                "tokens"))) for s in range(n_seeds)]
+        rand = [
+            cover(set(take(np.random.default_rng(s).permutation(len(tokens)).tolist(), tokens, kappa, "tokens")))
+            for s in range(n_seeds)
+        ]
         for sel in selectors:
             kept = take(rank_chunks(index, sel), tokens, kappa, "tokens")
             a, g = cover(set(kept))
@@ -263,21 +274,24 @@ def selection_quality(
                     pool = np.flatnonzero(deciles == d)
                     pick.update(rng.choice(pool, size=min(need, len(pool)), replace=False).tolist())
                 matched.append(cover(pick))
-            rows.append({
-                "kappa": kappa,
-                "selector": sel,
-                "kept_token_share": round(float(tokens[kept].sum() / tokens.sum()), 4),
-                "kept_chunk_share": round(len(kept) / len(tokens), 4),
-                "answer_coverage": round(a, 2),
-                "gold_coverage": None if np.isnan(g) else round(g, 2),
-                "random_answer_mean": round(float(np.mean([r[0] for r in rand])), 2),
-                "random_answer_std": round(float(np.std([r[0] for r in rand])), 2),
-                "length_matched_answer_mean": round(float(np.mean([m[0] for m in matched])), 2),
-                "length_matched_answer_std": round(float(np.std([m[0] for m in matched])), 2),
-                "length_matched_gold_mean": None if np.isnan(matched[0][1]) else
-                round(float(np.mean([m[1] for m in matched])), 2),
-                "n_seeds": n_seeds,
-            })
+            rows.append(
+                {
+                    "kappa": kappa,
+                    "selector": sel,
+                    "kept_token_share": round(float(tokens[kept].sum() / tokens.sum()), 4),
+                    "kept_chunk_share": round(len(kept) / len(tokens), 4),
+                    "answer_coverage": round(a, 2),
+                    "gold_coverage": None if np.isnan(g) else round(g, 2),
+                    "random_answer_mean": round(float(np.mean([r[0] for r in rand])), 2),
+                    "random_answer_std": round(float(np.std([r[0] for r in rand])), 2),
+                    "length_matched_answer_mean": round(float(np.mean([m[0] for m in matched])), 2),
+                    "length_matched_answer_std": round(float(np.std([m[0] for m in matched])), 2),
+                    "length_matched_gold_mean": None
+                    if np.isnan(matched[0][1])
+                    else round(float(np.mean([m[1] for m in matched])), 2),
+                    "n_seeds": n_seeds,
+                }
+            )
     return rows
 
 

@@ -258,8 +258,14 @@ class G2ConSIndex:
         from .ensemble import fuse
 
         concept = self.retrieve(query, beta=kwargs.pop("beta", None) or self.config.beta)
-        return fuse(host, concept, tokenizer=self.tokenizer, beta=kwargs.pop("fuse_beta", None)
-                    or self.config.beta, lambda_=kwargs.pop("lambda_", self.config.lambda_), **kwargs)
+        return fuse(
+            host,
+            concept,
+            tokenizer=self.tokenizer,
+            beta=kwargs.pop("fuse_beta", None) or self.config.beta,
+            lambda_=kwargs.pop("lambda_", self.config.lambda_),
+            **kwargs,
+        )
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> None:
@@ -319,8 +325,9 @@ def _store(
             rows.append(sent_pos.setdefault(s, len(sent_pos)))
             cols.append(j)
     sentences = list(sent_pos)
-    sent_unit = _binary(sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)),
-                                      shape=(len(sentences), len(units))))
+    sent_unit = _binary(
+        sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(len(sentences), len(units)))
+    )
     if previous is not None:
         old_tok = dict(zip((c.id for c in previous.chunks), previous.chunk_tokens.tolist(), strict=True))
         missing = [c.text for c in chunks if c.id not in old_tok]

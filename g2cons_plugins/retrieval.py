@@ -140,8 +140,11 @@ def _paper(index: G2ConSIndex, qv: np.ndarray, dense: np.ndarray, beta: int) -> 
     for c in seeds:  # local reranking, seed by seed
         us = dv.unit_concepts[c].indices
         for u in us[_stable_desc(dense[us])]:
-            f.add(int(u), dense[u], {"via": "local", "concept": dv.vocab[c], "concept_sim": float(sims[c]),
-                                     "hop": 0})
+            f.add(
+                int(u),
+                dense[u],
+                {"via": "local", "concept": dv.vocab[c], "concept_sim": float(sims[c]), "hop": 0},
+            )
         if f.full:
             return f.items
     hop_of: dict[int, int] = {int(c): 0 for c in seeds}
@@ -222,7 +225,11 @@ def _ppr(index: G2ConSIndex, query: str, dense: np.ndarray, beta: int) -> list[R
     rr = 1.0 / (60 + np.argsort(_stable_desc(pr))) + 1.0 / (60 + np.argsort(_stable_desc(dense)))
     f = _Filler(index, beta, stop_on_overflow=False)
     for u in _stable_desc(rr):
-        f.add(int(u), rr[u], {"via": "ppr", "ppr": float(pr[u]), "query_concepts": [dv.vocab[c] for c in qc][:5]})
+        f.add(
+            int(u),
+            rr[u],
+            {"via": "ppr", "ppr": float(pr[u]), "query_concepts": [dv.vocab[c] for c in qc][:5]},
+        )
         if f.used >= beta:
             break
     return f.items

@@ -142,8 +142,10 @@ def knn_pagerank_order(index: G2ConSIndex, damping: float = 0.85) -> list[int]:
     st, C = index.stored, index.derived.chunk_inc
     n = C.shape[0]
     # chunk vectors: token-weighted mean of their units' vectors
-    W = sp.csr_matrix((st.unit_tokens.astype(np.float32), (st.unit_parent, np.arange(len(st.units)))),
-                      shape=(n, len(st.units)))
+    W = sp.csr_matrix(
+        (st.unit_tokens.astype(np.float32), (st.unit_parent, np.arange(len(st.units)))),
+        shape=(n, len(st.units)),
+    )
     V = np.asarray(W @ st.unit_vecs)
     V /= np.maximum(np.linalg.norm(V, axis=1, keepdims=True), 1e-12)
     lex = (C @ C.T).tolil()
@@ -214,8 +216,9 @@ def select(
     cfg, st = index.config, index.stored
     kappa = cfg.kappa if kappa is None else kappa
     by = kappa_by or cfg.kappa_by
-    order = rank_chunks(index, selector or cfg.selector, chunk_score or cfg.chunk_score,
-                        cfg.seed if seed is None else seed)
+    order = rank_chunks(
+        index, selector or cfg.selector, chunk_score or cfg.chunk_score, cfg.seed if seed is None else seed
+    )
     kept = take(order, st.chunk_tokens, kappa, by)
     keep_set = set(kept)
     ids = [c.id for c in st.chunks]

@@ -245,9 +245,7 @@ class FakeEmbeddings:
         inputs = kwargs["input"]
         dim = kwargs.get("dimensions", self.dim)
         h = HashEmbedder(dim)
-        items = [
-            SimpleNamespace(index=i, embedding=(h.embed([t])[0] * 3).tolist()) for i, t in enumerate(inputs)
-        ]
+        items = [SimpleNamespace(index=i, embedding=(h.embed([t])[0] * 3).tolist()) for i, t in enumerate(inputs)]
         return SimpleNamespace(data=list(reversed(items)))  # out of order on purpose
 
 
