@@ -253,19 +253,23 @@ class G2ConSIndex:
 
         return retrieve(self, query, **kwargs)
 
-    def fuse(self, host: Sequence[Any], query: str, **kwargs: Any) -> Any:
-        """Retrieve the concept path for ``query`` and fuse it with ``host`` results under beta and lambda."""
+    def fuse(
+        self,
+        host: Sequence[Any],
+        query: str,
+        beta: int | None = None,
+        lambda_: float | None = None,
+        spill: bool = False,
+        query_vector: np.ndarray | None = None,
+    ) -> Any:
+        """Dual-path: retrieve the concept path for ``query`` and fuse it with ``host`` results (see
+        :func:`g2cons_plugins.ensemble.fuse`) into one context of at most ``beta`` tokens."""
         from .ensemble import fuse
 
-        concept = self.retrieve(query, beta=kwargs.pop("beta", None) or self.config.beta)
-        return fuse(
-            host,
-            concept,
-            tokenizer=self.tokenizer,
-            beta=kwargs.pop("fuse_beta", None) or self.config.beta,
-            lambda_=kwargs.pop("lambda_", self.config.lambda_),
-            **kwargs,
-        )
+        beta = self.config.beta if beta is None else int(beta)
+        lam = self.config.lambda_ if lambda_ is None else lambda_
+        concept = self.retrieve(query, beta=beta, query_vector=query_vector)
+        return fuse(host, concept, beta=beta, lambda_=lam, tokenizer=self.tokenizer, spill=spill)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> None:

@@ -23,7 +23,7 @@ units; the lexical ``query_concepts`` in each item's reason is then empty.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +60,25 @@ def _stable_desc(scores: np.ndarray) -> np.ndarray:
     return np.lexsort((np.arange(len(scores)), -scores))
 
 
+def _first(index: G2ConSIndex, beta: int) -> int:
+    """How many top units to sort eagerly for a budget: about 3x what fits at the median unit size."""
+    return int(3 * beta / max(float(np.median(index.stored.unit_tokens)), 1.0)) + 32
+
+
+def _iter_desc(scores: np.ndarray, first: int) -> Iterator[int]:
+    """Like ``_stable_desc`` but lazy: sorts only the top ``first`` unless more are consumed."""
+    n = len(scores)
+    if first >= n:
+        yield from _stable_desc(scores).tolist()
+        return
+    cut = np.partition(scores, n - first)[n - first]  # the first-th largest value
+    top = np.flatnonzero(scores >= cut)
+    top = top[np.lexsort((top, -scores[top]))]
+    yield from top.tolist()
+    rest = np.flatnonzero(scores < cut)
+    yield from rest[np.lexsort((rest, -scores[rest]))].tolist()
+
+
 def _units_of(unit_concepts: sp.csr_matrix, concepts: Sequence[int] | np.ndarray) -> np.ndarray:
     if len(concepts) == 0:
         return np.zeros(0, dtype=np.int64)
@@ -67,14 +86,20 @@ def _units_of(unit_concepts: sp.csr_matrix, concepts: Sequence[int] | np.ndarray
 
 
 class _Filler:
-    """Appends units in order until beta (``stop_on_overflow``: the paper's 'terminate'; else skip and go on)."""
+    """Appends units in order until beta. ``stop_on_overflow``: the paper's rule, the walk ends at the first unit
+    that would exceed beta. Otherwise a unit that does not fit is skipped and the next tried, until the room left
+    is smaller than the smallest unit or ``MAX_MISSES`` units in a row did not fit."""
+
+    MAX_MISSES = 64
 
     def __init__(self, index: G2ConSIndex, beta: int, stop_on_overflow: bool) -> None:
         self.index, self.beta, self.stop = index, beta, stop_on_overflow
         self.items: list[RetrievedItem] = []
         self.seen: set[int] = set()
         self.used = 0
+        self.misses = 0
         self.full = False
+        self.min_tokens = int(index.stored.unit_tokens.min(initial=1))
 
     def add(self, u: int, score: float, reason: dict[str, Any]) -> None:
         if self.full or u in self.seen:
@@ -82,9 +107,11 @@ class _Filler:
         st = self.index.stored
         n = int(st.unit_tokens[u])
         if self.used + n > self.beta:
-            if self.stop:
+            self.misses += 1
+            if self.stop or self.misses >= self.MAX_MISSES or self.beta - self.used < self.min_tokens:
                 self.full = True
             return
+        self.misses = 0
         unit = st.units[u]
         self.seen.add(u)
         self.used += n
@@ -122,9 +149,9 @@ def retrieve(
         return _paper(index, qv, dense, beta)
     if strategy == "dense":
         f = _Filler(index, beta, stop_on_overflow=False)
-        for u in _stable_desc(dense):
-            f.add(int(u), dense[u], {"via": "dense"})
-            if f.used >= beta:
+        for u in _iter_desc(dense, _first(index, beta)):
+            f.add(u, dense[u], {"via": "dense"})
+            if f.full or f.used >= beta:
                 break
         return f.items
     if strategy == "ppr":
@@ -167,44 +194,50 @@ def _paper(index: G2ConSIndex, qv: np.ndarray, dense: np.ndarray, beta: int) -> 
 
 
 def _bridge(index: G2ConSIndex, dense: np.ndarray, beta: int) -> list[RetrievedItem]:
-    cfg, dv, st = index.config, index.derived, index.stored
-    order = _stable_desc(dense)
-    seeds = order[: cfg.n_seed_units]
-    eligible = (dv.name_share >= 0.5) & (dv.df >= 2) & (dv.df <= cfg.bridge_max_df)
-    bonus = np.zeros(len(dense), dtype=np.float32)
-    via: dict[int, tuple[int, list[str]]] = {}
+    cfg, dv = index.config, index.derived
+    link = cfg.extra.get("link", "indicator")
+    it = _iter_desc(dense, cfg.n_seed_units)
+    seeds = np.array([next(it) for _ in range(min(cfg.n_seed_units, len(dense)))], dtype=np.int64)
+    eligible = (dv.name_share >= cfg.extra.get("name_share", 0.5)) & (dv.df >= 2) & (dv.df <= cfg.bridge_max_df)
+    ref = max(float(dense[seeds[0]]), 1e-6) if len(seeds) else 1.0
+    bonus = np.zeros(len(dense), dtype=np.float64)
+    hop_of: dict[int, int] = {}
+    round_bridges: list[set[int]] = []
     frontier = seeds
-    taken = set(seeds.tolist())
+    taken = np.zeros(len(dense), dtype=bool)
+    taken[seeds] = True
     for rnd in range(1, cfg.bridge_rounds + 1):
-        cs = np.unique(dv.unit_inc[frontier].indices) if len(frontier) else np.zeros(0, np.int64)
-        bridges = cs[eligible[cs]]
+        if len(frontier) == 0:
+            break
+        F = dv.unit_inc[frontier]
+        w_s = dense[frontier] / ref if link == "seed_score" else np.ones(len(frontier))
+        bw = np.asarray(F.multiply(w_s[:, None]).max(axis=0).todense()).ravel()  # per concept
+        bw[~eligible] = 0.0
+        bridges = np.flatnonzero(bw > 0)
         if len(bridges) == 0:
             break
-        hit = dv.unit_inc[:, bridges]
-        reached = np.flatnonzero(np.diff(hit.tocsr().indptr))
-        new = [u for u in reached.tolist() if bonus[u] == 0 and u not in taken]
-        for u in new:
-            bonus[u] = cfg.bridge_bonus
-            names = [dv.vocab[bridges[j]] for j in hit[u].indices]
-            via[u] = (rnd, names)
-        scored = dense + bonus
-        cand = np.asarray(new, dtype=np.int64)
-        frontier = cand[_stable_desc(scored[cand])][: cfg.n_seed_units] if len(cand) else cand
-        taken.update(frontier.tolist())
+        round_bridges.append(set(bridges.tolist()))
+        B = dv.unit_concepts[bridges]
+        ub = np.asarray(B.multiply(bw[bridges][:, None]).max(axis=0).todense()).ravel()  # per unit
+        new = np.flatnonzero((ub > 0) & ~taken & (bonus == 0))
+        bonus[new] = cfg.bridge_bonus * ub[new]
+        for u in new.tolist():
+            hop_of[u] = rnd
+        frontier = new[_stable_desc((dense + bonus)[new])][: cfg.n_seed_units]
+        taken[frontier] = True
     f = _Filler(index, beta, stop_on_overflow=False)
     for rank, u in enumerate(seeds):
         f.add(int(u), dense[u], {"via": "seed", "seed_rank": rank, "hop": 0})
     final = dense + bonus
-    for u in _stable_desc(final):
-        if f.used >= beta:
+    for u in _iter_desc(final, _first(index, beta) + len(seeds)):
+        if f.full or f.used >= beta:
             break
-        u = int(u)
-        if u in via:
-            hop, names = via[u]
+        if u in hop_of:
+            hop = hop_of[u]
+            names = [dv.vocab[c] for c in dv.unit_inc[u].indices if c in round_bridges[hop - 1]]
             f.add(u, final[u], {"via": "bridge", "bridge_concepts": names[:5], "hop": hop})
         else:
             f.add(u, final[u], {"via": "dense", "hop": 0})
-    del st
     return f.items
 
 
@@ -224,12 +257,12 @@ def _ppr(index: G2ConSIndex, query: str, dense: np.ndarray, beta: int) -> list[R
     pr = pagerank(H, damping=cfg.ppr_damping, personalization=p)[n_c:]
     rr = 1.0 / (60 + np.argsort(_stable_desc(pr))) + 1.0 / (60 + np.argsort(_stable_desc(dense)))
     f = _Filler(index, beta, stop_on_overflow=False)
-    for u in _stable_desc(rr):
+    for u in _iter_desc(rr, _first(index, beta)):
         f.add(
             int(u),
             rr[u],
             {"via": "ppr", "ppr": float(pr[u]), "query_concepts": [dv.vocab[c] for c in qc][:5]},
         )
-        if f.used >= beta:
+        if f.full or f.used >= beta:
             break
     return f.items

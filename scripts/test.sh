@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Fresh venv, install exactly as README says, lint, type-check, test. Used by README and .ci/run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV="${G2CONS_VENV:-.venv-test}"
+python3 -m venv "$VENV"
+. "$VENV/bin/activate"
+python -m pip install -q --upgrade pip
+python -m pip install -q -e ".[test]"
+export HF_HUB_OFFLINE=1
+ruff check g2cons_plugins tests examples
+mypy g2cons_plugins
+python -m pytest -q tests

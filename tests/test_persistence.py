@@ -1,0 +1,476 @@
+"""Tests of g2cons_plugins.persistence: round trip, no pickle, atomic overwrite, corruption, embedder checks."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import hashlib
+import json
+import math
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from g2cons_plugins import persistence
+from g2cons_plugins.config import G2ConSConfig
+from g2cons_plugins.embedders import HashEmbedder
+from g2cons_plugins.errors import PersistError
+from g2cons_plugins.index import G2ConSIndex
+from g2cons_plugins.persistence import FILES, FORMAT_VERSION, load_index, read_manifest, save_index
+
+CONFIG = G2ConSConfig(theta_co=2, unit_tokens=40)
+
+CORPUS: list[dict[str, Any]] = [
+    {
+        "id": "c01",
+        "text": "Alice Moreau founded Acme Corp in Lisbon. Acme Corp builds harbor cranes.",
+        "metadata": {"source": "wiki", "year": 2019},
+    },
+    {"id": "c02", "text": "Bob Tanaka joined Acme Corp in Lisbon as chief engineer. He met Alice Moreau there."},
+    {"id": "c03", "text": "Globex opened an office in Berlin. Carla Nunes leads Globex research in Berlin."},
+    {"id": "c04", "text": "Carla Nunes studied in Paris before moving to Berlin to join Globex."},
+    {
+        "id": "c05",
+        "text": (
+            "Acme Corp and Globex signed a crane contract in Rotterdam. The Rotterdam port authority approved it. "
+            "Bob Tanaka negotiated for Acme Corp while Carla Nunes represented Globex. The deal covered twelve "
+            "harbor cranes and a maintenance plan lasting ten years."
+        ),
+    },
+    {"id": "c06", "text": "The Rotterdam port authority ordered cranes from Acme Corp after the Lisbon trial."},
+    {"id": "c07", "text": "Initech sells payroll software in Paris. David Okafor runs Initech in Paris."},
+    {"id": "c08", "text": "David Okafor met Alice Moreau in Lisbon to discuss payroll software for Acme Corp."},
+    {"id": "c09", "text": "Initech and Globex compete for payroll contracts in Berlin and Paris."},
+    {
+        "id": "c10",
+        "text": (
+            "Emma Schulz is a journalist in Berlin. She wrote about Globex and Initech. Emma Schulz interviewed "
+            "Carla Nunes about research budgets. Her article on Berlin startups was widely read in Paris and "
+            "Lisbon, and it mentioned David Okafor twice."
+        ),
+        "metadata": {"source": "news"},
+    },
+    {"id": "c11", "text": "Emma Schulz later interviewed Bob Tanaka about harbor cranes in Rotterdam."},
+    {"id": "c12", "text": "The Seine flows through Paris. Tourists in Paris visit the Louvre museum."},
+    {"id": "c13", "text": "The Louvre museum bought software from Initech to manage tickets."},
+    {"id": "c14", "text": "Lisbon hosts a technology fair every winter; Acme Corp and Initech exhibit there."},
+    {"id": "c15", "text": "Frank Idowu manages the Rotterdam port authority and praised Acme Corp cranes."},
+    {"id": "c16", "text": "Frank Idowu and Emma Schulz spoke at the Lisbon technology fair."},
+    {"id": "c17", "text": "Globex research in Berlin focuses on battery chemistry, Carla Nunes said."},
+    {"id": "c18", "text": "Battery chemistry startups in Berlin attract investors from Paris."},
+]
+NEW_CHUNKS: list[dict[str, Any]] = [
+    {"id": "n01", "text": "Grace Lindqvist founded Umbrella Labs in Oslo. Umbrella Labs studies battery chemistry."},
+    {"id": "n02", "text": "Grace Lindqvist visited Globex in Berlin and met Carla Nunes."},
+    {"id": "n03", "text": "Umbrella Labs in Oslo hired Bob Tanaka to design harbor cranes."},
+]
+QUERIES = [
+    "Who founded Acme Corp?",
+    "Where does Carla Nunes work?",
+    "payroll software in Paris",
+    "Which journalist interviewed the engineer who negotiated the crane contract?",
+    "battery chemistry in Berlin",
+    "Rotterdam port authority cranes",
+    "Emma Schulz journalist Berlin",
+    "David Okafor Initech payroll Lisbon",
+]
+STRATEGIES = ("bridge", "paper", "dense", "ppr")
+
+
+class CountingEmbedder:
+    """An Embedder delegating to HashEmbedder that records every text it is asked to embed."""
+
+    def __init__(self, dim: int = 32, name: str | None = None) -> None:
+        self.inner = HashEmbedder(dim)
+        self.dim = dim
+        self.name = name or self.inner.name
+        self.seen: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.seen.extend(texts)
+        return self.inner.embed(texts)
+
+
+def build(chunks: Sequence[Any] = CORPUS) -> G2ConSIndex:
+    return G2ConSIndex.build(chunks, embedder=HashEmbedder(dim=32), config=CONFIG)
+
+
+def results(index: G2ConSIndex) -> list[Any]:
+    out = []
+    for q in QUERIES:
+        for s in STRATEGIES:
+            items = index.retrieve(q, beta=300, strategy=s)
+            out.append([(r.unit_id, r.parent_id, r.text, r.score, r.n_tokens, r.reason) for r in items])
+    return out
+
+
+def stats(index: G2ConSIndex) -> dict[str, Any]:
+    d = dict(index.stats.to_dict())
+    return {k: ("nan" if isinstance(v, float) and math.isnan(v) else v) for k, v in d.items()}
+
+
+def tie_free(index: G2ConSIndex) -> list[str]:
+    """Queries whose dense unit scores have no two values within float32 rounding of each other."""
+    out = []
+    for q in QUERIES:
+        dense = np.sort(index.stored.unit_vecs @ index.embed_query(q))
+        if np.all(np.diff(dense) > 1e-6):
+            out.append(q)
+    return out
+
+
+def assert_equal_up_to_rounding(got: G2ConSIndex, want: G2ConSIndex) -> None:
+    """Retrieval of an updated loaded index equals a rebuild's, up to float32 rounding.
+
+    Only up to rounding: embedders.validate_embeddings renormalises in float32 on every pass, and loaded vectors
+    pass through it more often than freshly built ones, so exactly tied units may swap (which then moves
+    reciprocal-rank and budget decisions). Queries without ties must give the very same ranking."""
+    clean = tie_free(want)
+    assert len(clean) >= 4, "the test needs queries without tied units"
+    for q in QUERIES:
+        np.testing.assert_allclose(
+            got.stored.unit_vecs @ got.embed_query(q), want.stored.unit_vecs @ want.embed_query(q), atol=1e-6
+        )
+        for s in STRATEGIES:
+            g = got.retrieve(q, beta=300, strategy=s)
+            w = want.retrieve(q, beta=300, strategy=s)
+            if q in clean:
+                assert [(r.unit_id, r.text, r.n_tokens, r.reason.get("via")) for r in g] == [
+                    (r.unit_id, r.text, r.n_tokens, r.reason.get("via")) for r in w
+                ], (q, s)
+                assert [r.score for r in g] == pytest.approx([r.score for r in w], rel=1e-5, abs=1e-6)
+            else:
+                assert sum(r.n_tokens for r in g) <= 300
+
+
+def assert_close_stats(got: dict[str, Any], want: dict[str, Any]) -> None:
+    assert got.keys() == want.keys()
+    for k, v in want.items():
+        assert got[k] == (pytest.approx(v, rel=1e-5, abs=1e-6) if isinstance(v, float) else v), k
+
+
+def selection(index: G2ConSIndex) -> tuple[list[str], list[str]]:
+    rep = index.select(kappa=0.6)
+    return rep.kept_ids, rep.dropped_ids
+
+
+@pytest.fixture(scope="module")
+def original() -> G2ConSIndex:
+    idx = build()
+    assert idx.stats.n_edges > 0, "the test corpus must give a graph with edges"
+    assert any(u.id != u.parent_id for u in idx.units), "some chunk must be split into several units"
+    return idx
+
+
+@pytest.fixture(scope="module")
+def saved(original: G2ConSIndex, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("saved") / "idx"
+    original.save(path)
+    return path
+
+
+@pytest.fixture
+def copy(saved: Path, tmp_path: Path) -> Path:
+    """A private copy of the saved index, free to corrupt."""
+    dst = tmp_path / "idx"
+    shutil.copytree(saved, dst)
+    return dst
+
+
+# ---------------------------------------------------------------------------------------------- round trip
+def test_load_equals_saved(original: G2ConSIndex, saved: Path) -> None:
+    loaded = G2ConSIndex.load(saved)
+    assert loaded.embedder.name == "hash-32" and loaded.embedder.dim == 32
+    assert loaded.config == original.config
+    assert loaded.tokenizer.name == original.tokenizer.name
+    assert loaded.chunks == original.chunks  # ids, texts and metadata
+    assert loaded.units == original.units
+    np.testing.assert_array_equal(loaded.stored.unit_vecs, original.stored.unit_vecs)
+    np.testing.assert_array_equal(loaded.stored.sent_vecs, original.stored.sent_vecs)
+    np.testing.assert_array_equal(loaded.stored.chunk_tokens, original.stored.chunk_tokens)
+    assert loaded.derived.vocab == original.derived.vocab
+    assert loaded.concept_pagerank() == original.concept_pagerank()
+    assert stats(loaded) == stats(original)
+    assert results(loaded) == results(original)
+    assert selection(loaded) == selection(original)
+
+
+def test_load_accepts_str_and_path(saved: Path, original: G2ConSIndex) -> None:
+    for p in (str(saved), saved):
+        assert load_index(p).chunks == original.chunks  # type: ignore[arg-type]
+        assert G2ConSIndex.load(p).chunks == original.chunks
+
+
+def test_no_pickle_and_manifest(saved: Path, original: G2ConSIndex) -> None:
+    names = sorted(p.name for p in saved.rglob("*"))
+    assert names == sorted([*FILES, "manifest.json"])
+    assert not [n for n in names if n.endswith((".pkl", ".pickle"))]
+    for npy in saved.glob("*.npy"):
+        arr = np.load(npy, allow_pickle=False)
+        assert arr.dtype == np.float32 and arr.ndim == 2 and arr.shape[1] == 32
+    manifest = json.loads((saved / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["format"] == "g2cons-index"
+    assert manifest["version"] == FORMAT_VERSION
+    assert manifest["embedder"] == {"name": "hash-32", "dim": 32}
+    assert manifest["counts"] == {
+        "chunks": len(original.chunks),
+        "units": len(original.units),
+        "sentences": len(original.stored.sentences),
+    }
+    for name in FILES:
+        assert manifest["files"][name] == hashlib.sha256((saved / name).read_bytes()).hexdigest()
+    assert read_manifest(saved) == manifest
+
+
+# ---------------------------------------------------------------------------------------------- atomic writes
+def test_overwrite_replaces_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    parent = tmp_path / "parent"
+    target = parent / "idx"
+    first = build(CORPUS[:10])
+    first.save(target)
+    second = build(CORPUS[5:])
+    second.save(target)
+    assert [p.name for p in parent.iterdir()] == ["idx"]  # no .idx.tmp-* / .idx.old-* left
+    loaded = G2ConSIndex.load(target)
+    assert [c.id for c in loaded.chunks] == [c.id for c in second.chunks]
+    assert results(loaded) == results(second)
+
+
+def test_refuses_a_foreign_directory(tmp_path: Path, original: G2ConSIndex) -> None:
+    target = tmp_path / "mine"
+    target.mkdir()
+    (target / "notes.txt").write_text("precious")
+    (target / "data.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(PersistError, match="not a g2cons index"):
+        original.save(target)
+    assert sorted(p.name for p in target.iterdir()) == ["data.csv", "notes.txt"]
+    assert (target / "notes.txt").read_text() == "precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine"]
+
+
+def test_refuses_a_directory_with_someone_elses_manifest(tmp_path: Path, original: G2ConSIndex) -> None:
+    target = tmp_path / "webapp"
+    target.mkdir()
+    (target / "manifest.json").write_text(json.dumps({"name": "my web app", "start_url": "/"}))
+    (target / "index.html").write_text("<html></html>")
+    with pytest.raises(PersistError):
+        original.save(target)
+    assert sorted(p.name for p in target.iterdir()) == ["index.html", "manifest.json"]
+    assert json.loads((target / "manifest.json").read_text())["name"] == "my web app"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["webapp"]
+
+
+def test_save_into_an_empty_directory_and_onto_a_file(tmp_path: Path, original: G2ConSIndex) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    original.save(empty)
+    assert G2ConSIndex.load(empty).chunks == original.chunks
+    afile = tmp_path / "file"
+    afile.write_text("x")
+    with pytest.raises(PersistError, match="not a directory"):
+        original.save(afile)
+    assert afile.read_text() == "x"
+
+
+def test_failed_save_keeps_the_old_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "idx"
+    old = build(CORPUS[:8])
+    old.save(target)
+    real_rename = os.rename
+
+    def failing_rename(src: Any, dst: Any) -> None:
+        if Path(src).name.startswith(".idx.tmp-"):
+            raise OSError("disk full")
+        real_rename(src, dst)
+
+    monkeypatch.setattr(persistence.os, "rename", failing_rename)
+    with pytest.raises(OSError, match="disk full"):
+        build(CORPUS[8:]).save(target)
+    monkeypatch.undo()
+    assert [p.name for p in tmp_path.iterdir()] == ["idx"]
+    assert [c.id for c in G2ConSIndex.load(target).chunks] == [c.id for c in old.chunks]
+
+
+def test_unserialisable_metadata_fails_cleanly(tmp_path: Path) -> None:
+    idx = G2ConSIndex.build(
+        [{"id": "a", "text": "Alice met Bob in Paris.", "metadata": {"when": object()}}],
+        embedder=HashEmbedder(dim=32),
+        config=CONFIG,
+    )
+    with pytest.raises(PersistError, match="JSON"):
+        idx.save(tmp_path / "idx")
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------- bad directories
+def test_flipped_bytes_in_vectors(copy: Path) -> None:
+    f = copy / "unit_vectors.npy"
+    data = bytearray(f.read_bytes())
+    data[-3] ^= 0xFF
+    f.write_bytes(bytes(data))
+    with pytest.raises(PersistError, match="unit_vectors.npy"):
+        G2ConSIndex.load(copy)
+
+
+def test_truncated_chunks(copy: Path) -> None:
+    f = copy / "chunks.jsonl"
+    data = f.read_bytes()
+    f.write_bytes(data[: len(data) // 2])
+    with pytest.raises(PersistError, match="chunks.jsonl"):
+        G2ConSIndex.load(copy)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_missing_file(copy: Path, name: str) -> None:
+    (copy / name).unlink()
+    with pytest.raises(PersistError, match=name.replace(".", r"\.")):
+        G2ConSIndex.load(copy)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_modified_file(copy: Path, name: str) -> None:
+    with (copy / name).open("ab") as fh:
+        fh.write(b"\n")
+    with pytest.raises(PersistError, match=name.replace(".", r"\.")):
+        G2ConSIndex.load(copy)
+
+
+def test_missing_manifest(copy: Path) -> None:
+    (copy / "manifest.json").unlink()
+    with pytest.raises(PersistError, match="manifest.json"):
+        G2ConSIndex.load(copy)
+
+
+def _edit_manifest(path: Path, **changes: Any) -> None:
+    mf = path / "manifest.json"
+    manifest = json.loads(mf.read_text(encoding="utf-8"))
+    manifest.update(changes)
+    mf.write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def test_foreign_manifest(copy: Path) -> None:
+    _edit_manifest(copy, format="something-else")
+    with pytest.raises(PersistError, match="something-else"):
+        G2ConSIndex.load(copy)
+
+
+@pytest.mark.parametrize("version", [FORMAT_VERSION + 1, 0, "1", None])
+def test_other_version(copy: Path, version: Any) -> None:
+    _edit_manifest(copy, version=version)
+    with pytest.raises(PersistError, match="version"):
+        G2ConSIndex.load(copy)
+
+
+def test_manifest_not_json(copy: Path) -> None:
+    (copy / "manifest.json").write_text("{not json")
+    with pytest.raises(PersistError, match="manifest.json"):
+        G2ConSIndex.load(copy)
+    (copy / "manifest.json").write_text("[1, 2]")
+    with pytest.raises(PersistError, match="manifest.json"):
+        G2ConSIndex.load(copy)
+
+
+def test_not_a_directory(tmp_path: Path, saved: Path) -> None:
+    with pytest.raises(PersistError):
+        G2ConSIndex.load(tmp_path / "nowhere")
+    with pytest.raises(PersistError):
+        G2ConSIndex.load(saved / "manifest.json")
+    with pytest.raises(PersistError):
+        read_manifest(saved / "chunks.jsonl")
+
+
+def test_errors_are_oserrors(copy: Path) -> None:
+    (copy / "units.jsonl").unlink()
+    with pytest.raises(OSError):
+        G2ConSIndex.load(copy)
+
+
+# ---------------------------------------------------------------------------------------------- embedders
+def test_embedder_of_another_dimension(saved: Path) -> None:
+    with pytest.raises(PersistError) as exc:
+        G2ConSIndex.load(saved, embedder=HashEmbedder(dim=16))
+    assert "32" in str(exc.value) and "16" in str(exc.value)
+    with pytest.raises(PersistError, match="64"):
+        G2ConSIndex.load(saved, embedder="hash")
+    liar = CountingEmbedder(dim=16, name="hash-32")  # the right name is not enough
+    with pytest.raises(PersistError, match="dimension") as exc:
+        G2ConSIndex.load(saved, embedder=liar)
+    assert "32" in str(exc.value) and "16" in str(exc.value)
+    assert liar.seen == []
+
+
+def test_embedder_of_another_name(saved: Path) -> None:
+    other = CountingEmbedder(dim=32, name="other-model-32")
+    with pytest.raises(PersistError) as exc:
+        G2ConSIndex.load(saved, embedder=other)
+    assert "other-model-32" in str(exc.value) and "hash-32" in str(exc.value)
+    assert other.seen == []
+
+
+def test_load_embeds_only_the_query(saved: Path, original: G2ConSIndex) -> None:
+    counter = CountingEmbedder(dim=32)
+    loaded = G2ConSIndex.load(saved, embedder=counter)
+    assert counter.seen == []
+    q = "Who founded Acme Corp?"
+    got = loaded.retrieve(q, beta=300)
+    assert counter.seen == [q]
+    want = original.retrieve(q, beta=300)
+    assert [(r.unit_id, r.score) for r in got] == [(r.unit_id, r.score) for r in want]
+
+
+def test_add_after_load_embeds_only_new_texts_and_equals_a_rebuild(saved: Path, original: G2ConSIndex) -> None:
+    counter = CountingEmbedder(dim=32)
+    loaded = G2ConSIndex.load(saved, embedder=counter)
+    loaded.add(NEW_CHUNKS)
+    fresh = build(CORPUS + NEW_CHUNKS)
+    new_ids = {c["id"] for c in NEW_CHUNKS}
+    new_units = [u for u in fresh.units if u.parent_id in new_ids]
+    known = set(original.stored.sentences) | {u.text for u in original.units}
+    expected = ({u.text for u in new_units} | {s for u in new_units for s in u.sentences}) - known
+    assert expected
+    assert set(counter.seen) == expected
+    assert len(counter.seen) == len(set(counter.seen))  # nothing embedded twice
+
+    # equal to a rebuild; vectors only up to float32 rounding, because validate_embeddings renormalises
+    # every time a vector passes through it (the loaded ones pass more often than freshly built ones)
+    assert [c.id for c in loaded.chunks] == [c.id for c in fresh.chunks]
+    assert loaded.units == fresh.units
+    assert loaded.stored.sentences == fresh.stored.sentences
+    np.testing.assert_allclose(loaded.stored.unit_vecs, fresh.stored.unit_vecs, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(loaded.stored.sent_vecs, fresh.stored.sent_vecs, rtol=0, atol=1e-6)
+    assert loaded.derived.vocab == fresh.derived.vocab
+    assert_close_stats(stats(loaded), stats(fresh))
+    assert_equal_up_to_rounding(loaded, fresh)
+    assert selection(loaded) == selection(fresh)
+
+    # and that state saves and loads again, equal to the rebuild
+    counter.seen.clear()
+    loaded.remove(["c12", "n03"])
+    assert counter.seen == []  # removing embeds nothing
+    smaller = build([c for c in CORPUS + NEW_CHUNKS if c["id"] not in {"c12", "n03"}])
+    assert [c.id for c in loaded.chunks] == [c.id for c in smaller.chunks]
+    assert_close_stats(stats(loaded), stats(smaller))
+    assert_equal_up_to_rounding(loaded, smaller)
+    assert selection(loaded) == selection(smaller)
+
+
+def test_resave_after_update_round_trips(saved: Path, tmp_path: Path) -> None:
+    loaded = G2ConSIndex.load(saved)
+    loaded.add(NEW_CHUNKS)
+    loaded.save(tmp_path / "updated")
+    again = G2ConSIndex.load(tmp_path / "updated")
+    assert [c.id for c in again.chunks] == [c.id for c in loaded.chunks]
+    assert stats(again) == stats(loaded)
+    assert results(again) == results(loaded)
+
+
+def test_save_index_function_matches_method(original: G2ConSIndex, saved: Path, tmp_path: Path) -> None:
+    save_index(original, tmp_path / "fn")
+    for name in FILES:
+        assert (tmp_path / "fn" / name).read_bytes() == (saved / name).read_bytes()
