@@ -112,3 +112,28 @@ def name_share(sentences: Sequence[str], vocab: Sequence[str]) -> np.ndarray:
     for j, t in total.items():
         out[j] = caps[j] / t
     return out
+
+
+def name_vocabulary(
+    unit_texts: Sequence[str],
+    sentences: Sequence[str],
+    unit_chunk: sp.csr_matrix,
+    config: G2ConSConfig,
+) -> tuple[list[str], sp.csr_matrix, np.ndarray]:
+    """Bridge vocabulary: every non-stop word (KET-RAG's vocabulary) that is a *name* (written capitalised in at
+    least half of its non-sentence-initial occurrences) and occurs in >= 2 chunks. Returns the names, the
+    units x names 0/1 matrix and each name's chunk frequency |T_w| (the retrieval filters it by bridge_max_df)."""
+    kw = _vectorizer_kwargs(config)
+    kw["ngram_range"] = (1, 1)
+    cv = CountVectorizer(binary=True, **kw)  # type: ignore[arg-type]
+    try:
+        U = cv.fit_transform(unit_texts).tocsr().astype(np.float32)
+    except ValueError:  # only stop words
+        return [], sp.csr_matrix((len(unit_texts), 0), dtype=np.float32), np.zeros(0, dtype=np.int64)
+    U.data[:] = 1.0
+    words = list(cv.get_feature_names_out())
+    C = unit_chunk.T @ U
+    C.data[:] = 1.0
+    df = np.asarray(C.sum(axis=0)).ravel().astype(np.int64)
+    keep = np.flatnonzero((name_share(sentences, words) >= 0.5) & (df >= 2))
+    return [words[j] for j in keep], U[:, keep].tocsr(), df[keep]

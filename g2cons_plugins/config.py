@@ -61,10 +61,12 @@ class G2ConSConfig:
     k: int = 25
     n_hops: int = 2
     strategy: Strategy = "bridge"
-    n_seed_units: int = 5  # bridge: dense seed units kept first
+    n_seed_units: int = 3  # bridge: dense seed units kept first
     bridge_rounds: int = 2
-    bridge_bonus: float = 0.1
+    bridge_bonus: float = 0.2
     bridge_max_df: int = 5  # bridge concepts occur in 2..bridge_max_df chunks
+    bridge_vocab: Literal["all_words", "concepts"] = "all_words"
+    bridge_link: Literal["seed_score", "indicator"] = "seed_score"
     ppr_damping: float = 0.5
     # --- fusion -----------------------------------------------------------------------------------------
     lambda_: float = 0.6
@@ -91,6 +93,9 @@ class G2ConSConfig:
             (0.0 < self.ppr_damping < 1.0, "ppr_damping must be in (0, 1)"),
             (0.0 <= self.theta_sem_percentile <= 100.0, "theta_sem_percentile must be in [0, 100]"),
             (self.unit_tokens is None or self.unit_tokens >= 16, "unit_tokens must be None or >= 16"),
+            (self.n_seed_units >= 1 and self.bridge_rounds >= 0, "n_seed_units must be >= 1, bridge_rounds >= 0"),
+            (self.bridge_vocab in ("all_words", "concepts"), "bridge_vocab must be 'all_words' or 'concepts'"),
+            (self.bridge_link in ("seed_score", "indicator"), "bridge_link must be 'seed_score' or 'indicator'"),
             (self.theta_sem is None or -1.0 <= self.theta_sem <= 1.0, "theta_sem must be in [-1, 1]"),
         ]
         for ok, msg in checks:

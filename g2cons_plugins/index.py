@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .chunks import Chunk, Unit, check_unit_ids, make_chunks, split_units
-from .concepts import extract_vocabulary, incidence, name_share
+from .concepts import extract_vocabulary, incidence, name_share, name_vocabulary
 from .config import G2ConSConfig
 from .embedders import CachedEmbedder, Embedder, get_embedder, validate_embeddings
 from .errors import InputError
@@ -49,7 +49,11 @@ class Derived:
     edges: EdgeSet
     A: sp.csr_matrix
     pagerank: np.ndarray
-    name_share: np.ndarray
+    name_share: np.ndarray  # per concept: share of capitalised occurrences
+    names: list[str]  # bridge vocabulary (see concepts.name_vocabulary)
+    name_df: np.ndarray
+    unit_names: sp.csr_matrix  # units x names
+    name_units: sp.csr_matrix  # names x units
     stats: GraphStats
 
 
@@ -86,6 +90,7 @@ def derive(st: Stored, config: G2ConSConfig) -> Derived:
     edges = build_edges(chunk_inc, vecs, config.theta_co, config.theta_sem, config.theta_sem_percentile)
     A = adjacency(edges, len(vocab))
     pr = pagerank(A, damping=config.pagerank_damping)
+    names, unit_names, name_df = name_vocabulary([u.text for u in st.units], st.sentences, unit_chunk, config)
     isolated, mean_deg, max_deg = degree_stats(A)
     stats = GraphStats(
         n_chunks=len(st.chunks),
@@ -114,6 +119,10 @@ def derive(st: Stored, config: G2ConSConfig) -> Derived:
         A=A,
         pagerank=pr,
         name_share=name_share(st.sentences, vocab),
+        names=names,
+        name_df=name_df,
+        unit_names=unit_names,
+        name_units=unit_names.T.tocsr(),
         stats=stats,
     )
 

@@ -178,6 +178,9 @@ def read_manifest(path: Path) -> dict[str, Any]:
         raise PersistError(
             f"{mf}: format version {manifest.get('version')!r}; this library reads version {FORMAT_VERSION}"
         )
+    missing = [k for k in ("config", "embedder", "files") if k not in manifest]
+    if missing:
+        raise PersistError(f"{mf}: manifest lacks {missing} (partial or hand-edited)")
     return manifest
 
 

@@ -7,12 +7,15 @@ Strategies (``G2ConSConfig.strategy`` or ``retrieve(..., strategy=...)``):
   over the concept graph from the seeds; *global reranking*: every unit of the expanded concepts, reranked
   together by cos(phi(q), unit). The walk ends the first time a unit would push the context over beta.
 - ``"bridge"`` (default): the calibration showed the paper's walk fills the budget from ~4 frequent seed concepts
-  and loses to plain dense retrieval. This mode seeds from the ``n_seed_units`` best units by cos(phi(q), unit)
-  (kept first), takes the *bridge concepts* of those seeds (names: concepts mostly written capitalised, that occur
-  in 2..``bridge_max_df`` chunks, i.e. rare enough to identify an entity), and ranks every other unit by
-  cos(phi(q), unit) + ``bridge_bonus`` x [contains a bridge concept]. ``bridge_rounds`` = 2 repeats this from the
-  best bridged units (the second hop of a multi-hop question). It follows concept-to-chunk links, not concept
-  edges: edges added nothing in any variant we measured (README, "Decisions").
+  and loses to plain dense retrieval. This mode keeps the ``n_seed_units`` (3) best units by cos(phi(q), unit)
+  first, takes their *bridge concepts*: names (words written capitalised in most of their occurrences, from
+  KET-RAG's all-words vocabulary when ``bridge_vocab="all_words"``, else from the TF-IDF concepts) that occur in
+  2..``bridge_max_df`` (5) chunks, i.e. rare enough to identify one entity. Every unit containing a bridge
+  concept gets a bonus ``bridge_bonus`` (0.2) x w, where w is the score of the best seed that contributed the
+  bridge relative to the top seed (``bridge_link="seed_score"``; ``"indicator"``: w = 1). All other units are
+  ranked by cos(phi(q), unit) + bonus. ``bridge_rounds`` (2) repeats this from the best bridged units, which
+  reaches the third passage of a 3-hop question. It follows concept-to-chunk links, not concept-concept edges:
+  edges added nothing in any variant we measured (README, "Decisions").
 - ``"dense"``: cos(phi(q), unit) alone (Text-RAG over the same units; a baseline and a fallback).
 - ``"ppr"``: personalized PageRank over the concept graph plus concept-unit links, restarted half on the query's
   concepts (TERAG: weight s(u)/f(u)) and half on the top dense units, fused with dense by reciprocal rank.
@@ -195,10 +198,14 @@ def _paper(index: G2ConSIndex, qv: np.ndarray, dense: np.ndarray, beta: int) -> 
 
 def _bridge(index: G2ConSIndex, dense: np.ndarray, beta: int) -> list[RetrievedItem]:
     cfg, dv = index.config, index.derived
-    link = cfg.extra.get("link", "indicator")
+    if cfg.bridge_vocab == "all_words":
+        vocab, unit_x, x_units = dv.names, dv.unit_names, dv.name_units
+        eligible = (dv.name_df >= 2) & (dv.name_df <= cfg.bridge_max_df)
+    else:
+        vocab, unit_x, x_units = dv.vocab, dv.unit_inc, dv.unit_concepts
+        eligible = (dv.name_share >= 0.5) & (dv.df >= 2) & (dv.df <= cfg.bridge_max_df)
     it = _iter_desc(dense, cfg.n_seed_units)
     seeds = np.array([next(it) for _ in range(min(cfg.n_seed_units, len(dense)))], dtype=np.int64)
-    eligible = (dv.name_share >= cfg.extra.get("name_share", 0.5)) & (dv.df >= 2) & (dv.df <= cfg.bridge_max_df)
     ref = max(float(dense[seeds[0]]), 1e-6) if len(seeds) else 1.0
     bonus = np.zeros(len(dense), dtype=np.float64)
     hop_of: dict[int, int] = {}
@@ -209,15 +216,15 @@ def _bridge(index: G2ConSIndex, dense: np.ndarray, beta: int) -> list[RetrievedI
     for rnd in range(1, cfg.bridge_rounds + 1):
         if len(frontier) == 0:
             break
-        F = dv.unit_inc[frontier]
-        w_s = dense[frontier] / ref if link == "seed_score" else np.ones(len(frontier))
+        F = unit_x[frontier]
+        w_s = dense[frontier] / ref if cfg.bridge_link == "seed_score" else np.ones(len(frontier))
         bw = np.asarray(F.multiply(w_s[:, None]).max(axis=0).todense()).ravel()  # per concept
         bw[~eligible] = 0.0
         bridges = np.flatnonzero(bw > 0)
         if len(bridges) == 0:
             break
         round_bridges.append(set(bridges.tolist()))
-        B = dv.unit_concepts[bridges]
+        B = x_units[bridges]
         ub = np.asarray(B.multiply(bw[bridges][:, None]).max(axis=0).todense()).ravel()  # per unit
         new = np.flatnonzero((ub > 0) & ~taken & (bonus == 0))
         bonus[new] = cfg.bridge_bonus * ub[new]
@@ -234,7 +241,7 @@ def _bridge(index: G2ConSIndex, dense: np.ndarray, beta: int) -> list[RetrievedI
             break
         if u in hop_of:
             hop = hop_of[u]
-            names = [dv.vocab[c] for c in dv.unit_inc[u].indices if c in round_bridges[hop - 1]]
+            names = [vocab[c] for c in unit_x[u].indices if c in round_bridges[hop - 1]]
             f.add(u, final[u], {"via": "bridge", "bridge_concepts": names[:5], "hop": hop})
         else:
             f.add(u, final[u], {"via": "dense", "hop": 0})

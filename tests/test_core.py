@@ -227,16 +227,20 @@ def test_take_skips_chunks_that_do_not_fit() -> None:
 
 def test_dropped_chunks_stay_retrievable(index: G2ConSIndex) -> None:
     rep = index.select(kappa=0.3)
-    hits = {x.parent_id for q in ["Gdansk port Vistula", "Helsinki Finland", "Becquerel uranium"]
-            for x in index.retrieve(q, beta=400)}
+    hits = {
+        x.parent_id
+        for q in ["Gdansk port Vistula", "Helsinki Finland", "Becquerel uranium"]
+        for x in index.retrieve(q, beta=400)
+    }
     assert hits & set(rep.dropped_ids)
 
 
 # ------------------------------------------------------------------ retrieval
 @pytest.mark.parametrize("strategy", ["bridge", "paper", "dense", "ppr"])
 def test_retrieval_fits_beta_and_explains(index: G2ConSIndex, strategy: str) -> None:
-    items = index.retrieve("Which river flows through the capital where Marie Curie was born?", beta=120,
-                           strategy=strategy)
+    items = index.retrieve(
+        "Which river flows through the capital where Marie Curie was born?", beta=120, strategy=strategy
+    )
     assert items and sum(x.n_tokens for x in items) <= 120
     assert len({x.unit_id for x in items}) == len(items)
     for x in items:
