@@ -26,7 +26,7 @@ Mode = Literal["default", "paper"]
 ConceptMode = Literal["tfidf", "all_words"]
 Incidence = Literal["contains", "extracted"]
 ChunkScore = Literal["sum", "max", "mean"]
-Selector = Literal["coverage", "pagerank", "shortest", "uniform", "knn_pagerank"]
+Selector = Literal["coverage", "concept_coverage", "pagerank", "shortest", "uniform", "knn_pagerank"]
 Strategy = Literal["bridge", "paper", "ppr", "dense"]
 
 

@@ -229,7 +229,7 @@ def selection_quality(
     index: G2ConSIndex,
     questions: Sequence[dict[str, Any]],
     kappas: Sequence[float] = (0.2, 0.8),
-    selectors: Sequence[str] = ("coverage", "pagerank"),
+    selectors: Sequence[str] = ("coverage", "concept_coverage", "pagerank", "knn_pagerank", "shortest"),
     n_seeds: int = 10,
 ) -> list[dict[str, Any]]:
     """Answer (and gold-passage) coverage of the kept chunks, by tokens, against (a) uniform random selections

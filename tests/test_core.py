@@ -185,7 +185,9 @@ def test_stats_reported(index: G2ConSIndex) -> None:
 
 
 # ------------------------------------------------------------------ selection
-@pytest.mark.parametrize("selector", ["coverage", "pagerank", "shortest", "uniform", "knn_pagerank"])
+@pytest.mark.parametrize(
+    "selector", ["coverage", "concept_coverage", "pagerank", "shortest", "uniform", "knn_pagerank"]
+)
 def test_selection_by_tokens_respects_kappa(index: G2ConSIndex, selector: str) -> None:
     rep = index.select(kappa=0.5, selector=selector)
     assert rep.kept_tokens <= 0.5 * rep.total_tokens
@@ -205,17 +207,27 @@ def test_selection_by_chunks_and_cost_report(index: G2ConSIndex) -> None:
 def test_coverage_selector_covers_concepts_first(index: G2ConSIndex) -> None:
     from g2cons_plugins.selection import rank_chunks
 
-    dv = index.derived
-    order = rank_chunks(index, "coverage")
-    covered = np.zeros(len(dv.vocab), bool)
-    gains = []
-    for i in order:
-        cols = dv.chunk_inc[i].indices
-        gains.append(dv.pagerank[cols[~covered[cols]]].sum())
-        covered[cols] = True
-    assert covered.all()
-    first_zero = next((k for k, g in enumerate(gains) if g == 0), len(gains))
-    assert all(g == 0 for g in gains[first_zero:])  # once all is covered, nothing adds coverage
+    dv, st = index.derived, index.stored
+    names_of = [set() for _ in st.chunks]  # chunk -> names it holds
+    for u, parent in enumerate(st.unit_parent):
+        names_of[parent].update(dv.unit_names[u].indices.tolist())
+    for selector, sets, weight in [
+        ("concept_coverage", [set(dv.chunk_inc[i].indices.tolist()) for i in range(len(st.chunks))], dv.pagerank),
+        ("coverage", names_of, np.ones(len(dv.names))),
+    ]:
+        order = rank_chunks(index, selector)
+        assert sorted(order) == list(range(len(st.chunks)))
+        covered: set[int] = set()
+        gains = []
+        for i in order:
+            gains.append(sum(weight[c] for c in sets[i] - covered))
+            covered |= sets[i]
+        assert covered == set().union(*sets) and gains[0] > 0
+        first_zero = next((k for k, g in enumerate(gains) if g == 0), len(gains))
+        assert all(g == 0 for g in gains[first_zero:])  # once all is covered, nothing adds coverage
+        # greedy: the first pick has the best gain per token of all chunks
+        per_tok = [sum(weight[c] for c in sets[i]) / st.chunk_tokens[i] for i in range(len(st.chunks))]
+        assert per_tok[order[0]] == pytest.approx(max(per_tok))
 
 
 def test_take_skips_chunks_that_do_not_fit() -> None:
@@ -348,3 +360,11 @@ def test_config_validation() -> None:
     with pytest.raises(InputError, match="unknown G2ConSConfig fields"):
         G2ConSConfig().with_(kapa=0.3)
     assert G2ConSConfig.from_dict(G2ConSConfig(k=7).to_dict()).k == 7
+
+
+def test_bridge_names_are_capitalised_words_in_two_or_more_chunks(index: G2ConSIndex) -> None:
+    dv = index.derived
+    assert {"curie", "vistula", "baltic", "paris"} <= set(dv.names)
+    assert "river" not in dv.names and "capital" not in dv.names  # common nouns are not names
+    assert "gdansk" not in dv.names  # a name in one chunk only cannot bridge two chunks
+    assert (dv.name_df >= 2).all() and dv.unit_names.shape == (len(index.units), len(dv.names))
