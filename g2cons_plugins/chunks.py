@@ -154,3 +154,28 @@ def check_unit_ids(units: Sequence[Unit], chunk_ids: set[str]) -> None:
         if u.id in seen or (u.id != u.parent_id and u.id in chunk_ids):
             raise InputError(f"retrieval unit id {u.id!r} collides with another chunk id; rename that chunk")
         seen[u.id] = u.parent_id
+
+
+def pack_chunks(items: Sequence[Chunk], max_tokens: int, tokenizer: Tokenizer) -> list[Chunk]:
+    """Concatenate consecutive chunks (e.g. short passages) into chunks of at most ``max_tokens`` tokens, the way
+    MS GraphRAG chunks its input (1,200 tokens). Whole passages only: one longer than ``max_tokens`` stays alone.
+    Ids are ``pack:{i}``; ``metadata["source_ids"]`` lists the packed ids."""
+    if max_tokens < 1:
+        raise InputError(f"max_tokens must be >= 1, got {max_tokens}")
+    out: list[Chunk] = []
+    group: list[Chunk] = []
+    used = 0
+    for ch in items:
+        n = len(tokenizer.encode(ch.text)) + 1
+        if group and used + n > max_tokens:
+            out.append(_packed(group, len(out)))
+            group, used = [], 0
+        group.append(ch)
+        used += n
+    if group:
+        out.append(_packed(group, len(out)))
+    return out
+
+
+def _packed(group: list[Chunk], i: int) -> Chunk:
+    return Chunk(id=f"pack:{i}", text="\n".join(c.text for c in group), metadata={"source_ids": [c.id for c in group]})

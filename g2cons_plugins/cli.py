@@ -66,7 +66,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
     bad = [m for m in methods if m not in METHODS]
     if bad:
         raise InputError(f"unknown methods {bad}; choose from {list(METHODS)}")
-    corpus = read_jsonl(args.corpus)
+    corpus: list[Any] = read_jsonl(args.corpus)
+    if args.pack_tokens:
+        from .chunks import make_chunks, pack_chunks
+        from .text import get_tokenizer
+
+        corpus = pack_chunks(make_chunks(corpus), args.pack_tokens, get_tokenizer())
     questions = load_questions(args.questions)
     if args.limit:
         questions = questions[: args.limit]
@@ -85,6 +90,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         "results": results,
         "settings": {
             "corpus": str(args.corpus),
+            "pack_tokens": args.pack_tokens,
+            "unit_tokens": args.unit_tokens,
             "questions": str(args.questions),
             "n_questions": len(questions),
             "embedder": index.embedder.name,
@@ -197,6 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--out", type=Path, default=None)
     e.add_argument("--selection", action="store_true", help="also measure core-chunk selection vs random")
     e.add_argument("--kappas", type=_floats, default=[0.2, 0.8])
+    e.add_argument("--pack-tokens", type=int, default=0,
+                   help="first pack passages into chunks of this many tokens (MS GraphRAG: 1200); 0 = no packing")
     common(e)
     e.set_defaults(func=cmd_eval)
 

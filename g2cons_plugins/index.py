@@ -70,6 +70,10 @@ class Stored:
     unit_vecs: np.ndarray
     timings: dict[str, float] = field(default_factory=dict)
 
+    @property
+    def median_unit_tokens(self) -> float:
+        return max(float(np.median(self.unit_tokens)), 1.0) if len(self.unit_tokens) else 1.0
+
 
 def derive(st: Stored, config: G2ConSConfig) -> Derived:
     """Concepts, incidences, Eq. 1 vectors, edges and PageRank from the stored state (deterministic)."""

@@ -65,7 +65,7 @@ def _stable_desc(scores: np.ndarray) -> np.ndarray:
 
 def _first(index: G2ConSIndex, beta: int) -> int:
     """How many top units to sort eagerly for a budget: about 3x what fits at the median unit size."""
-    return int(3 * beta / max(float(np.median(index.stored.unit_tokens)), 1.0)) + 32
+    return int(3 * beta / index.stored.median_unit_tokens) + 32
 
 
 def _iter_desc(scores: np.ndarray, first: int) -> Iterator[int]:
@@ -196,52 +196,61 @@ def _paper(index: G2ConSIndex, qv: np.ndarray, dense: np.ndarray, beta: int) -> 
     return f.items
 
 
+def _row(M: sp.csr_matrix, i: int) -> np.ndarray:
+    """Column indices of row i of a csr matrix, without scipy's per-call overhead."""
+    return M.indices[M.indptr[i] : M.indptr[i + 1]]
+
+
 def _bridge(index: G2ConSIndex, dense: np.ndarray, beta: int) -> list[RetrievedItem]:
     cfg, dv = index.config, index.derived
     if cfg.bridge_vocab == "all_words":
-        vocab, unit_x, x_units = dv.names, dv.unit_names, dv.name_units
-        eligible = (dv.name_df >= 2) & (dv.name_df <= cfg.bridge_max_df)
+        vocab, unit_x, x_units, df = dv.names, dv.unit_names, dv.name_units, dv.name_df
+        is_name = None
     else:
-        vocab, unit_x, x_units = dv.vocab, dv.unit_inc, dv.unit_concepts
-        eligible = (dv.name_share >= 0.5) & (dv.df >= 2) & (dv.df <= cfg.bridge_max_df)
+        vocab, unit_x, x_units, df = dv.vocab, dv.unit_inc, dv.unit_concepts, dv.df
+        is_name = dv.name_share >= 0.5
     it = _iter_desc(dense, cfg.n_seed_units)
-    seeds = np.array([next(it) for _ in range(min(cfg.n_seed_units, len(dense)))], dtype=np.int64)
-    ref = max(float(dense[seeds[0]]), 1e-6) if len(seeds) else 1.0
-    bonus = np.zeros(len(dense), dtype=np.float64)
+    seeds = [next(it) for _ in range(min(cfg.n_seed_units, len(dense)))]
+    ref = max(float(dense[seeds[0]]), 1e-6) if seeds else 1.0
+    bonus: dict[int, float] = {}  # unit -> bonus
     hop_of: dict[int, int] = {}
     round_bridges: list[set[int]] = []
     frontier = seeds
-    taken = np.zeros(len(dense), dtype=bool)
-    taken[seeds] = True
+    taken = set(seeds)
     for rnd in range(1, cfg.bridge_rounds + 1):
-        if len(frontier) == 0:
+        bw: dict[int, float] = {}  # bridge concept -> weight of the best frontier unit holding it
+        for u in frontier:
+            w = float(dense[u]) / ref if cfg.bridge_link == "seed_score" else 1.0
+            for c in _row(unit_x, u).tolist():
+                if 2 <= df[c] <= cfg.bridge_max_df and (is_name is None or is_name[c]) and w > bw.get(c, 0.0):
+                    bw[c] = w
+        if not bw:
             break
-        F = unit_x[frontier]
-        w_s = dense[frontier] / ref if cfg.bridge_link == "seed_score" else np.ones(len(frontier))
-        bw = np.asarray(F.multiply(w_s[:, None]).max(axis=0).todense()).ravel()  # per concept
-        bw[~eligible] = 0.0
-        bridges = np.flatnonzero(bw > 0)
-        if len(bridges) == 0:
-            break
-        round_bridges.append(set(bridges.tolist()))
-        B = x_units[bridges]
-        ub = np.asarray(B.multiply(bw[bridges][:, None]).max(axis=0).todense()).ravel()  # per unit
-        new = np.flatnonzero((ub > 0) & ~taken & (bonus == 0))
-        bonus[new] = cfg.bridge_bonus * ub[new]
-        for u in new.tolist():
+        round_bridges.append(set(bw))
+        reached: dict[int, float] = {}
+        for c, w in bw.items():
+            for u in _row(x_units, c).tolist():
+                if w > reached.get(u, 0.0):
+                    reached[u] = w
+        new = [u for u in reached if u not in taken and u not in bonus and reached[u] > 0]
+        for u in new:
+            bonus[u] = cfg.bridge_bonus * reached[u]
             hop_of[u] = rnd
-        frontier = new[_stable_desc((dense + bonus)[new])][: cfg.n_seed_units]
-        taken[frontier] = True
+        new.sort(key=lambda u: (-(dense[u] + bonus[u]), u))
+        frontier = new[: cfg.n_seed_units]
+        taken.update(frontier)
     f = _Filler(index, beta, stop_on_overflow=False)
     for rank, u in enumerate(seeds):
-        f.add(int(u), dense[u], {"via": "seed", "seed_rank": rank, "hop": 0})
-    final = dense + bonus
+        f.add(u, dense[u], {"via": "seed", "seed_rank": rank, "hop": 0})
+    final = dense.astype(np.float64)
+    if bonus:
+        final[np.fromiter(bonus, dtype=np.int64)] += np.fromiter(bonus.values(), dtype=np.float64)
     for u in _iter_desc(final, _first(index, beta) + len(seeds)):
         if f.full or f.used >= beta:
             break
         if u in hop_of:
             hop = hop_of[u]
-            names = [vocab[c] for c in unit_x[u].indices if c in round_bridges[hop - 1]]
+            names = [vocab[c] for c in _row(unit_x, u).tolist() if c in round_bridges[hop - 1]]
             f.add(u, final[u], {"via": "bridge", "bridge_concepts": names[:5], "hop": hop})
         else:
             f.add(u, final[u], {"via": "dense", "hop": 0})
