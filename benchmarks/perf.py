@@ -74,7 +74,12 @@ def job_query(embedder: str, cache: str) -> dict:
     t0 = time.perf_counter()
     idx.embedder.inner.embed([q["question"] for q in qs[:100]])  # type: ignore[attr-defined]
     embed_ms = (time.perf_counter() - t0) * 10
-    out = {"job": "query", "embedder": idx.embedder.name, "n_queries": len(qs), "query_embed_ms_mean": round(embed_ms, 2)}
+    out = {
+        "job": "query",
+        "embedder": idx.embedder.name,
+        "n_queries": len(qs),
+        "query_embed_ms_mean": round(embed_ms, 2),
+    }
     for strategy in ("bridge", "dense", "paper"):
         for beta in (2000, 12000):
             lat = []
@@ -102,8 +107,11 @@ def main() -> None:
     args = ap.parse_args()
     if args.job:
         kind, embedder, *rest = args.job
-        row = job_build(embedder, int(rest[0]), rest[1] if rest[1] != "-" else None) if kind == "build" \
+        row = (
+            job_build(embedder, int(rest[0]), rest[1] if rest[1] != "-" else None)
+            if kind == "build"
             else job_query(embedder, rest[0])
+        )
         row["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
         print(json.dumps(row))
         return

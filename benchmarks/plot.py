@@ -1,6 +1,6 @@
 """Plot Context Recall vs budget per method from one or more `g2cons eval --out` JSON files.
 
-    python benchmarks/plot.py benchmarks/results/musique_ketrag500_minilm.json --out benchmarks/results/cr_musique.png
+python benchmarks/plot.py benchmarks/results/musique_ketrag500_minilm.json --out benchmarks/results/cr_musique.png
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ def main() -> None:
         ax.set_xlabel("budget beta (tokens)")
         ax.set_ylabel("Context Recall (%)")
         s = data["settings"]
-        ax.set_title(f"{Path(s['corpus']).name.replace('_corpus.jsonl', '')}, {s['embedder']}, n={s['n_questions']}")
+        name = f"{Path(s['corpus']).parent.name}/{Path(s['corpus']).name.replace('_corpus.jsonl', '')}"
+        ax.set_title(f"{name}, {s['embedder']}, n={s['n_questions']}")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()

@@ -8,6 +8,6 @@ python3 -m venv "$VENV"
 python -m pip install -q --upgrade pip
 python -m pip install -q -e ".[test]"
 export HF_HUB_OFFLINE=1
-ruff check g2cons_plugins tests examples
+ruff check g2cons_plugins tests examples benchmarks
 mypy g2cons_plugins
 python -m pytest -q tests
