@@ -45,15 +45,23 @@ def build_edges(
     theta_co: int,
     theta_sem: float | None,
     percentile: float,
-    batch: int = 1_000_000,
+    batch: int = 65_536,
+    block_concepts: int = 2048,
 ) -> EdgeSet:
     """Edge iff Co >= theta_co AND cos >= theta_sem. With ``theta_sem=None`` the threshold is the
     ``percentile``-th percentile of the cosines of all candidate pairs (Co >= theta_co), so the share of
     candidate pairs kept is the same whatever the embedder's cosine scale."""
-    C = chunk_incidence.astype(np.int32)
-    co = sp.triu(C.T @ C, k=1).tocoo()
-    keep = co.data >= theta_co
-    r, c, k = co.row[keep].astype(np.int64), co.col[keep].astype(np.int64), co.data[keep]
+    C = chunk_incidence.astype(np.int32).tocsr()
+    CT = C.T.tocsr()
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    for a in range(0, CT.shape[0], block_concepts):  # blocks of rows of C^T C keep peak memory small
+        P = (CT[a : a + block_concepts] @ C).tocoo()
+        rows_ = P.row.astype(np.int64) + a
+        keep = (P.col > rows_) & (P.data >= theta_co)
+        parts.append((rows_[keep], P.col[keep].astype(np.int64), P.data[keep]))
+    r = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
+    c = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
+    k = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, np.int32)
     cos = np.empty(len(r), dtype=np.float32)
     for s in range(0, len(r), batch):
         cos[s : s + batch] = np.einsum("ij,ij->i", vectors[r[s : s + batch]], vectors[c[s : s + batch]])
