@@ -1,0 +1,132 @@
+"""``CoreChunkSelector``: G2ConS core-chunk selection as a LangChain document transformer.
+
+Place it between a text splitter and ``LLMGraphTransformer``::
+
+    chunks = splitter.split_documents(docs)
+    selector = CoreChunkSelector(kappa=0.8)
+    core = selector.transform_documents(chunks)           # the top kappa share, input order, stable ids
+    graph_docs = LLMGraphTransformer(llm=llm).convert_to_graph_documents(core)
+    concept = selector.as_retriever()                     # the concept graph covers *all* chunks
+
+The concept graph is built over every input document; only the selected ones are returned, so only they cost
+extraction calls. The dropped ones stay retrievable through :class:`ConceptGraphRetriever` /
+:class:`G2ConSRetriever` over ``selector.index``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from g2cons_plugins import G2ConSConfig, G2ConSIndex, SelectionReport
+from langchain_core.documents import BaseDocumentTransformer, Document
+from langchain_core.runnables.config import run_in_executor
+
+from ._convert import DEFAULT_ID_KEY, assign_ids, to_chunks
+from .embeddings import as_core_embedder
+
+if TYPE_CHECKING:
+    from .retrievers import ConceptGraphRetriever
+
+
+class CoreChunkSelector(BaseDocumentTransformer):
+    """Keep the top ``kappa`` share of documents (G2ConS core chunks); build the concept graph over all of them.
+
+    Ids: every output document carries a stable id in ``Document.id`` and in ``metadata[id_key]``: its own
+    ``Document.id`` when set, else ``metadata[id_key]``, else ``"h:" + sha1(page_content)[:16]`` (``#k`` appended to
+    the k-th repeat of the same text). Text splitters drop ``Document.id``, so chunks get content-hash ids that are
+    the same on every run. Documents are copied, never mutated; the output keeps input order.
+
+    Args:
+        kappa: share of the corpus to keep (of tokens or chunks, see ``kappa_by``); default ``config.kappa`` (0.8).
+        kappa_by: ``"tokens"`` or ``"chunks"``; default ``config.kappa_by``.
+        selector: the core's selector name (``"coverage"``, ``"pagerank"``, ...); default ``config.selector``.
+        embedder: ``"wordllama"`` (core default), ``"minilm"``, ``"hash"``, a core ``Embedder`` or any LangChain
+            ``Embeddings``.
+        config: a ``G2ConSConfig`` (beta, lambda and retrieval settings travel with the index).
+        tokenizer: the core's tokenizer spec (default: bundled tiktoken ``cl100k_base``).
+        cache_dir: embedding cache directory (content-hash keyed; re-runs embed nothing known).
+        id_key: metadata key for the id (``None``: only ``Document.id``). Use ``"id"`` for hosts such as
+            ``Neo4jGraph.add_graph_documents(include_source=True)`` that key source documents on ``metadata["id"]``.
+        price_per_mtok, prompt_tokens_per_call: for the cost line of ``report.summary()``.
+
+    After a call: ``index`` (the ``G2ConSIndex``), ``report`` (the ``SelectionReport``), ``documents`` (all
+    inputs with ids).
+    """
+
+    def __init__(
+        self,
+        kappa: float | None = None,
+        *,
+        kappa_by: str | None = None,
+        selector: str | None = None,
+        embedder: Any = "wordllama",
+        config: G2ConSConfig | None = None,
+        tokenizer: Any = None,
+        cache_dir: str | Path | None = None,
+        id_key: str | None = DEFAULT_ID_KEY,
+        price_per_mtok: float = 0.15,
+        prompt_tokens_per_call: int = 0,
+        show_progress: bool = False,
+    ) -> None:
+        self.kappa = kappa
+        self.kappa_by = kappa_by
+        self.selector = selector
+        self.embedder = as_core_embedder(embedder)
+        self.config = config or G2ConSConfig()
+        self.tokenizer = tokenizer
+        self.cache_dir = cache_dir
+        self.id_key = id_key
+        self.price_per_mtok = price_per_mtok
+        self.prompt_tokens_per_call = prompt_tokens_per_call
+        self.show_progress = show_progress
+        self.index: G2ConSIndex | None = None
+        self.report: SelectionReport | None = None
+        self.documents: list[Document] = []
+
+    def transform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
+        """Return the selected documents (copies with ids, input order). ``kwargs`` may override ``kappa``,
+        ``kappa_by`` and ``selector`` for this call."""
+        docs = assign_ids(documents, self.id_key)
+        self.index = G2ConSIndex.build(
+            to_chunks(docs),
+            embedder=self.embedder,
+            config=self.config,
+            tokenizer=self.tokenizer,
+            cache_dir=self.cache_dir,
+            show_progress=self.show_progress,
+        )
+        self.report = self.index.select(
+            kappa=kwargs.get("kappa", self.kappa),
+            kappa_by=kwargs.get("kappa_by", self.kappa_by),
+            selector=kwargs.get("selector", self.selector),
+            price_per_mtok=self.price_per_mtok,
+            prompt_tokens_per_call=self.prompt_tokens_per_call,
+        )
+        # the core collapses an id given twice with the same text; keep the first document of each id
+        first: dict[str, Document] = {}
+        for d in docs:
+            first.setdefault(str(d.id), d)
+        self.documents = list(first.values())
+        kept = set(self.report.kept_ids)
+        return [d for d in self.documents if d.id in kept]
+
+    async def atransform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
+        """Async variant: the same work in a thread (the build is CPU-bound numpy/scipy)."""
+        return await run_in_executor(None, self.transform_documents, documents, **kwargs)
+
+    def as_retriever(self, **kwargs: Any) -> ConceptGraphRetriever:
+        """A :class:`ConceptGraphRetriever` over the concept graph of the last call (all documents)."""
+        from .retrievers import ConceptGraphRetriever
+
+        return ConceptGraphRetriever(index=self._require_index(), **kwargs)
+
+    def save(self, path: str | Path) -> None:
+        """Save the concept graph (``G2ConSIndex.save``); reload with ``ConceptGraphRetriever.load(path)``."""
+        self._require_index().save(path)
+
+    def _require_index(self) -> G2ConSIndex:
+        if self.index is None:
+            raise RuntimeError("CoreChunkSelector has no index yet: call transform_documents first")
+        return self.index

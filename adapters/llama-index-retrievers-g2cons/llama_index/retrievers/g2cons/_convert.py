@@ -1,0 +1,167 @@
+"""Translation between LlamaIndex nodes and ``g2cons_plugins`` records. No retrieval or ranking logic lives here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from g2cons_plugins import CallableEmbedder, G2ConSIndex, HostItem, RetrievedItem
+from g2cons_plugins.errors import InputError
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, NodeWithScore, RelatedNodeInfo, TextNode
+
+LI_KEY = "llama_index"  # where a chunk record keeps what is needed to rebuild a node like the original
+G2CONS_KEYS = (
+    "g2cons_source",
+    "g2cons_chunk_id",
+    "g2cons_unit_id",
+    "g2cons_host_score",
+    "g2cons_concept_score",
+    "g2cons_reason",
+)
+_NODE_FORMAT = ("metadata_template", "metadata_separator", "text_template")
+
+
+def node_to_chunk(node: BaseNode) -> dict[str, Any]:
+    """A node as a core chunk record: its id, its raw text (no metadata), and what rebuilds its rendering."""
+    li: dict[str, Any] = {
+        "metadata": dict(node.metadata),
+        "ref_doc_id": node.ref_doc_id,
+        "excluded_llm_metadata_keys": list(node.excluded_llm_metadata_keys),
+        "excluded_embed_metadata_keys": list(node.excluded_embed_metadata_keys),
+    }
+    for attr in _NODE_FORMAT:
+        if isinstance(getattr(node, attr, None), str):
+            li[attr] = getattr(node, attr)
+    return {"id": node.node_id, "text": node.get_content(metadata_mode=MetadataMode.NONE), "metadata": {LI_KEY: li}}
+
+
+def nodes_to_chunks(nodes: Sequence[BaseNode]) -> list[dict[str, Any]]:
+    return [node_to_chunk(n) for n in nodes]
+
+
+def wrap_embedding(model: BaseEmbedding) -> CallableEmbedder:
+    """A LlamaIndex embedding model as a core embedder (batch text embeddings; dim from one probe text)."""
+    dim = len(model.get_text_embedding("dimension probe"))
+    return CallableEmbedder(
+        lambda texts: model.get_text_embedding_batch(list(texts)),
+        dim=dim,
+        name=f"llamaindex-{model.model_name}",
+    )
+
+
+def resolve_embedder(embedder: Any) -> Any:
+    """``None`` -> ``Settings.embed_model``; a LlamaIndex ``BaseEmbedding`` -> wrapped; anything else as given
+    (a core embedder name such as "wordllama"/"hash", or a core ``Embedder``)."""
+    if embedder is None:
+        from llama_index.core import Settings
+
+        try:
+            embedder = Settings.embed_model
+        except Exception as e:  # the "default" (OpenAI) model is not installed or has no key
+            raise InputError(
+                f"no embedder given and Settings.embed_model is not usable ({e}); set Settings.embed_model or pass "
+                "embedder='wordllama' (offline) or any LlamaIndex BaseEmbedding"
+            ) from e
+    if isinstance(embedder, BaseEmbedding):
+        return wrap_embedding(embedder)
+    return embedder
+
+
+def embedder_label(embedder: Any) -> str | None:
+    """A stable name for an embedder (part of the selector's cache key)."""
+    if embedder is None or isinstance(embedder, str):
+        return embedder
+    if isinstance(embedder, BaseEmbedding):
+        return f"llamaindex-{embedder.model_name}"
+    return str(getattr(embedder, "name", type(embedder).__name__))
+
+
+def llm_text(node: BaseNode) -> str:
+    """The text an LLM sees for this node (metadata rendered unless excluded)."""
+    return node.get_content(metadata_mode=MetadataMode.LLM)
+
+
+def concept_node(index: G2ConSIndex, item: RetrievedItem) -> TextNode:
+    """A concept-path unit as a node: id = unit id (= chunk id for a one-unit chunk), the chunk's metadata, and
+    the g2cons keys (hidden from the LLM and the embedder) saying why it was retrieved."""
+    li = dict(index.chunk(item.parent_id).metadata.get(LI_KEY) or {})
+    meta = dict(li.get("metadata") or {})
+    meta.update(g2cons_chunk_id=item.parent_id, g2cons_unit_id=item.unit_id, g2cons_reason=dict(item.reason))
+    rels: dict[NodeRelationship, Any] = {}
+    if li.get("ref_doc_id"):
+        rels[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=li["ref_doc_id"])
+    if item.unit_id != item.parent_id:
+        rels[NodeRelationship.PARENT] = RelatedNodeInfo(node_id=item.parent_id)
+    fmt = {k: li[k] for k in _NODE_FORMAT if k in li}
+    return TextNode(
+        id_=item.unit_id,
+        text=item.text,
+        metadata=meta,
+        excluded_llm_metadata_keys=_hide(li.get("excluded_llm_metadata_keys")),
+        excluded_embed_metadata_keys=_hide(li.get("excluded_embed_metadata_keys")),
+        relationships=rels,
+        **fmt,
+    )
+
+
+def _hide(keys: Sequence[str] | None) -> list[str]:
+    keys = list(keys or [])
+    return keys + [k for k in G2CONS_KEYS if k not in keys]
+
+
+def tag(nws: NodeWithScore, score: float, **meta: Any) -> NodeWithScore:
+    """A copy of ``nws`` with a new score and g2cons metadata (hidden from LLM/embeddings); the input is untouched."""
+    node = nws.node.model_copy()
+    node.metadata = {**nws.node.metadata, **meta}
+    node.excluded_llm_metadata_keys = _hide(nws.node.excluded_llm_metadata_keys)
+    node.excluded_embed_metadata_keys = _hide(nws.node.excluded_embed_metadata_keys)
+    return NodeWithScore(node=node, score=score)
+
+
+def host_chunk_id(node: BaseNode, index: G2ConSIndex) -> str | None:
+    """The chunk a host result comes from: its own id for a source-chunk node (PropertyGraphIndex with
+    include_text=True), else its SOURCE id (``ref_doc_id``) for a triplet node; never a hash."""
+    for cid in (node.node_id, node.ref_doc_id):
+        if cid is not None and is_chunk(index, cid):
+            return cid
+    return node.node_id
+
+
+def is_chunk(index: G2ConSIndex, chunk_id: str) -> bool:
+    try:
+        index.chunk(chunk_id)
+    except InputError:
+        return False
+    return True
+
+
+def host_items(results: Sequence[NodeWithScore], index: G2ConSIndex) -> list[HostItem]:
+    """Host results as core HostItems; tokens are those of the text the LLM will see."""
+    texts = [llm_text(r.node) for r in results]
+    counts = index.count_tokens(texts) if texts else []
+    return [
+        HostItem(
+            chunk_id=host_chunk_id(r.node, index),
+            text=t,
+            score=r.score,
+            n_tokens=n,
+            metadata={"position": pos},
+        )
+        for pos, (r, t, n) in enumerate(zip(results, texts, counts, strict=True))
+    ]
+
+
+def concept_nodes(index: G2ConSIndex, items: Sequence[RetrievedItem]) -> tuple[list[RetrievedItem], list[TextNode]]:
+    """Concept items as nodes, with each item's ``n_tokens`` recounted where the node renders metadata for the LLM
+    (so budgets count what the LLM will see)."""
+    nodes = [concept_node(index, it) for it in items]
+    out = list(items)
+    redo = [i for i, n in enumerate(nodes) if llm_text(n) != items[i].text]
+    if redo:
+        counts = index.count_tokens([llm_text(nodes[i]) for i in redo])
+        for i, n in zip(redo, counts, strict=True):
+            out[i] = RetrievedItem(
+                items[i].unit_id, items[i].parent_id, items[i].text, items[i].score, n, items[i].reason
+            )
+    return out, nodes
