@@ -14,6 +14,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+COLORS = {"concept": "C1", "dense": "C4", "bm25": "C0", "keyword": "C5", "concept-paper": "C2", "concept-ppr": "C3"}
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
@@ -27,7 +29,8 @@ def main() -> None:
         for m in methods:
             rows = sorted((r for r in data["results"] if r["method"] == m), key=lambda r: r["budget"])
             style = "-o" if m == "concept" else "--." if m.startswith("concept") else ":."
-            ax.plot([r["budget"] for r in rows], [r["context_recall"] for r in rows], style, label=m)
+            xs, ys = [r["budget"] for r in rows], [r["context_recall"] for r in rows]
+            ax.plot(xs, ys, style, label=m, color=COLORS.get(m))
         ax.set_xscale("log")
         ax.set_xlabel("budget beta (tokens)")
         ax.set_ylabel("Context Recall (%)")

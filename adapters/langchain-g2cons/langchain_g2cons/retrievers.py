@@ -1,0 +1,208 @@
+"""G2ConS retrievers for LangChain: the concept path alone, and the concept path fused with any host retriever.
+
+Both only translate: the core's ``G2ConSIndex.retrieve`` does the concept path, ``g2cons_plugins.ensemble.fuse``
+the Weighted Context Ensemble (beta budget, lambda share, overlapping items first, id matching before text).
+Scores go to ``metadata["relevance_score"]`` on new ``Document``s; host documents are never mutated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from g2cons_plugins import FusedItem, G2ConSIndex, InputError, RetrievedItem
+from g2cons_plugins.ensemble import fuse
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.runnables.config import run_in_executor
+from pydantic import ConfigDict, Field, field_validator
+
+from ._convert import DEFAULT_ID_KEY, concept_document, fused_document, to_host_items
+from .embeddings import as_core_embedder
+
+
+class _IndexRetriever(BaseRetriever):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    index: G2ConSIndex
+    """The concept graph (from ``CoreChunkSelector.index``, ``G2ConSIndex.build`` or ``load``)."""
+    beta: int | None = None
+    """Token budget of the returned context; default ``index.config.beta``."""
+    strategy: str | None = None
+    """Concept-path strategy (``"bridge"``, ``"paper"``, ``"ppr"``, ``"dense"``); default ``index.config.strategy``."""
+    k: int | None = Field(default=None, ge=1)
+    """At most this many documents (after the budget); ``None``: all that fit in beta."""
+
+    def _chunk_metadata(self, chunk_id: str | None) -> dict[str, Any]:
+        if chunk_id is None:
+            return {}
+        try:
+            return dict(self.index.chunk(chunk_id).metadata)
+        except InputError:
+            return {}
+
+    def _concept(self, query: str, beta: int | None) -> list[RetrievedItem]:
+        b = self.beta if beta is None else beta
+        return list(self.index.retrieve(query, beta=b, strategy=self.strategy))
+
+    def save(self, path: str | Path) -> None:
+        """Save the concept graph to a directory (``G2ConSIndex.save``)."""
+        self.index.save(path)
+
+
+class ConceptGraphRetriever(_IndexRetriever):
+    """The G2ConS concept path alone: units (sub-chunks of at most ``unit_tokens``) within ``beta`` tokens.
+
+    Each result is ``Document(id=<chunk id>, page_content=<unit text>, metadata={<chunk metadata>,
+    "relevance_score": float, "g2cons_reason": {...}, "g2cons_chunk_id", "g2cons_unit_id", "g2cons_n_tokens"})``,
+    in the core's rank order. Several units of one chunk share the chunk id; ``g2cons_unit_id`` tells them apart.
+    Per-call overrides: ``invoke(q, k=3)``, ``invoke(q, beta=2000)``.
+    """
+
+    @classmethod
+    def from_documents(
+        cls, documents: Sequence[Document], *, embedder: Any = "wordllama", config: Any = None, **kwargs: Any
+    ) -> ConceptGraphRetriever:
+        """Build the concept graph over ``documents`` (ids as in ``CoreChunkSelector``) without selecting."""
+        from ._convert import assign_ids, to_chunks
+
+        index = G2ConSIndex.build(to_chunks(assign_ids(documents)), embedder=as_core_embedder(embedder), config=config)
+        return cls(index=index, **kwargs)
+
+    @classmethod
+    def load(cls, path: str | Path, *, embedder: Any = None, **kwargs: Any) -> ConceptGraphRetriever:
+        """Load a saved concept graph; ``embedder`` defaults to the built-in one it was built with (pass the same
+        LangChain ``Embeddings`` if it was built with one)."""
+        emb = None if embedder is None else as_core_embedder(embedder)
+        return cls(index=G2ConSIndex.load(path, embedder=emb), **kwargs)
+
+    def _to_documents(self, items: list[RetrievedItem], k: int | None) -> list[Document]:
+        limit = self.k if k is None else k
+        items = items if limit is None else items[:limit]
+        return [concept_document(it, self._chunk_metadata(it.parent_id), {}) for it in items]
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        beta: int | None = None,
+    ) -> list[Document]:
+        return self._to_documents(self._concept(query, beta), k)
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        beta: int | None = None,
+    ) -> list[Document]:
+        items = await run_in_executor(None, self._concept, query, beta)
+        return self._to_documents(items, k)
+
+
+class G2ConSRetriever(_IndexRetriever):
+    """A host retriever (any ``BaseRetriever``: a graph retriever, a Neo4j retriever, a vector store ...) plus the
+    concept path, fused by the core's Weighted Context Ensemble under ``beta`` tokens with host share ``lambda_``.
+
+    Each result carries ``metadata["relevance_score"]`` (the fused score) and ``metadata["g2cons_source"]`` in
+    ``{"host", "concept", "both"}``; ``"both"`` items come first. Host documents match concept units by chunk id:
+    ``metadata[id_key]``, else ``Document.id`` if the index knows it, else (no id) by text. Host-sourced results
+    keep the host's text and metadata (a host score moves to ``g2cons_host_score``). ``ainvoke`` runs the host and
+    the concept path concurrently. Host texts are counted with the index's tokenizer (tiktoken, offline).
+    Per-call overrides: ``invoke(q, k=..., beta=..., lambda_=...)``.
+    """
+
+    host: BaseRetriever
+    """The host retriever (its own ``k``/search settings decide how many host documents compete)."""
+    lambda_: float | None = None
+    """Host share of ``beta``; default ``index.config.lambda_`` (0.6)."""
+    spill: bool = False
+    """Let one path use the other's unused share (still within beta)."""
+    id_key: str | None = DEFAULT_ID_KEY
+    """Metadata key holding the chunk id on host documents (as written by ``CoreChunkSelector``)."""
+
+    @field_validator("lambda_")
+    @classmethod
+    def _check_lambda(cls, v: float | None) -> float | None:
+        if v is not None and not 0.0 <= v <= 1.0:
+            raise ValueError(f"lambda_ must be in [0, 1], got {v}")
+        return v
+
+    @classmethod
+    def load(
+        cls, path: str | Path, *, host: BaseRetriever, embedder: Any = None, **kwargs: Any
+    ) -> G2ConSRetriever:
+        """Load a saved concept graph and wrap ``host``."""
+        emb = None if embedder is None else as_core_embedder(embedder)
+        return cls(index=G2ConSIndex.load(path, embedder=emb), host=host, **kwargs)
+
+    def _known(self, chunk_id: str) -> bool:
+        try:
+            self.index.chunk(chunk_id)
+        except InputError:
+            return False
+        return True
+
+    def _fuse(
+        self,
+        host_docs: list[Document],
+        concept: list[RetrievedItem],
+        k: int | None,
+        beta: int | None,
+        lambda_: float | None,
+    ) -> list[Document]:
+        kept = [d for d in host_docs if d.page_content.strip() or d.id or (self.id_key and d.metadata.get(self.id_key))]
+        if len(kept) < len(host_docs):
+            warnings.warn(f"{len(host_docs) - len(kept)} host document(s) with neither text nor id ignored", stacklevel=3)
+        items = to_host_items(kept, self.id_key, self._known)
+        by_item = {id(h): d for h, d in zip(items, kept, strict=True)}
+        cfg = self.index.config
+        b = beta if beta is not None else self.beta if self.beta is not None else cfg.beta
+        lam = lambda_ if lambda_ is not None else self.lambda_ if self.lambda_ is not None else cfg.lambda_
+        fused: list[FusedItem] = fuse(items, concept, beta=b, lambda_=lam, tokenizer=self.index.tokenizer, spill=self.spill)
+        limit = self.k if k is None else k
+        if limit is not None:
+            fused = fused[:limit]
+        return [
+            fused_document(
+                f,
+                by_item.get(id(f.host)) if f.host is not None else None,
+                self._chunk_metadata(f.chunk_id),
+            )
+            for f in fused
+        ]
+
+    def _get_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: CallbackManagerForRetrieverRun,
+        k: int | None = None,
+        beta: int | None = None,
+        lambda_: float | None = None,
+    ) -> list[Document]:
+        host_docs = self.host.invoke(query, config={"callbacks": run_manager.get_child()})
+        concept = self._concept(query, beta)
+        return self._fuse(host_docs, concept, k, beta, lambda_)
+
+    async def _aget_relevant_documents(
+        self,
+        query: str,
+        *,
+        run_manager: AsyncCallbackManagerForRetrieverRun,
+        k: int | None = None,
+        beta: int | None = None,
+        lambda_: float | None = None,
+    ) -> list[Document]:
+        host_docs, concept = await asyncio.gather(
+            self.host.ainvoke(query, config={"callbacks": run_manager.get_child()}),
+            run_in_executor(None, self._concept, query, beta),
+        )
+        return self._fuse(host_docs, concept, k, beta, lambda_)
