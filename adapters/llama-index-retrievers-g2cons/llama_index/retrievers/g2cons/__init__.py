@@ -1,0 +1,8 @@
+"""G2ConS for LlamaIndex: select core chunks before a ``PropertyGraphIndex`` build, retrieve along the concept
+graph, and fuse both paths under a token budget. All algorithms live in ``g2cons_plugins``."""
+
+from .concept import ConceptGraphRetriever
+from .fusion import G2ConSRetriever
+from .selector import CoreChunkSelector
+
+__all__ = ["ConceptGraphRetriever", "CoreChunkSelector", "G2ConSRetriever"]

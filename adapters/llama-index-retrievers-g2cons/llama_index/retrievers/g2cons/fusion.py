@@ -1,0 +1,143 @@
+"""``G2ConSRetriever``: a host retriever and the concept path, fused by the core's lambda-weighted, overlap-first
+ensemble under beta. The adapter only translates: host nodes -> ``HostItem`` (chunk id, LLM-visible text and its
+tokens), concept items -> nodes, fused items -> ``NodeWithScore``."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from g2cons_plugins import G2ConSConfig, G2ConSIndex, RetrievedItem
+from g2cons_plugins.ensemble import fuse
+from g2cons_plugins.errors import InputError
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
+
+from ._convert import host_items, tag
+from .concept import ConceptGraphRetriever, load_state, resolve_index, save_state
+from .selector import CoreChunkSelector
+
+
+class G2ConSRetriever(BaseRetriever):
+    """Dual-path retrieval: ``host_retriever`` (e.g. ``PropertyGraphIndex.as_retriever(include_text=True)``) plus
+    the G2ConS concept path, fused within ``beta`` tokens. Each result has a fused score and
+    ``metadata["g2cons_source"]`` in {"host", "concept", "both"}; "both" items come first."""
+
+    def __init__(
+        self,
+        index: G2ConSIndex,
+        host_retriever: BaseRetriever,
+        beta: int | None = None,
+        lambda_: float | None = None,
+        spill: bool = False,
+        strategy: str | None = None,
+        callback_manager: CallbackManager | None = None,
+        objects: list[Any] | None = None,
+        object_map: dict[str, Any] | None = None,
+        verbose: bool = False,
+    ) -> None:
+        self._concept = ConceptGraphRetriever(index, beta=beta, strategy=strategy)
+        self._host = host_retriever
+        self.lambda_ = float(index.config.lambda_ if lambda_ is None else lambda_)
+        self.spill = spill
+        super().__init__(callback_manager=callback_manager, object_map=object_map, objects=objects, verbose=verbose)
+
+    @classmethod
+    def from_defaults(
+        cls,
+        index: Any = None,
+        host_retriever: BaseRetriever | None = None,
+        g2cons_index: G2ConSIndex | None = None,
+        selector: CoreChunkSelector | None = None,
+        nodes: Sequence[BaseNode] | None = None,
+        embedder: Any = None,
+        config: G2ConSConfig | None = None,
+        include_text: bool = True,
+        **kwargs: Any,
+    ) -> G2ConSRetriever:
+        """``index``: the host index (default host: ``index.as_retriever(include_text=True)``); the concept graph
+        comes from ``g2cons_index``, a fitted ``selector`` or ``nodes`` (all chunks, dropped ones included)."""
+        return cls(resolve_index(g2cons_index, selector, nodes, embedder, config), _host(index, host_retriever, include_text), **kwargs)
+
+    @property
+    def index(self) -> G2ConSIndex:
+        return self._concept.index
+
+    @property
+    def beta(self) -> int:
+        return self._concept.beta
+
+    @property
+    def host_retriever(self) -> BaseRetriever:
+        return self._host
+
+    def _get_prompt_modules(self) -> dict[str, Any]:
+        return {"host_retriever": self._host}
+
+    def _fuse(
+        self, host: list[NodeWithScore], items: list[RetrievedItem], nodes: dict[str, TextNode]
+    ) -> list[NodeWithScore]:
+        idx = self.index
+        fused = fuse(host_items(host, idx), items, self.beta, self.lambda_, tokenizer=idx.tokenizer, spill=self.spill)
+        out = []
+        for f in fused:
+            meta: dict[str, Any] = {
+                "g2cons_source": f.source,
+                "g2cons_chunk_id": f.chunk_id,
+                "g2cons_unit_id": f.unit_id,
+                "g2cons_host_score": None if f.host is None else f.host.score,
+                "g2cons_concept_score": None if f.concept is None else f.concept.score,
+            }
+            if f.concept is not None:
+                meta["g2cons_reason"] = dict(f.concept.reason)
+            if f.host is not None:
+                base = host[f.host.metadata["position"]]
+            else:
+                assert f.unit_id is not None
+                base = NodeWithScore(node=nodes[f.unit_id])
+            out.append(tag(base, f.score, **meta))
+        return out
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        host = self._host.retrieve(query_bundle)
+        items, nodes = self._concept.concept_path(query_bundle.query_str)
+        return self._fuse(host, items, nodes)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        host, (items, nodes) = await asyncio.gather(
+            self._host.aretrieve(query_bundle),
+            asyncio.to_thread(self._concept.concept_path, query_bundle.query_str),
+        )
+        return self._fuse(host, items, nodes)
+
+    def persist(self, persist_dir: str | Path) -> None:
+        """Save the concept graph and settings (the host index persists through its own ``StorageContext``)."""
+        state = {"kind": "g2cons", "beta": self.beta, "lambda_": self.lambda_, "spill": self.spill}
+        save_state(self.index, persist_dir, {**state, "strategy": self._concept.strategy})
+
+    @classmethod
+    def from_persist_dir(
+        cls,
+        persist_dir: str | Path,
+        index: Any = None,
+        host_retriever: BaseRetriever | None = None,
+        embedder: Any = None,
+        include_text: bool = True,
+        **kwargs: Any,
+    ) -> G2ConSRetriever:
+        """Reload next to a host index loaded with ``load_index_from_storage`` (pass it as ``index``)."""
+        g2, state = load_state(persist_dir, embedder)
+        kw = {k: state.get(k) for k in ("beta", "lambda_", "strategy")}
+        kw["spill"] = bool(state.get("spill", False))
+        return cls(g2, _host(index, host_retriever, include_text), **{**kw, **kwargs})
+
+
+def _host(index: Any, host_retriever: BaseRetriever | None, include_text: bool) -> BaseRetriever:
+    if host_retriever is not None:
+        return host_retriever
+    if index is None:
+        raise InputError("give the host index (index=...) or a host_retriever=...")
+    return index.as_retriever(include_text=include_text)
