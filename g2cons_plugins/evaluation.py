@@ -23,7 +23,7 @@ import numpy as np
 from .config import G2ConSConfig
 from .errors import InputError
 from .index import G2ConSIndex
-from .retrieval import RetrievedItem, retrieve
+from .retrieval import RetrievedItem, fill_ranked, retrieve
 from .text import english_stopwords
 
 METHODS = ("dense", "bm25", "keyword", "concept", "concept-paper", "concept-ppr")
@@ -85,18 +85,8 @@ class BM25Units:
 
     def retrieve(self, query: str, beta: int) -> list[RetrievedItem]:
         scores = np.asarray(self.bm25.get_scores(self._tok(query)))
-        st = self.index.stored
-        out, used = [], 0
-        for u in np.lexsort((np.arange(len(scores)), -scores)):
-            n = int(st.unit_tokens[u])
-            if used + n > beta:
-                continue
-            unit = st.units[u]
-            out.append(RetrievedItem(unit.id, unit.parent_id, unit.text, float(scores[u]), n, {"via": "bm25"}))
-            used += n
-            if used >= beta:
-                break
-        return out
+        order = np.lexsort((np.arange(len(scores)), -scores))
+        return fill_ranked(self.index, order, scores, beta, {"via": "bm25"})
 
 
 def keyword_retrieve(
@@ -127,15 +117,7 @@ def keyword_retrieve(
         if stop:
             break
     pool.sort(key=lambda u: (-dense[u], u))
-    out, used = [], 0
-    for u in pool:
-        n = int(st.unit_tokens[u])
-        if used + n > beta:
-            continue
-        unit = st.units[u]
-        out.append(RetrievedItem(unit.id, unit.parent_id, unit.text, float(dense[u]), n, {"via": "keyword"}))
-        used += n
-    return out
+    return fill_ranked(index, pool, dense, beta, {"via": "keyword"})
 
 
 def _method_fn(

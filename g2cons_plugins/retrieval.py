@@ -26,7 +26,7 @@ units; the lexical ``query_concepts`` in each item's reason is then empty.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -95,8 +95,9 @@ class _Filler:
 
     MAX_MISSES = 64
 
-    def __init__(self, index: G2ConSIndex, beta: int, stop_on_overflow: bool) -> None:
+    def __init__(self, index: G2ConSIndex, beta: int, stop_on_overflow: bool, max_misses: int | None = MAX_MISSES):
         self.index, self.beta, self.stop = index, beta, stop_on_overflow
+        self.max_misses = max_misses
         self.items: list[RetrievedItem] = []
         self.seen: set[int] = set()
         self.used = 0
@@ -111,7 +112,8 @@ class _Filler:
         n = int(st.unit_tokens[u])
         if self.used + n > self.beta:
             self.misses += 1
-            if self.stop or self.misses >= self.MAX_MISSES or self.beta - self.used < self.min_tokens:
+            too_many = self.max_misses is not None and self.misses >= self.max_misses
+            if self.stop or too_many or self.beta - self.used < self.min_tokens:
                 self.full = True
             return
         self.misses = 0
@@ -119,6 +121,18 @@ class _Filler:
         self.seen.add(u)
         self.used += n
         self.items.append(RetrievedItem(unit.id, unit.parent_id, unit.text, float(score), n, reason))
+
+
+def fill_ranked(
+    index: G2ConSIndex, order: Iterable[int], scores: np.ndarray, beta: int, reason: dict[str, Any]
+) -> list[RetrievedItem]:
+    """Units in ``order`` while they fit in ``beta`` (one that does not fit is skipped); for external rankers."""
+    f = _Filler(index, beta, stop_on_overflow=False, max_misses=None)
+    for u in order:
+        f.add(int(u), float(scores[u]), dict(reason))
+        if f.full or f.used >= beta:
+            break
+    return f.items
 
 
 def query_concepts(index: G2ConSIndex, query: str) -> list[int]:
