@@ -26,10 +26,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-warnings.filterwarnings("ignore", message=".*being sunset.*")  # langchain-experimental / -community on import
-logging.getLogger("g2cons_plugins").setLevel(logging.WARNING)
-
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel, FakeListChatModel
@@ -39,14 +35,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnablePassthrough
-from langchain_text_splitters import RecursiveCharacterTextSplitter
-
 from langchain_g2cons import CoreChunkSelector, G2ConSRetriever, token_length
-
-try:  # the class lives in sunset packages: langchain-experimental, or langchain-neo4j
-    from langchain_experimental.graph_transformers import LLMGraphTransformer
-except ImportError:  # pragma: no cover
-    from langchain_neo4j import LLMGraphTransformer  # type: ignore[no-redef]
+from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 DATA = Path(__file__).parent / "data"
 NAME = re.compile(r"\b[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)*")
@@ -59,12 +49,14 @@ class FakeTripletChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "fake-triplets"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
         text = str(messages[-1].content).rsplit("Text: ", 1)[-1]
         names = list(dict.fromkeys(m.group(0) for m in NAME.finditer(text) if len(m.group(0)) > 2))[:8]
         rels = [
             {"head": a, "head_type": "Entity", "relation": "MENTIONED_WITH", "tail": b, "tail_type": "Entity"}
-            for a, b in zip(names, names[1:])
+            for a, b in zip(names, names[1:], strict=False)
         ]
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=json.dumps(rels)))])
 
@@ -134,7 +126,20 @@ def models() -> tuple[BaseChatModel, BaseChatModel, str]:
     return FakeTripletChatModel(), answer, "FAKE models (no OPENAI_API_KEY): the output measures no quality"
 
 
+def graph_transformer_class() -> Any:
+    """``LLMGraphTransformer`` lives in sunset packages: langchain-experimental (or langchain-neo4j)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*being sunset.*")  # emitted on import
+        try:
+            from langchain_experimental.graph_transformers import LLMGraphTransformer
+        except ImportError:  # pragma: no cover
+            from langchain_neo4j import LLMGraphTransformer
+    return LLMGraphTransformer
+
+
 def main() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before any embedder loads: no hub calls
+    logging.getLogger("g2cons_plugins").setLevel(logging.WARNING)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kappa", type=float, default=0.8)
     ap.add_argument("--beta", type=int, default=1500)
@@ -160,7 +165,7 @@ def main() -> None:
 
     # 3. KG extraction over the core chunks only
     counter = CallCounter()
-    graph_docs = LLMGraphTransformer(llm=extractor).convert_to_graph_documents(core, {"callbacks": [counter]})
+    graph_docs = graph_transformer_class()(llm=extractor).convert_to_graph_documents(core, {"callbacks": [counter]})
     n_rel = sum(len(g.relationships) for g in graph_docs)
     print(
         f"3. LLMGraphTransformer: {counter.calls} extraction calls made, {len(chunks) - counter.calls} saved "
@@ -179,7 +184,12 @@ def main() -> None:
     def format_docs(docs: list[Document]) -> str:
         return "\n\n".join(d.page_content for d in docs)
 
-    chain = {"context": retriever | format_docs, "question": RunnablePassthrough()} | prompt | answer_llm | StrOutputParser()
+    chain = (
+        {"context": retriever | format_docs, "question": RunnablePassthrough()}
+        | prompt
+        | answer_llm
+        | StrOutputParser()
+    )
     with (DATA / "musique_excerpt_questions.jsonl").open(encoding="utf-8") as fh:
         question = json.loads(fh.readline())
     docs = retriever.invoke(question["question"])
@@ -190,7 +200,9 @@ def main() -> None:
     gold = set(question["supporting_passage_ids"])
     found = gold & {d.metadata.get("passage_id") for d in docs}
     tokens = sum(d.metadata["g2cons_n_tokens"] for d in docs)
-    print(f"4. G2ConSRetriever(beta={args.beta}, lambda_=0.6): {len(docs)} documents, {tokens} tokens, {dict(by_source)}")
+    print(
+        f"4. G2ConSRetriever(beta={args.beta}, lambda_=0.6): {len(docs)} documents, {tokens} tokens, {dict(by_source)}"
+    )
     print(f"   supporting passages in the context: {len(found)}/{len(gold)} (one question: a smoke check, not a score)")
     print(f"5. Q: {question['question']}\n   A: {answer}\n   gold: {question['answers'][0]}")
     print(f"done in {time.perf_counter() - t0:.1f}s")

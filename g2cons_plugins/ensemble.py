@@ -117,12 +117,13 @@ def fuse(
     for pos, h in enumerate(hosts):
         if h.chunk_id is not None:
             by_id.setdefault(h.chunk_id, pos)
-    host_norm = [_norm(h.text) if h.text else "" for h in hosts]
+    textual = any(h.chunk_id is None and h.text for h in hosts)  # text fallback only for id-less host items
+    host_norm = [_norm(h.text) if h.text and h.chunk_id is None else "" for h in hosts]
     match: dict[int, int] = {}  # concept position -> host position
     taken_hosts: set[int] = set()
     for j, c in enumerate(concept):
         i: int | None = by_id.get(c.unit_id, by_id.get(c.parent_id))
-        if i is None:
+        if i is None and textual:
             cn = _norm(c.text)
             for k, hn in enumerate(host_norm):
                 if hosts[k].chunk_id is None and hn and (hn == cn or (len(cn) >= 20 and cn in hn)):

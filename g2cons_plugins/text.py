@@ -115,7 +115,7 @@ def get_tokenizer(spec: str | Tokenizer | None = None) -> Tokenizer:
 def count_tokens_batch(tokenizer: Tokenizer, texts: Sequence[str]) -> list[int]:
     """Token counts of many texts (uses tiktoken's batch encoder when available)."""
     batch = getattr(tokenizer, "encode_batch", None)
-    if batch is not None:
+    if batch is not None and len(texts) >= 64:  # a thread pool per call only pays off for many texts
         return [len(ids) for ids in batch(texts)]
     return [len(tokenizer.encode(t)) for t in texts]
 

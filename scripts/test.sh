@@ -6,8 +6,10 @@ VENV="${G2CONS_VENV:-.venv-test}"
 python3 -m venv "$VENV"
 . "$VENV/bin/activate"
 python -m pip install -q --upgrade pip
-python -m pip install -q -e ".[test]"
+python -m pip install -q -e ".[test]" -e adapters/llama-index-retrievers-g2cons -e "adapters/langchain-g2cons[test]"
 export HF_HUB_OFFLINE=1
 ruff check g2cons_plugins tests examples benchmarks
+(cd adapters/llama-index-retrievers-g2cons && ruff check .)
+(cd adapters/langchain-g2cons && ruff check .)
 mypy g2cons_plugins
 python -m pytest -q tests

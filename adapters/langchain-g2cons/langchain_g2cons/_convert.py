@@ -13,7 +13,6 @@ so every input document stays one chunk; this suffix depends on input order only
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,18 +26,21 @@ DEFAULT_ID_KEY = "g2cons_id"
 
 
 def plain(value: Any) -> Any:
-    """JSON-friendly copy: numpy scalars and arrays become Python numbers and lists, other objects ``str``."""
-    return json.loads(json.dumps(value, default=_default))
-
-
-def _default(obj: Any) -> Any:
-    item = getattr(obj, "item", None)
-    if callable(item) and getattr(obj, "ndim", 1) == 0:
+    """JSON-friendly copy: dicts, lists and tuples are copied; numpy scalars and arrays become Python numbers and
+    lists; other non-JSON objects become ``str``."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    item = getattr(value, "item", None)
+    if callable(item) and getattr(value, "ndim", None) == 0:
         return item()
-    tolist = getattr(obj, "tolist", None)
+    tolist = getattr(value, "tolist", None)
     if callable(tolist):
         return tolist()
-    return str(obj)
+    return str(value)
 
 
 def assign_ids(documents: Sequence[Document], id_key: str | None = DEFAULT_ID_KEY) -> list[Document]:
@@ -79,15 +81,19 @@ def host_key(doc: Document, id_key: str | None, known: Any) -> str | None:
     return None
 
 
-def to_host_items(docs: Sequence[Document], id_key: str | None, known: Any) -> list[HostItem]:
+def to_host_items(docs: Sequence[Document], id_key: str | None, known: Any, tokenizer: Any) -> list[HostItem]:
+    """Host documents as core ``HostItem``s. Tokens are counted here, one ``encode`` per text with the index's
+    tokenizer: the core's batch counter starts a thread pool per call, which costs more than a few short texts."""
     items = []
     for d in docs:
         score = d.metadata.get("relevance_score", d.metadata.get("score"))
+        text = d.page_content if d.page_content.strip() else None
         items.append(
             HostItem(
                 chunk_id=host_key(d, id_key, known),
-                text=d.page_content if d.page_content.strip() else None,
+                text=text,
                 score=float(score) if isinstance(score, (int, float)) else None,
+                n_tokens=len(tokenizer.encode(text)) if text is not None else None,
                 metadata=d.metadata,
             )
         )

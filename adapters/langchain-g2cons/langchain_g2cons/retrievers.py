@@ -136,9 +136,7 @@ class G2ConSRetriever(_IndexRetriever):
         return v
 
     @classmethod
-    def load(
-        cls, path: str | Path, *, host: BaseRetriever, embedder: Any = None, **kwargs: Any
-    ) -> G2ConSRetriever:
+    def load(cls, path: str | Path, *, host: BaseRetriever, embedder: Any = None, **kwargs: Any) -> G2ConSRetriever:
         """Load a saved concept graph and wrap ``host``."""
         emb = None if embedder is None else as_core_embedder(embedder)
         return cls(index=G2ConSIndex.load(path, embedder=emb), host=host, **kwargs)
@@ -160,13 +158,17 @@ class G2ConSRetriever(_IndexRetriever):
     ) -> list[Document]:
         kept = [d for d in host_docs if d.page_content.strip() or d.id or (self.id_key and d.metadata.get(self.id_key))]
         if len(kept) < len(host_docs):
-            warnings.warn(f"{len(host_docs) - len(kept)} host document(s) with neither text nor id ignored", stacklevel=3)
-        items = to_host_items(kept, self.id_key, self._known)
+            warnings.warn(
+                f"{len(host_docs) - len(kept)} host document(s) with neither text nor id ignored", stacklevel=3
+            )
+        items = to_host_items(kept, self.id_key, self._known, self.index.tokenizer)
         by_item = {id(h): d for h, d in zip(items, kept, strict=True)}
         cfg = self.index.config
         b = beta if beta is not None else self.beta if self.beta is not None else cfg.beta
         lam = lambda_ if lambda_ is not None else self.lambda_ if self.lambda_ is not None else cfg.lambda_
-        fused: list[FusedItem] = fuse(items, concept, beta=b, lambda_=lam, tokenizer=self.index.tokenizer, spill=self.spill)
+        fused: list[FusedItem] = fuse(
+            items, concept, beta=b, lambda_=lam, tokenizer=self.index.tokenizer, spill=self.spill
+        )
         limit = self.k if k is None else k
         if limit is not None:
             fused = fused[:limit]

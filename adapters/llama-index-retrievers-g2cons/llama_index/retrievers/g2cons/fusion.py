@@ -60,7 +60,11 @@ class G2ConSRetriever(BaseRetriever):
     ) -> G2ConSRetriever:
         """``index``: the host index (default host: ``index.as_retriever(include_text=True)``); the concept graph
         comes from ``g2cons_index``, a fitted ``selector`` or ``nodes`` (all chunks, dropped ones included)."""
-        return cls(resolve_index(g2cons_index, selector, nodes, embedder, config), _host(index, host_retriever, include_text), **kwargs)
+        return cls(
+            resolve_index(g2cons_index, selector, nodes, embedder, config),
+            _host(index, host_retriever, include_text),
+            **kwargs,
+        )
 
     @property
     def index(self) -> G2ConSIndex:
@@ -69,6 +73,10 @@ class G2ConSRetriever(BaseRetriever):
     @property
     def beta(self) -> int:
         return self._concept.beta
+
+    @property
+    def concept_retriever(self) -> ConceptGraphRetriever:
+        return self._concept
 
     @property
     def host_retriever(self) -> BaseRetriever:

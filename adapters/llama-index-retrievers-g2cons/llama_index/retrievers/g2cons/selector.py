@@ -53,7 +53,7 @@ class CoreChunkSelector(TransformComponent):
 
     def __init__(self, kappa: float = 0.8, *, embedder: Any = None, config: Any = None, **kwargs: Any) -> None:
         obj = None if embedder is None or isinstance(embedder, str) else embedder
-        super().__init__(kappa=kappa, embedder=embedder_label(embedder), config=config, **kwargs)
+        super().__init__(kappa=kappa, embedder=embedder_label(embedder), config=config, **kwargs)  # type: ignore[call-arg]
         self._embedder_obj = obj
 
     @field_validator("config", mode="before")
@@ -165,18 +165,17 @@ class CoreChunkSelector(TransformComponent):
         links = (self._links or {}).get(node.node_id, [None, None])
         rels: dict[NodeRelationship, Any] = {}
         for rel, info in node.relationships.items():
-            if rel in _CHAIN:
-                target = links[_CHAIN.index(rel)]
-                if target is not None:
-                    same = isinstance(info, RelatedNodeInfo) and info.node_id == target
-                    rels[rel] = info if same else RelatedNodeInfo(node_id=target, node_type=info.node_type)
-            elif rel == NodeRelationship.PARENT and info.node_id in self._dropped:
-                continue
-            elif rel == NodeRelationship.CHILD:
+            if isinstance(info, list):  # CHILD: keep the kept children
                 kids = [k for k in info if k.node_id not in self._dropped]
                 if kids:
                     rels[rel] = kids
-            else:
+            elif rel in _CHAIN:  # PREVIOUS / NEXT: the nearest kept node along the chain, or nothing
+                target = links[_CHAIN.index(rel)]
+                if target is not None:
+                    rels[rel] = (
+                        info if info.node_id == target else RelatedNodeInfo(node_id=target, node_type=info.node_type)
+                    )
+            elif rel != NodeRelationship.PARENT or info.node_id not in self._dropped:
                 rels[rel] = info
         if rels == node.relationships:
             return node
@@ -191,7 +190,7 @@ class CoreChunkSelector(TransformComponent):
         d = Path(persist_dir)
         self.index.save(d / INDEX_SUBDIR)
         state = {"fields": self.model_dump(exclude={"class_name"}), "report": self.report.to_dict()}
-        state["links"] = self._links
+        state["links"] = self._links or {}
         (d / SELECTOR_FILE).write_text(json.dumps(state), encoding="utf-8")
 
     @classmethod
@@ -218,6 +217,11 @@ class CoreChunkSelector(TransformComponent):
         state["__pydantic_private__"] = private
         return state
 
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        super().__setstate__(state)  # BaseComponent re-runs __init__, which resets private attributes
+        for key, value in (state.get("__pydantic_private__") or {}).items():
+            setattr(self, key, value)
+
 
 def _read_state(d: Path) -> dict[str, Any]:
     f = d / SELECTOR_FILE
@@ -237,7 +241,7 @@ def _chain_links(nodes: Sequence[BaseNode], kept: set[str]) -> dict[str, list[st
         ends: list[str | None] = []
         for rel in _CHAIN:
             info, seen = n.relationships.get(rel), set()
-            target = info.node_id if isinstance(info, RelatedNodeInfo) else None
+            target: str | None = info.node_id if isinstance(info, RelatedNodeInfo) else None
             while target is not None and target not in kept and target in by_id and target not in seen:
                 seen.add(target)
                 nxt = by_id[target].relationships.get(rel)
