@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -70,7 +71,7 @@ class Stored:
     unit_vecs: np.ndarray
     timings: dict[str, float] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def median_unit_tokens(self) -> float:
         return max(float(np.median(self.unit_tokens)), 1.0) if len(self.unit_tokens) else 1.0
 
