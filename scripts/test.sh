@@ -7,6 +7,8 @@ python3 -m venv "$VENV"
 . "$VENV/bin/activate"
 python -m pip install -q --upgrade pip
 python -m pip install -q -e ".[test]" -e adapters/llama-index-retrievers-g2cons -e "adapters/langchain-g2cons[test]"
+# host pipelines for the `g2cons select` integration tests (LightRAG, MS GraphRAG's input loader and chunker)
+python -m pip install -q lightrag-hku graphrag-input graphrag-chunking
 export HF_HUB_OFFLINE=1
 ruff check g2cons_plugins tests examples benchmarks
 (cd adapters/llama-index-retrievers-g2cons && ruff check .)
