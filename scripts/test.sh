@@ -14,4 +14,4 @@ ruff check g2cons_plugins tests examples benchmarks
 (cd adapters/llama-index-retrievers-g2cons && ruff check .)
 (cd adapters/langchain-g2cons && ruff check .)
 mypy g2cons_plugins
-python -m pytest -q tests
+python -m pytest tests
