@@ -11,6 +11,7 @@ benchmark (see benchmarks/ for the real runs).
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import time
 from pathlib import Path
@@ -37,6 +38,7 @@ def main() -> None:
     ap.add_argument("--kappa", type=float, default=0.8)
     ap.add_argument("--budget", type=int, default=2000)
     args = ap.parse_args()
+    logging.getLogger("g2cons_plugins").setLevel(logging.WARNING)  # the demo prints the graph statistics itself
 
     corpus, questions = read_jsonl(args.corpus), load_questions(args.questions)
     t0 = time.perf_counter()
