@@ -15,7 +15,7 @@ Strategies (``G2ConSConfig.strategy`` or ``retrieve(..., strategy=...)``):
   bridge relative to the top seed (``bridge_link="seed_score"``; ``"indicator"``: w = 1). All other units are
   ranked by cos(phi(q), unit) + bonus. ``bridge_rounds`` (2) repeats this from the best bridged units, which
   reaches the third passage of a 3-hop question. It follows concept-to-chunk links, not concept-concept edges:
-  edges added nothing in any variant we measured (README, "Decisions").
+  in the paper walk the edges only matter when k is small, and never lift it to dense (README, "Decisions").
 - ``"dense"``: cos(phi(q), unit) alone (Text-RAG over the same units; a baseline and a fallback).
 - ``"ppr"``: personalized PageRank over the concept graph plus concept-unit links, restarted half on the query's
   concepts (TERAG: weight s(u)/f(u)) and half on the top dense units, fused with dense by reciprocal rank.
