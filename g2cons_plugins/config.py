@@ -27,7 +27,7 @@ ConceptMode = Literal["tfidf", "all_words"]
 Incidence = Literal["contains", "extracted"]
 ChunkScore = Literal["sum", "max", "mean"]
 Selector = Literal["coverage", "concept_coverage", "pagerank", "shortest", "uniform", "knn_pagerank"]
-Strategy = Literal["bridge", "paper", "ppr", "dense"]
+Strategy = Literal["bridge", "paper", "ppr", "dense", "e2"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,8 @@ class G2ConSConfig:
     stop_words: Literal["english"] | None = "english"
     incidence: Incidence = "contains"
     # --- edges ------------------------------------------------------------------------------------------
+    cooccurrence: Literal["chunk", "sentence"] = "chunk"  # Table 4 ablation A: "sentence"
+    vector_level: Literal["sentence", "chunk"] = "sentence"  # Eq. 1; Table 4 ablation C: "chunk" (unit vectors)
     theta_co: int = 3
     theta_sem: float | None = None  # None -> percentile of candidate-pair cosines (embedder-calibrated)
     theta_sem_percentile: float = 70.0  # keep the top 30% of candidate pairs when theta_sem is None
@@ -68,6 +70,9 @@ class G2ConSConfig:
     bridge_vocab: Literal["all_words", "concepts"] = "all_words"
     bridge_link: Literal["seed_score", "indicator"] = "seed_score"
     ppr_damping: float = 0.5
+    rerank: Literal["local_global", "naive"] = "local_global"  # paper walk; Table 4 ablation D: "naive"
+    e2_hops: int = 4  # E2GraphRAG router: initial hop threshold h
+    e2_max_units: int = 25  # ... tighten h until at most this many local units
     # --- fusion -----------------------------------------------------------------------------------------
     lambda_: float = 0.6
     extra: dict[str, Any] = field(default_factory=dict)
@@ -96,6 +101,10 @@ class G2ConSConfig:
             (self.n_seed_units >= 1 and self.bridge_rounds >= 0, "n_seed_units must be >= 1, bridge_rounds >= 0"),
             (self.bridge_vocab in ("all_words", "concepts"), "bridge_vocab must be 'all_words' or 'concepts'"),
             (self.bridge_link in ("seed_score", "indicator"), "bridge_link must be 'seed_score' or 'indicator'"),
+            (self.cooccurrence in ("chunk", "sentence"), "cooccurrence must be 'chunk' or 'sentence'"),
+            (self.vector_level in ("sentence", "chunk"), "vector_level must be 'sentence' or 'chunk'"),
+            (self.rerank in ("local_global", "naive"), "rerank must be 'local_global' or 'naive'"),
+            (self.e2_hops >= 1 and self.e2_max_units >= 1, "e2_hops and e2_max_units must be >= 1"),
             (self.theta_sem is None or -1.0 <= self.theta_sem <= 1.0, "theta_sem must be in [-1, 1]"),
         ]
         for ok, msg in checks:

@@ -91,8 +91,12 @@ def derive(st: Stored, config: G2ConSConfig) -> Derived:
         unit_inc = _binary(unit_inc.multiply(unit_chunk @ extracted))
         sent_chunk = _binary(st.sent_unit @ unit_chunk)
         sent_inc = _binary(sent_inc.multiply(sent_chunk @ extracted))
-    vecs, counts = concept_vectors(sent_inc, st.sent_vecs)
-    edges = build_edges(chunk_inc, vecs, config.theta_co, config.theta_sem, config.theta_sem_percentile)
+    if config.vector_level == "chunk":  # ablation C: mean of the (sub-)chunk vectors instead of Eq. 1
+        vecs, counts = concept_vectors(unit_inc, st.unit_vecs)
+    else:
+        vecs, counts = concept_vectors(sent_inc, st.sent_vecs)
+    co_inc = sent_inc if config.cooccurrence == "sentence" else chunk_inc  # ablation A: sentence windows
+    edges = build_edges(co_inc, vecs, config.theta_co, config.theta_sem, config.theta_sem_percentile)
     A = adjacency(edges, len(vocab))
     pr = pagerank(A, damping=config.pagerank_damping)
     names, unit_names, name_df = name_vocabulary([u.text for u in st.units], st.sentences, unit_chunk, config)

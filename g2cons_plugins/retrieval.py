@@ -39,7 +39,7 @@ from .graph import pagerank
 if TYPE_CHECKING:
     from .index import G2ConSIndex
 
-STRATEGIES = ("bridge", "paper", "dense", "ppr")
+STRATEGIES = ("bridge", "paper", "dense", "ppr", "e2")
 
 
 @dataclass(frozen=True)
@@ -173,7 +173,24 @@ def retrieve(
         return f.items
     if strategy == "ppr":
         return _ppr(index, query, dense, beta)
+    if strategy == "e2":
+        return _e2(index, query, dense, beta)
     return _bridge(index, dense, beta)
+
+
+def _bfs(A: sp.csr_matrix, seeds: Sequence[int] | np.ndarray, hops: int) -> dict[int, int]:
+    """Concept -> hop distance (<= ``hops``) from the seeds over the concept graph, seeds at 0."""
+    hop_of: dict[int, int] = {int(c): 0 for c in seeds}
+    frontier = list(hop_of)
+    for hop in range(1, hops + 1):
+        nxt = []
+        for c in frontier:
+            for nb in _row(A, c).tolist():
+                if nb not in hop_of:
+                    hop_of[nb] = hop
+                    nxt.append(nb)
+        frontier = nxt
+    return hop_of
 
 
 def _paper(index: G2ConSIndex, qv: np.ndarray, dense: np.ndarray, beta: int) -> list[RetrievedItem]:
@@ -181,6 +198,13 @@ def _paper(index: G2ConSIndex, qv: np.ndarray, dense: np.ndarray, beta: int) -> 
     sims = dv.concept_vecs @ qv
     seeds = _stable_desc(sims)[: cfg.k]
     f = _Filler(index, beta, stop_on_overflow=True)
+    if cfg.rerank == "naive":  # ablation D: seed and expanded concepts' units pooled and reranked together
+        pool = _units_of(dv.unit_concepts, list(_bfs(dv.A, seeds, cfg.n_hops)))
+        for u in pool[_stable_desc(dense[pool])]:
+            f.add(int(u), dense[u], {"via": "naive", "hop": 0})
+            if f.full:
+                break
+        return f.items
     for c in seeds:  # local reranking, seed by seed
         us = dv.unit_concepts[c].indices
         for u in us[_stable_desc(dense[us])]:
@@ -191,16 +215,7 @@ def _paper(index: G2ConSIndex, qv: np.ndarray, dense: np.ndarray, beta: int) -> 
             )
         if f.full:
             return f.items
-    hop_of: dict[int, int] = {int(c): 0 for c in seeds}
-    frontier = list(hop_of)
-    for hop in range(1, cfg.n_hops + 1):  # BFS over the concept graph
-        nxt = []
-        for c in frontier:
-            for nb in dv.A[c].indices:
-                if int(nb) not in hop_of:
-                    hop_of[int(nb)] = hop
-                    nxt.append(int(nb))
-        frontier = nxt
+    hop_of = _bfs(dv.A, seeds, cfg.n_hops)
     expanded = [c for c, h in hop_of.items() if h > 0]
     pool = _units_of(dv.unit_concepts, expanded)
     for u in pool[_stable_desc(dense[pool])]:  # global reranking
@@ -295,4 +310,45 @@ def _ppr(index: G2ConSIndex, query: str, dense: np.ndarray, beta: int) -> list[R
         )
         if f.full or f.used >= beta:
             break
+    return f.items
+
+
+def _e2(index: G2ConSIndex, query: str, dense: np.ndarray, beta: int) -> list[RetrievedItem]:
+    """E2GraphRAG's adaptive router on G2ConS structures: the query's concepts E_q (lexical match); if two of
+    them lie within h hops on the concept graph, the units containing both are the *local* candidates, with h
+    lowered from ``e2_hops`` until at most ``e2_max_units`` remain; local units come first (by how many query
+    concepts they hold, then cosine), the rest by cosine. No query concept or no pair: dense ("global")."""
+    cfg, dv = index.config, index.derived
+    eq = query_concepts(index, query)
+    f = _Filler(index, beta, stop_on_overflow=False)
+    local: list[int] = []
+    mode = "global"
+    if len(eq) >= 2:
+        from scipy.sparse.csgraph import dijkstra
+
+        dist = dijkstra(dv.A, unweighted=True, indices=eq, limit=cfg.e2_hops + 0.5)[:, eq]
+        units_of = {c: set(_row(dv.unit_concepts, c).tolist()) for c in eq}
+        prev: set[int] = set()
+        for h in range(cfg.e2_hops, 0, -1):
+            cand: set[int] = set()
+            for a in range(len(eq)):
+                for b in range(a + 1, len(eq)):
+                    if dist[a, b] <= h:
+                        cand |= units_of[eq[a]] & units_of[eq[b]]
+            if not cand:
+                break
+            prev = cand
+            if len(cand) <= cfg.e2_max_units:
+                break
+        if prev:
+            mode = "local"
+            eq_set = set(eq)
+            count = {u: len(eq_set.intersection(_row(dv.unit_inc, u).tolist())) for u in prev}
+            local = sorted(prev, key=lambda u: (-count[u], -dense[u], u))[: cfg.e2_max_units]
+    for u in local:
+        f.add(u, dense[u], {"via": "e2_local", "query_concepts": [dv.vocab[c] for c in eq][:5]})
+    for u in _iter_desc(dense, _first(index, beta) + len(local)):
+        if f.full or f.used >= beta:
+            break
+        f.add(u, dense[u], {"via": f"e2_{mode}_dense"})
     return f.items

@@ -368,3 +368,45 @@ def test_bridge_names_are_capitalised_words_in_two_or_more_chunks(index: G2ConSI
     assert "river" not in dv.names and "capital" not in dv.names  # common nouns are not names
     assert "gdansk" not in dv.names  # a name in one chunk only cannot bridge two chunks
     assert (dv.name_df >= 2).all() and dv.unit_names.shape == (len(index.units), len(dv.names))
+
+
+# ------------------------------------------------------------------ Table 4 ablations and the E2GraphRAG router
+def test_ablation_a_sentence_cooccurrence(index: G2ConSIndex) -> None:
+    abl = G2ConSIndex(index.stored, index.embedder, CFG.with_(cooccurrence="sentence", theta_co=1), index.tokenizer)
+    dv = abl.derived
+    S = [set(dv.sent_inc[:, j].nonzero()[0]) for j in range(len(dv.vocab))]
+    for r, c, co in zip(dv.edges.rows, dv.edges.cols, dv.edges.co, strict=True):
+        assert co == len(S[r] & S[c]) >= 1  # Co counts sentences, not chunks
+    chunk_level = G2ConSIndex(index.stored, index.embedder, CFG.with_(theta_co=1), index.tokenizer)
+    assert abl.stats.n_candidate_pairs < chunk_level.stats.n_candidate_pairs  # sentence windows are sparser
+
+
+def test_ablation_c_chunk_level_vectors(index: G2ConSIndex) -> None:
+    abl = G2ConSIndex(index.stored, index.embedder, CFG.with_(vector_level="chunk"), index.tokenizer)
+    dv, st = abl.derived, abl.stored
+    j = dv.concept_index["vistula"]
+    rows = [u for u, unit in enumerate(st.units) if "vistula" in unit.text.lower()]
+    mean = st.unit_vecs[rows].mean(axis=0)
+    np.testing.assert_allclose(dv.concept_vecs[j], mean / np.linalg.norm(mean), atol=1e-5)
+    assert not np.allclose(dv.concept_vecs[j], index.derived.concept_vecs[j], atol=1e-3)
+
+
+def test_ablation_d_naive_rerank_is_one_sorted_pool(index: G2ConSIndex) -> None:
+    abl = G2ConSIndex(
+        index.stored, index.embedder, G2ConSConfig(mode="paper", theta_co=2, rerank="naive", k=3), index.tokenizer
+    )
+    items = abl.retrieve("Marie Curie radium Paris", beta=10_000)
+    scores = [x.score for x in items]
+    assert items and scores == sorted(scores, reverse=True) and {x.reason["via"] for x in items} == {"naive"}
+
+
+def test_e2_router_puts_units_with_both_query_concepts_first(index: G2ConSIndex) -> None:
+    dv = index.derived
+    assert len(dv.edges.rows) > 0
+    a, b = dv.vocab[dv.edges.rows[0]], dv.vocab[dv.edges.cols[0]]  # adjacent concepts, co-occurring in >= 2 chunks
+    items = index.retrieve(f"{a} {b}", beta=500, strategy="e2")
+    local = [x for x in items if x.reason["via"] == "e2_local"]
+    assert local and items[: len(local)] == local
+    assert all(a in x.text.lower() and b in x.text.lower() for x in local)
+    none = index.retrieve("zzqx blorf", beta=200, strategy="e2")
+    assert none and {x.reason["via"] for x in none} == {"e2_global_dense"}
