@@ -131,6 +131,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(out, indent=2), encoding="utf-8")
+    if args.report:
+        from .report import write_report
+
+        path = write_report(out, Path(args.report), command="g2cons " + " ".join(sys.argv[1:]))
+        print(f"report: {path}", file=sys.stderr)
     return 0
 
 
@@ -563,6 +568,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--out", type=Path, default=None)
     e.add_argument("--selection", action="store_true", help="also measure core-chunk selection vs random")
     e.add_argument("--kappas", type=_floats, default=[0.2, 0.8])
+    e.add_argument("--report", type=Path, default=None, help="write a Markdown report with PNG plots to this folder")
     e.add_argument(
         "--pack-tokens",
         type=int,

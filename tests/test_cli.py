@@ -110,3 +110,38 @@ def test_offline_demo_runs_and_respects_budget() -> None:
     line = next(x for x in out.splitlines() if "<= beta 1500" in x)
     used = int(line.split(" tokens <= beta")[0].split(",")[-1].strip())
     assert used <= 1500
+
+
+def test_eval_report_writes_markdown_and_plots(tmp_path: Path) -> None:
+    rep = tmp_path / "report"
+    rc = main(
+        [
+            "eval",
+            "--corpus",
+            str(CORPUS),
+            "--questions",
+            str(QUESTIONS),
+            "--methods",
+            "dense,concept",
+            "--budgets",
+            "500,1000",
+            "--embedder",
+            "hash",
+            "--limit",
+            "8",
+            "--quiet",
+            "--selection",
+            "--kappas",
+            "0.5",
+            "--report",
+            str(rep),
+        ]
+    )
+    assert rc == 0
+    text = (rep / "report.md").read_text()
+    data = json.loads((rep / "results.json").read_text())
+    for r in data["results"]:  # every measured row is in the report's table
+        assert f"| {r['method']} | {r['budget']} | {r['context_recall']} |" in text
+    assert "![CR vs budget](cr.png)" in text and "selection.png" in text
+    for png in ("cr.png", "selection.png"):
+        assert (rep / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
