@@ -81,9 +81,8 @@ def host_key(doc: Document, id_key: str | None, known: Any) -> str | None:
     return None
 
 
-def to_host_items(docs: Sequence[Document], id_key: str | None, known: Any, tokenizer: Any) -> list[HostItem]:
-    """Host documents as core ``HostItem``s. Tokens are counted here, one ``encode`` per text with the index's
-    tokenizer: the core's batch counter starts a thread pool per call, which costs more than a few short texts."""
+def to_host_items(docs: Sequence[Document], id_key: str | None, known: Any) -> list[HostItem]:
+    """Host documents as core ``HostItem``s (the core's ensemble counts their tokens)."""
     items = []
     for d in docs:
         score = d.metadata.get("relevance_score", d.metadata.get("score"))
@@ -93,7 +92,6 @@ def to_host_items(docs: Sequence[Document], id_key: str | None, known: Any, toke
                 chunk_id=host_key(d, id_key, known),
                 text=text,
                 score=float(score) if isinstance(score, (int, float)) else None,
-                n_tokens=len(tokenizer.encode(text)) if text is not None else None,
                 metadata=d.metadata,
             )
         )

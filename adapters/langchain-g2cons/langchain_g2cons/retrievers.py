@@ -161,7 +161,7 @@ class G2ConSRetriever(_IndexRetriever):
             warnings.warn(
                 f"{len(host_docs) - len(kept)} host document(s) with neither text nor id ignored", stacklevel=3
             )
-        items = to_host_items(kept, self.id_key, self._known, self.index.tokenizer)
+        items = to_host_items(kept, self.id_key, self._known)
         by_item = {id(h): d for h, d in zip(items, kept, strict=True)}
         cfg = self.index.config
         b = beta if beta is not None else self.beta if self.beta is not None else cfg.beta
