@@ -75,7 +75,7 @@ def plot_selection(selection: Sequence[dict[str, Any]], out: Path) -> None:
         ax.set_xticks(list(xs), [r["selector"] for r in rows], rotation=20, fontsize=8)
         ax.set_ylabel("answer coverage of kept chunks (%)")
         ax.set_title(f"kappa = {kappa} (by tokens)")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
