@@ -59,6 +59,8 @@ def _peak_rss_mb() -> float:
 def cmd_eval(args: argparse.Namespace) -> int:
     from .evaluation import (
         METHODS,
+        RESULT_COLUMNS,
+        SELECTION_COLUMNS,
         evaluate_retrieval,
         format_table,
         load_questions,
@@ -112,22 +114,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.selection:
         out["selection"] = selection_quality(index, questions, kappas=args.kappas)
     out["settings"]["peak_rss_mb"] = round(_peak_rss_mb(), 1)
-    print(format_table(results, ["method", "budget", "context_recall", "latency_ms_p50", "latency_ms_p95"]))
+    print(format_table(results, RESULT_COLUMNS))
     if "selection" in out:
         print()
-        print(
-            format_table(
-                out["selection"],
-                [
-                    "kappa",
-                    "selector",
-                    "answer_coverage",
-                    "random_answer_mean",
-                    "length_matched_answer_mean",
-                    "length_matched_answer_std",
-                ],
-            )
-        )
+        print(format_table(out["selection"], SELECTION_COLUMNS))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(out, indent=2), encoding="utf-8")

@@ -27,6 +27,15 @@ from .retrieval import RetrievedItem, fill_ranked, retrieve
 from .text import english_stopwords
 
 METHODS = ("dense", "bm25", "keyword", "concept", "concept-paper", "concept-ppr")
+RESULT_COLUMNS = ("method", "budget", "context_recall", "latency_ms_p50", "latency_ms_p95")
+SELECTION_COLUMNS = (
+    "kappa",
+    "selector",
+    "answer_coverage",
+    "random_answer_mean",
+    "length_matched_answer_mean",
+    "length_matched_answer_std",
+)
 _PUNCT = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 

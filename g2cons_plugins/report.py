@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .evaluation import format_table
+from .evaluation import RESULT_COLUMNS, SELECTION_COLUMNS, format_table
 
 COLORS = {"concept": "C1", "dense": "C4", "bm25": "C0", "keyword": "C5", "concept-paper": "C2", "concept-ppr": "C3"}
 
@@ -99,7 +99,7 @@ def write_report(data: dict[str, Any], directory: Path, command: str = "") -> Pa
     lines += [
         "## Context Recall",
         "",
-        format_table(data["results"], ["method", "budget", "context_recall", "latency_ms_p50", "latency_ms_p95"]),
+        format_table(data["results"], RESULT_COLUMNS),
         "",
         "![CR vs budget](cr.png)",
         "",
@@ -109,17 +109,7 @@ def write_report(data: dict[str, Any], directory: Path, command: str = "") -> Pa
         lines += [
             "## Core-chunk selection (answer coverage of the kept chunks, kappa by tokens)",
             "",
-            format_table(
-                data["selection"],
-                [
-                    "kappa",
-                    "selector",
-                    "answer_coverage",
-                    "random_answer_mean",
-                    "length_matched_answer_mean",
-                    "length_matched_answer_std",
-                ],
-            ),
+            format_table(data["selection"], SELECTION_COLUMNS),
             "",
             "![selection vs random](selection.png)",
             "",
