@@ -113,11 +113,26 @@ def cmd_eval(args: argparse.Namespace) -> int:
     }
     if args.selection:
         out["selection"] = selection_quality(index, questions, kappas=args.kappas)
+    if args.host:
+        _eval_host(args, index, questions, out)
+    if args.answer_model:
+        _eval_answers(args, index, questions, out)
     out["settings"]["peak_rss_mb"] = round(_peak_rss_mb(), 1)
     print(format_table(results, RESULT_COLUMNS))
     if "selection" in out:
         print()
         print(format_table(out["selection"], SELECTION_COLUMNS))
+    if "host" in out:
+        from .host_eval import HOST_BUILD_COLUMNS
+        from .report import host_pivot
+
+        print(f"\n{out['host']['host']['label']}\n")
+        print(format_table(out["host"]["builds"], HOST_BUILD_COLUMNS))
+        print()
+        print(format_table(*host_pivot(out["host"])))
+    if "answers" in out:
+        print()
+        print(format_table(out["answers"]["rows"], ("method", "budget", "em", "f1", "n")))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(out, indent=2), encoding="utf-8")
@@ -127,6 +142,55 @@ def cmd_eval(args: argparse.Namespace) -> int:
         path = write_report(out, Path(args.report), command="g2cons " + " ".join(sys.argv[1:]))
         print(f"report: {path}", file=sys.stderr)
     return 0
+
+
+def _eval_host(args: argparse.Namespace, index: Any, questions: list[dict[str, Any]], out: dict[str, Any]) -> None:
+    """Host KG and fused G2ConS (``--host``): the kappa x lambda sweep, and host/fused rows in the main table."""
+    from .host_eval import evaluate_host
+    from .hosts import load_host
+
+    kappas = sorted(set(args.host_kappas) | {args.host_kappa})
+    lam = index.config.lambda_ if args.lambda_ is None else args.lambda_
+    lambdas = sorted(set(args.lambdas) | {lam})
+    host = load_host(args.host)
+    res = evaluate_host(
+        index,
+        questions,
+        host,
+        kappas,
+        lambdas,
+        args.budgets,
+        price_in_per_mtok=args.price_in,
+        price_out_per_mtok=args.price_out,
+        show_progress=not args.quiet,
+    )
+    res["main"] = {"kappa": args.host_kappa, "lambda": lam, "spill": args.spill}
+    out["host"] = res
+    lat = {b["kappa"]: b for b in res["builds"]}[args.host_kappa]
+    for r in res["sweep"]:
+        if r["kappa"] != args.host_kappa:
+            continue
+        if r["method"] == "host" or (r["lambda"] == lam and r["spill"] == args.spill):
+            row = {k: v for k, v in r.items() if k not in ("kappa", "lambda", "spill", "method")}
+            row["method"] = "host-kg" if r["method"] == "host" else "fused"
+            row["latency_ms_p50"] = lat["host_latency_ms_p50"]
+            row["latency_ms_p95"] = lat["host_latency_ms_p95"]
+            out["results"].append(row)
+    out["settings"]["host"] = {"name": host.name, "label": host.label, **res["main"]}
+
+
+def _eval_answers(args: argparse.Namespace, index: Any, questions: list[dict[str, Any]], out: dict[str, Any]) -> None:
+    """EM/F1 of an answering LLM on each method's context at one budget (``--answer-model``)."""
+    from .answering import Answerer, evaluate_answers
+    from .evaluation import method_contexts
+
+    beta = args.answer_budget or min(args.budgets)
+    answerer = Answerer(model=args.answer_model)
+    rows = []
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    for method, contexts in method_contexts(index, questions, methods, beta).items():
+        rows.append({"method": method, "budget": beta, **evaluate_answers(answerer, questions, contexts)})
+    out["answers"] = {"model": args.answer_model, "budget": beta, "rows": rows}
 
 
 # ---------------------------------------------------------------------------------------------- input helpers
@@ -559,6 +623,33 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--selection", action="store_true", help="also measure core-chunk selection vs random")
     e.add_argument("--kappas", type=_floats, default=[0.2, 0.8])
     e.add_argument("--report", type=Path, default=None, help="write a Markdown report with PNG plots to this folder")
+    e.add_argument(
+        "--host",
+        default=None,
+        metavar="NAME",
+        help="also measure a host KG path and fused G2ConS: an installed host plug-in (llama-index-ner: "
+        "PropertyGraphIndex with spaCy NER, no LLM; llama-index-llm: SimpleLLMPathExtractor) or module:factory",
+    )
+    e.add_argument("--host-kappas", type=_floats, default=[0.2, 0.4, 0.6, 0.8, 1.0], help="host KG kappa sweep")
+    e.add_argument("--lambdas", type=_floats, default=[0.0, 0.2, 0.4, 0.6, 0.8, 1.0], help="fusion lambda sweep")
+    e.add_argument("--host-kappa", type=float, default=0.8, help="kappa of the host/fused rows of the main table")
+    e.add_argument(
+        "--lambda",
+        dest="lambda_",
+        type=float,
+        default=None,
+        help="lambda of the fused row of the main table (default: the config's)",
+    )
+    e.add_argument("--spill", action="store_true", help="fused row of the main table lets unused budget spill")
+    e.add_argument("--price-in", type=float, default=0.15, help="USD per 1M LLM input tokens (default 0.15)")
+    e.add_argument("--price-out", type=float, default=0.60, help="USD per 1M LLM output tokens (default 0.60)")
+    e.add_argument(
+        "--answer-model",
+        default=None,
+        help="also answer with this OpenAI(-compatible) chat model and report EM/F1 (needs OPENAI_API_KEY or "
+        "OPENAI_BASE_URL)",
+    )
+    e.add_argument("--answer-budget", type=int, default=None, help="budget of the EM/F1 contexts (default: smallest)")
     e.add_argument(
         "--pack-tokens",
         type=int,

@@ -26,7 +26,7 @@ from .index import G2ConSIndex
 from .retrieval import RetrievedItem, fill_ranked, retrieve
 from .text import english_stopwords
 
-METHODS = ("dense", "bm25", "keyword", "concept", "concept-paper", "concept-ppr")
+METHODS = ("dense", "bm25", "keyword", "concept", "concept-paper", "concept-ppr", "concept-e2")
 RESULT_COLUMNS = ("method", "budget", "context_recall", "latency_ms_p50", "latency_ms_p95")
 SELECTION_COLUMNS = (
     "kappa",
@@ -138,6 +138,8 @@ def _method_fn(
         return lambda q, v, b: retrieve(index, q, beta=b, query_vector=v)
     if method == "concept-ppr":
         return lambda q, v, b: retrieve(index, q, beta=b, strategy="ppr", query_vector=v)
+    if method == "concept-e2":
+        return lambda q, v, b: retrieve(index, q, beta=b, strategy="e2", query_vector=v)
     if method == "concept-paper":
         if "paper" not in cache:
             cache["paper"] = G2ConSIndex(
@@ -214,6 +216,21 @@ def evaluate_retrieval(
                 row["n_with_support"] = n_sup
             results.append(row)
     return results
+
+
+def method_contexts(
+    index: G2ConSIndex, questions: Sequence[dict[str, Any]], methods: Sequence[str], beta: int
+) -> dict[str, list[str]]:
+    """Each method's retrieved context (units joined by newlines) per question at budget ``beta``."""
+    qvecs = index.embedder.embed([q["question"] for q in questions])
+    cache: dict[str, Any] = {}
+    out = {}
+    for method in methods:
+        fn = _method_fn(method, index, cache)
+        out[method] = [
+            "\n".join(x.text for x in fn(q["question"], v, beta)) for q, v in zip(questions, qvecs, strict=True)
+        ]
+    return out
 
 
 def selection_quality(

@@ -81,8 +81,102 @@ def plot_selection(selection: Sequence[dict[str, Any]], out: Path) -> None:
     plt.close(fig)
 
 
+def host_pivot(host: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The kappa x lambda sweep as rows (kappa, budget, spill) with host, concept and fused@lambda columns."""
+    concept = {r["budget"]: r["context_recall"] for r in host["concept"]}
+    lambdas = sorted({r["lambda"] for r in host["sweep"] if r["method"] == "fused"})
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in host["sweep"]:
+        for spill in (False, True) if r["method"] == "host" else (r["spill"],):
+            key = (r["kappa"], r["budget"], spill)
+            row = rows.setdefault(
+                key, {"kappa": r["kappa"], "budget": r["budget"], "spill": spill, "concept": concept[r["budget"]]}
+            )
+            row["host" if r["method"] == "host" else f"fused@{r['lambda']:g}"] = r["context_recall"]
+    cols = ["kappa", "budget", "spill", "host", "concept"] + [f"fused@{lam:g}" for lam in lambdas]
+    return [rows[k] for k in sorted(rows)], cols
+
+
+def plot_host(host: dict[str, Any], directory: Path) -> tuple[Path, Path]:
+    """``kappa_frontier.png`` (KG build tokens vs CR of host and fused) and ``lambda_curve.png`` (CR vs lambda)."""
+    plt = _plt()
+    main = host["main"]
+    share = {b["kappa"]: b["share_of_full_input_tokens"] for b in host["builds"]}
+    budgets = sorted({r["budget"] for r in host["sweep"]})
+    concept = {r["budget"]: r["context_recall"] for r in host["concept"]}
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    for j, b in enumerate(budgets):
+        h = sorted((r for r in host["sweep"] if r["method"] == "host" and r["budget"] == b), key=lambda r: r["kappa"])
+        f = sorted(
+            (
+                r
+                for r in host["sweep"]
+                if r["method"] == "fused" and r["budget"] == b and r["lambda"] == main["lambda"]
+                and r["spill"] == main["spill"]
+            ),
+            key=lambda r: r["kappa"],
+        )  # fmt: skip
+        ax.plot([share[r["kappa"]] for r in f], [r["context_recall"] for r in f], "-o", color=f"C{j}",
+                label=f"fused (lambda {main['lambda']:g}) @{b}")  # fmt: skip
+        ax.plot(
+            [share[r["kappa"]] for r in h], [r["context_recall"] for r in h], ":s", color=f"C{j}", label=f"host @{b}"
+        )
+        ax.axhline(concept[b], color=f"C{j}", lw=0.8, ls="--", label=f"concept alone @{b}")
+    ax.set_xlabel("KG build input tokens, share of the full build (kappa)")
+    ax.set_ylabel("Context Recall (%)")
+    ax.set_title(f"kappa frontier ({host['host']['name']})")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    frontier = directory / "kappa_frontier.png"
+    fig.savefig(frontier, dpi=110)
+    plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    for j, b in enumerate(budgets):
+        for spill, style in ((True, "-o"), (False, "--.")):
+            rows = sorted(
+                (r for r in host["sweep"] if r["method"] == "fused" and r["budget"] == b and r["spill"] == spill
+                 and r["kappa"] == main["kappa"]),
+                key=lambda r: r["lambda"],
+            )  # fmt: skip
+            ax.plot([r["lambda"] for r in rows], [r["context_recall"] for r in rows], style, color=f"C{j}",
+                    label=f"@{b} {'spill' if spill else 'hard caps'}")  # fmt: skip
+        ax.axhline(concept[b], color=f"C{j}", lw=0.8, ls=":")
+    ax.set_xlabel("lambda (host share of beta); 0 = concept path only, 1 = host only")
+    ax.set_ylabel("Context Recall (%)")
+    ax.set_title(f"fusion lambda curve, kappa {main['kappa']:g} (dotted: concept alone)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    curve = directory / "lambda_curve.png"
+    fig.savefig(curve, dpi=110)
+    plt.close(fig)
+    return frontier, curve
+
+
+def plot_latency(results: Sequence[dict[str, Any]], out: Path) -> None:
+    """Query latency p50/p95 per method at the smallest budget (host rows: host retrieval alone)."""
+    plt = _plt()
+    beta = min(r["budget"] for r in results)
+    rows = [r for r in results if r["budget"] == beta and r.get("latency_ms_p50") is not None]
+    fig, ax = plt.subplots(figsize=(6.5, 3.6))
+    xs = range(len(rows))
+    ax.bar([x - 0.2 for x in xs], [r["latency_ms_p50"] for r in rows], 0.4, label="p50")
+    ax.bar([x + 0.2 for x in xs], [r["latency_ms_p95"] for r in rows], 0.4, label="p95")
+    ax.set_xticks(list(xs), [r["method"] for r in rows], rotation=20, fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("ms per query (excl. query embedding)")
+    ax.set_title(f"query latency at beta {beta}")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
 def write_report(data: dict[str, Any], directory: Path, command: str = "") -> Path:
-    """Write ``report.md`` (+ ``results.json``, ``cr.png``, ``selection.png``) into ``directory``."""
+    """Write ``report.md`` (+ ``results.json``, ``cr.png``, ``latency.png``, ``selection.png``, and with a host
+    ``kappa_frontier.png`` / ``lambda_curve.png``) into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "results.json").write_text(json.dumps(data, indent=2), encoding="utf-8")
     plot_cr([data], directory / "cr.png")
@@ -104,6 +198,47 @@ def write_report(data: dict[str, Any], directory: Path, command: str = "") -> Pa
         "![CR vs budget](cr.png)",
         "",
     ]
+    plot_latency(data["results"], directory / "latency.png")
+    lines += ["![latency](latency.png)", ""]
+    if data.get("host"):
+        from .host_eval import HOST_BUILD_COLUMNS
+
+        host = data["host"]
+        frontier, curve = plot_host(host, directory)
+        fb = host["full_build"]
+        m = host["main"]
+        pivot, cols = host_pivot(host)
+        lines += [
+            f"## Host KG path and fused G2ConS: {host['host']['name']}",
+            "",
+            f"**{host['host']['label']}.** The main table's `host-kg` and `fused` rows are kappa {m['kappa']:g}, "
+            f"lambda {m['lambda']:g}, {'spill' if m['spill'] else 'hard caps'}; their latency is the host "
+            "retrieval alone.",
+            "",
+            f"Full build (kappa 1): {fb['calls']:,} extraction calls, {fb['input_tokens']:,} input tokens. USD at "
+            f"{host['prices_usd_per_mtok']['input']} / {host['prices_usd_per_mtok']['output']} per 1M input / "
+            "output tokens.",
+            "",
+            format_table(host["builds"], HOST_BUILD_COLUMNS),
+            "",
+            "Context Recall (%) per kappa, budget and budget rule (hard caps: the paper's; spill: unused share "
+            "goes to the other path). `fused@L`: lambda L (0 = concept only, 1 = host only).",
+            "",
+            format_table(pivot, cols),
+            "",
+            f"![kappa frontier]({frontier.name})",
+            "",
+            f"![lambda curve]({curve.name})",
+            "",
+        ]
+    if data.get("answers"):
+        a = data["answers"]
+        lines += [
+            f"## EM / F1 (answering model `{a['model']}`, budget {a['budget']})",
+            "",
+            format_table(a["rows"], ("method", "budget", "em", "f1", "n", "calls", "input_tokens", "output_tokens")),
+            "",
+        ]
     if data.get("selection"):
         plot_selection(data["selection"], directory / "selection.png")
         lines += [
@@ -118,7 +253,7 @@ def write_report(data: dict[str, Any], directory: Path, command: str = "") -> Pa
         "## Graph and settings",
         "",
         "```json",
-        json.dumps({k: s[k] for k in ("graph", "config")}, indent=2),
+        json.dumps({k: s.get(k) for k in ("graph", "config", "build_timings", "peak_rss_mb", "host")}, indent=2),
         "```",
         "",
     ]

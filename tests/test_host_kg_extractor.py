@@ -21,7 +21,7 @@ except ImportError as e:  # spaCy without an English model
     pytest.skip(f"no spaCy English model: {e}", allow_module_level=True)
 
 from llama_index.core import PropertyGraphIndex  # noqa: E402
-from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY, EntityNode  # noqa: E402
+from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY, KG_SOURCE_REL, EntityNode  # noqa: E402
 from llama_index.core.llms import MockLLM  # noqa: E402
 from llama_index.core.schema import MetadataMode, TextNode  # noqa: E402
 from llama_index.retrievers.g2cons import CoreChunkSelector  # noqa: E402
@@ -41,8 +41,12 @@ def test_extractor_entities_and_cooccurrence() -> None:
     names = {e.name for e in ents}
     assert {"Barack Obama", "Hawaii", "Angela Merkel", "Berlin"} <= names
     assert all(isinstance(e, EntityNode) and e.properties == {"src": "t"} for e in ents)
-    pairs = {frozenset((r.source_id, r.target_id)) for r in rels}
-    assert all(r.label == "co_occurs_with" for r in rels)
+    co = [r for r in rels if r.label == "co_occurs_with"]
+    mentions = [r for r in rels if r.label == KG_SOURCE_REL]
+    assert len(co) + len(mentions) == len(rels)
+    # every entity is linked to the chunk naming it (the store keeps one node per name, so this is the record)
+    assert {(r.source_id, r.target_id) for r in mentions} == {(e.id, "n1") for e in ents}
+    pairs = {frozenset((r.source_id, r.target_id)) for r in co}
     assert frozenset(("Barack Obama", "Hawaii")) in pairs  # same sentence
     assert frozenset(("Angela Merkel", "Berlin")) in pairs
     assert frozenset(("Hawaii", "Berlin")) not in pairs  # different sentences: no relation
@@ -81,20 +85,53 @@ def test_property_graph_index_only_extracts_kept_nodes() -> None:
     assert res and {r.node.node_id for r in res} <= kept
 
 
-def test_benchmark_smoke(tmp_path: Path) -> None:
-    out = tmp_path / "hk.json"
+def test_retriever_reaches_the_second_hop_through_a_bridge_entity() -> None:
+    nodes = [
+        TextNode(id_="a", text="Barack Obama worked with Joe Biden for eight years."),
+        TextNode(id_="b", text="Joe Biden married Jill Biden in New York."),
+        TextNode(id_="c", text="Angela Merkel visited Berlin in June."),
+    ]
+    ex = NERCooccurrenceExtractor()
+    pg = PropertyGraphIndex(nodes=nodes, kg_extractors=[ex], llm=MockLLM(), embed_kg_nodes=False, show_progress=False)
+    store = pg.property_graph_store
+    one = NEREntityRetriever(store, hops=1)
+    two = NEREntityRetriever(store, hops=2)
+    q = "Whom did Joe Biden marry after working with Barack Obama?"
+    assert {"joe biden", "barack obama"} <= set(two.matches(q))
+    ids2 = [r.node.node_id for r in two.retrieve(q)]
+    assert {"a", "b"} <= set(ids2) and "c" not in ids2
+    # with "Barack Obama" only, hop 1 sees chunk a and hop 2 reaches the spouse chunk through Joe Biden
+    q1 = "Who is the spouse of the man who worked with Barack Obama?"
+    assert "b" not in {r.node.node_id for r in one.retrieve(q1)}
+    res = two.retrieve(q1)
+    assert [r.node.node_id for r in res][:1] == ["a"] and "b" in {r.node.node_id for r in res}
+    assert "Jill Biden" in next(r.node.get_content() for r in res if r.node.node_id == "b")
+    # the graph grows: the lookup tables follow
+    pg.insert_nodes([TextNode(id_="d", text="Barack Obama spoke in Paris in June.")])
+    assert "d" in {r.node.node_id for r in two.retrieve(q1)}
+
+
+def test_eval_with_host_smoke(tmp_path: Path) -> None:
+    """The CI smoke of the harness: g2cons eval --host llama-index-ner on a few questions, with a report."""
+    out = tmp_path / "r.json"
     cmd = [
         sys.executable,
-        str(ROOT / "benchmarks" / "host_kg_eval.py"),
+        "-m",
+        "g2cons_plugins.cli",
+        "eval",
         "--corpus",
         str(ROOT / "examples" / "data" / "musique_excerpt_corpus.jsonl"),
         "--questions",
         str(ROOT / "examples" / "data" / "musique_excerpt_questions.jsonl"),
+        "--methods",
+        "dense,concept,concept-e2",
         "--embedder",
         "hash",
         "--limit",
         "3",
-        "--kappas",
+        "--host",
+        "llama-index-ner",
+        "--host-kappas",
         "0.5,1.0",
         "--lambdas",
         "0,0.5,1",
@@ -102,18 +139,25 @@ def test_benchmark_smoke(tmp_path: Path) -> None:
         "1000",
         "--out",
         str(out),
+        "--report",
+        str(tmp_path / "rep"),
         "--quiet",
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     r = json.loads(out.read_text(encoding="utf-8"))
-    assert r["settings"]["n_questions"] == 3 and "NOT an LLM" in r["settings"]["host_label"]
-    b = {x["kappa"]: x for x in r["build"]}
-    assert b[1.0]["extractor_calls"] == r["settings"]["full_build"]["calls"]
-    assert b[0.5]["extractor_calls"] < b[1.0]["extractor_calls"]
-    assert b[0.5]["chunks_outside_selection"] == 0 and b[0.5]["selector_matches_core"]
-    assert abs(b[0.5]["share_of_full_chunk_tokens"] - b[0.5]["kept_share_tokens_core"]) < 1e-3
-    row = r["context_recall"][0]
-    for key in ("kappa", "budget", "host", "concept", "fused@0", "fused@0.5", "fused@1"):
-        assert key in row
-    assert (tmp_path / "hk.md").is_file()
+    host = r["host"]
+    assert "NOT an LLM" in host["host"]["label"]
+    b = {x["kappa"]: x for x in host["builds"]}
+    assert sorted(b) == [0.5, 0.8, 1.0]  # the main table's kappa (0.8) is always built
+    assert b[1.0]["calls"] == host["full_build"]["calls"]
+    assert b[0.5]["calls"] < b[0.8]["calls"] < b[1.0]["calls"]
+    assert abs(b[0.8]["share_of_full_input_tokens"] - b[0.8]["kept_token_share"]) < 0.01
+    methods = {x["method"] for x in r["results"]}
+    assert {"dense", "concept", "concept-e2", "host-kg", "fused"} <= methods
+    lams = {x["lambda"] for x in host["sweep"] if x["method"] == "fused"}
+    assert lams == {0.0, 0.5, 0.6, 1.0}  # the sweep plus the main row's lambda (config: 0.6)
+    report = (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
+    assert "kappa_frontier.png" in report and "lambda_curve.png" in report
+    for png in ("cr.png", "latency.png", "kappa_frontier.png", "lambda_curve.png"):
+        assert (tmp_path / "rep" / png).stat().st_size > 1000

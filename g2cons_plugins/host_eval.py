@@ -1,0 +1,152 @@
+"""Host-KG path and fused G2ConS, measured per kappa (KG built over the core chunks) and lambda (``--host``).
+
+For each kappa the host KG is rebuilt over ``index.select(kappa=kappa)``'s kept chunks and its build cost
+recorded (calls, input/output tokens, USD at the stated prices, share of the full build's tokens). Per question
+and budget beta: the host alone (its results in rank order, within beta), the concept path alone (once; it does
+not depend on kappa) and the fusion ``ensemble.fuse(host, concept, beta, lambda, spill)`` for every lambda and
+both budget rules (hard caps, the paper's; ``spill``: a path's unused share goes to the other). Context Recall and
+supporting-passage recall as in :mod:`g2cons_plugins.evaluation`.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .ensemble import fuse
+from .evaluation import answer_in_context
+from .hosts import HostKG
+from .index import G2ConSIndex
+from .retrieval import retrieve
+
+HOST_BUILD_COLUMNS = (
+    "kappa",
+    "kept_chunks",
+    "calls",
+    "input_tokens",
+    "output_tokens",
+    "share_of_full_input_tokens",
+    "usd",
+    "entities",
+    "relations",
+    "build_s",
+    "host_latency_ms_p50",
+    "host_latency_ms_p95",
+)
+SWEEP_COLUMNS = ("kappa", "budget", "lambda", "spill", "context_recall", "support_recall")
+
+
+def _latency(ms: list[float]) -> tuple[float | None, float | None]:
+    if not ms:
+        return None, None
+    return round(statistics.median(ms), 3), round(float(np.percentile(ms, 95)), 3)
+
+
+class _Score:
+    """Accumulates CR and supporting-passage recall for one row."""
+
+    def __init__(self) -> None:
+        self.hits = 0
+        self.n = 0
+        self.support: list[float] = []
+
+    def add(self, q: dict[str, Any], texts: Sequence[str], parents: Sequence[str | None]) -> None:
+        self.n += 1
+        self.hits += answer_in_context(q["answers"], "\n".join(texts))
+        gold = q.get("supporting_passage_ids")
+        if gold:
+            got = set(parents)
+            self.support.append(sum(g in got for g in gold) / len(gold))
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "context_recall": round(100.0 * self.hits / max(self.n, 1), 2),
+            "support_recall": round(100.0 * float(np.mean(self.support)), 2) if self.support else None,
+            "n_questions": self.n,
+        }
+
+
+def evaluate_host(
+    index: G2ConSIndex,
+    questions: Sequence[dict[str, Any]],
+    host: HostKG,
+    kappas: Sequence[float],
+    lambdas: Sequence[float],
+    budgets: Sequence[int],
+    price_in_per_mtok: float = 0.15,
+    price_out_per_mtok: float = 0.60,
+    show_progress: bool = False,
+) -> dict[str, Any]:
+    """Host builds per kappa, and CR of host / concept / fused per (kappa, budget, lambda, spill)."""
+    from tqdm.auto import tqdm
+
+    qvecs = index.embedder.embed([q["question"] for q in questions])
+    concept = {
+        b: [retrieve(index, q["question"], beta=b, query_vector=v) for q, v in zip(questions, qvecs, strict=True)]
+        for b in budgets
+    }
+    full = index.select(kappa=1.0)
+    full_input = full.total_tokens + len(index.stored.chunks) * full.prompt_tokens_per_call
+    builds: list[dict[str, Any]] = []
+    sweep: list[dict[str, Any]] = []
+    for kappa in kappas:
+        report = index.select(kappa=kappa)
+        cost = host.build(index, report, show_progress=show_progress)
+        lat: list[float] = []
+        rows: dict[tuple[Any, ...], _Score] = {}
+        for i, q in enumerate(
+            tqdm(questions, desc=f"host+fusion kappa={kappa:g}", unit="q", disable=not show_progress)
+        ):
+            t0 = time.perf_counter()
+            hitems = host.retrieve(q["question"])
+            lat.append(1000 * (time.perf_counter() - t0))
+            for b in budgets:
+                alone = fuse(hitems, [], b, 1.0, tokenizer=index.tokenizer)
+                rows.setdefault(("host", b, None, None), _Score()).add(
+                    q, [f.text for f in alone], [f.chunk_id for f in alone]
+                )
+                for spill in (False, True):
+                    for lam in lambdas:
+                        fused = fuse(hitems, concept[b][i], b, lam, tokenizer=index.tokenizer, spill=spill)
+                        rows.setdefault(("fused", b, lam, spill), _Score()).add(
+                            q, [f.text for f in fused], [f.chunk_id for f in fused]
+                        )
+        p50, p95 = _latency(lat)
+        builds.append(
+            {
+                "kappa": kappa,
+                "kept_chunks": len(report.kept_ids),
+                "kept_token_share": round(report.kept_share_tokens, 4),
+                **{k: v for k, v in cost.to_dict().items() if k != "graph"},
+                **cost.graph,
+                "share_of_full_input_tokens": round(cost.input_tokens / max(full_input, 1), 4),
+                "usd": round(cost.usd(price_in_per_mtok, price_out_per_mtok), 4),
+                "build_s": cost.seconds,
+                "host_latency_ms_p50": p50,
+                "host_latency_ms_p95": p95,
+            }
+        )
+        for (method, b, lam, spill), sc in rows.items():
+            sweep.append({"kappa": kappa, "method": method, "budget": b, "lambda": lam, "spill": spill, **sc.row()})
+    concept_rows = []
+    for b in budgets:
+        sc = _Score()
+        for q, items in zip(questions, concept[b], strict=True):
+            sc.add(q, [x.text for x in items], [x.parent_id for x in items])
+        concept_rows.append({"method": "concept", "budget": b, **sc.row()})
+    return {
+        "host": {"name": host.name, "label": host.label},
+        "full_build": {
+            "calls": len(index.stored.chunks),
+            "chunk_tokens": full.total_tokens,
+            "input_tokens": full_input,
+        },
+        "prices_usd_per_mtok": {"input": price_in_per_mtok, "output": price_out_per_mtok},
+        "builds": builds,
+        "sweep": sweep,
+        "concept": concept_rows,
+    }

@@ -1,0 +1,127 @@
+"""Host-KG plug-ins, the entity-mention search behind the LLM-free host retriever, and the kappa x lambda sweep
+(core only: a deterministic fake host stands in for a framework)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from g2cons_plugins import G2ConSIndex, HostItem
+from g2cons_plugins.entity_graph import EntityGraphSearch
+from g2cons_plugins.errors import InputError
+from g2cons_plugins.host_eval import evaluate_host
+from g2cons_plugins.hosts import HostBuildCost, HostKG, available_hosts, load_host
+from g2cons_plugins.selection import SelectionReport
+
+MENTIONS = {
+    "a": ["Green", "Steve Hillage"],  # question entity + bridge
+    "b": ["Steve Hillage", "Miquette Giraudy"],  # reached through the bridge only: hop 2
+    "c": ["Green"],
+    "d": ["Hub"],
+    "e": ["Hub", "Steve Hillage"],
+}
+TEXTS = {
+    "a": "Green is an album by Steve Hillage.",
+    "b": "Steve Hillage is married to Miquette Giraudy, his spouse.",
+    "c": "Green is a colour.",
+    "d": "Hub text.",
+    "e": "Hub text about Steve Hillage.",
+}
+
+
+def test_entity_search_hop1_then_hop2_and_ranking() -> None:
+    s = EntityGraphSearch(MENTIONS, TEXTS, hops=1)
+    assert [h.chunk_id for h in s.search("Who is the spouse of the Green performer?", ["Green"])] == ["a", "c"]
+    s2 = EntityGraphSearch(MENTIONS, TEXTS, hops=2)
+    hits = s2.search("Who is the spouse of the Green performer?", ["green", "Nobody"])
+    ids = [h.chunk_id for h in hits]
+    assert set(ids) == {"a", "b", "c", "e"}  # b and e reached through "Steve Hillage"; d shares nothing
+    b = next(h for h in hits if h.chunk_id == "b")
+    assert b.hop == 2 and b.bridges == ("Steve Hillage",) and b.entities == ()
+    # seeds held count entity_weight each; "spouse" (a query word) lifts b above e at hop 2
+    assert ids.index("b") < ids.index("e")
+    assert all(h.hop == 1 for h in hits[:2])
+    assert s2.search("anything", ["Unknown"]) == []
+    assert len(s2.search("Green spouse", ["Green"], limit=2)) == 2
+
+
+def test_entity_search_skips_hub_entities() -> None:
+    mentions = {f"h{i}": ["Hub"] for i in range(5)} | {"q": ["Query", "Hub"]}
+    texts = {k: "x" for k in mentions}
+    assert {h.chunk_id for h in EntityGraphSearch(mentions, texts, max_fanout=3).search("x", ["Query"])} == {"q"}
+    assert len(EntityGraphSearch(mentions, texts, max_fanout=10).search("x", ["Query"])) == 6
+
+
+def test_entity_search_bad_input() -> None:
+    with pytest.raises(InputError, match="hops"):
+        EntityGraphSearch(MENTIONS, TEXTS, hops=3)
+    with pytest.raises(InputError, match="no text"):
+        EntityGraphSearch({"zz": ["X"]}, {})
+
+
+def test_load_host_errors_name_the_problem() -> None:
+    with pytest.raises(InputError, match="unknown host 'nope'"):
+        load_host("nope")
+    with pytest.raises(InputError, match="cannot load host"):
+        load_host("no_such_module_xyz:factory")
+    with pytest.raises(InputError, match="does not implement HostKG"):
+        load_host("builtins:dict")
+    assert isinstance(available_hosts(), list)
+
+
+class GoldHost:
+    """Returns, for each question, the chunks whose text holds its answer (an oracle), built over kept chunks."""
+
+    name = "gold"
+    label = "test oracle host"
+
+    def __init__(self, questions: Sequence[dict[str, Any]]) -> None:
+        self.answers = {q["question"]: q["answers"] for q in questions}
+        self.builds: list[SelectionReport] = []
+        self.kept: set[str] = set()
+        self.index: G2ConSIndex | None = None
+
+    def build(self, index: G2ConSIndex, selection: SelectionReport, show_progress: bool = False) -> HostBuildCost:
+        self.builds.append(selection)
+        self.index, self.kept = index, set(selection.kept_ids)
+        tokens = sum(index.count_tokens([index.chunk(c).text for c in selection.kept_ids]))
+        return HostBuildCost(len(self.kept), tokens, 7 * len(self.kept), len(self.kept), 0.0, True, {"entities": 1})
+
+    def retrieve(self, query: str) -> list[HostItem]:
+        assert self.index is not None
+        out = []
+        for c in self.index.stored.chunks:
+            if c.id in self.kept and any(a.lower() in c.text.lower() for a in self.answers[query]):
+                out.append(HostItem(chunk_id=c.id, text=c.text))
+        return out
+
+
+def test_evaluate_host_sweep_with_an_oracle_host(corpus: list[dict[str, str]]) -> None:
+    index = G2ConSIndex.build(corpus, embedder="hash")
+    questions = [
+        {"question": "Where was Marie Curie born?", "answers": ["Warsaw"], "supporting_passage_ids": ["c1"]},
+        {"question": "Which sea does the Vistula flow into?", "answers": ["Baltic Sea"]},
+        {"question": "Who discovered radioactivity?", "answers": ["Henri Becquerel"]},
+    ]
+    host = GoldHost(questions)
+    assert isinstance(host, HostKG)
+    res = evaluate_host(index, questions, host, [0.5, 1.0], [0.0, 1.0], [60, 400], price_in_per_mtok=1.0)
+    assert [b.kappa for b in host.builds] == [0.5, 1.0]
+    builds = {b["kappa"]: b for b in res["builds"]}
+    assert builds[1.0]["share_of_full_input_tokens"] == pytest.approx(1.0, abs=1e-3)
+    assert builds[0.5]["kept_chunks"] < builds[1.0]["kept_chunks"]
+    assert builds[1.0]["usd"] == pytest.approx(
+        (builds[1.0]["input_tokens"] + 0.6 * builds[1.0]["output_tokens"]) / 1e6, abs=1e-4
+    )
+    row = {(r["kappa"], r["method"], r["budget"], r["lambda"], r["spill"]): r for r in res["sweep"]}
+    concept = {r["budget"]: r["context_recall"] for r in res["concept"]}
+    # the oracle over every chunk finds every answer; lambda 1 (host only, hard caps) equals the host alone
+    assert row[(1.0, "host", 400, None, None)]["context_recall"] == 100.0
+    assert row[(1.0, "fused", 400, 1.0, False)]["context_recall"] == 100.0
+    assert row[(1.0, "host", 400, None, None)]["support_recall"] == 100.0
+    # lambda 0 with hard caps: the host gets no budget; only items both paths found can differ from concept
+    assert row[(1.0, "fused", 400, 0.0, False)]["context_recall"] >= concept[400]
+    # a small budget cuts the host too
+    assert row[(1.0, "host", 60, None, None)]["context_recall"] <= 100.0
