@@ -314,10 +314,15 @@ def _ppr(index: G2ConSIndex, query: str, dense: np.ndarray, beta: int) -> list[R
 
 
 def _e2(index: G2ConSIndex, query: str, dense: np.ndarray, beta: int) -> list[RetrievedItem]:
-    """E2GraphRAG's adaptive router on G2ConS structures: the query's concepts E_q (lexical match); if two of
-    them lie within h hops on the concept graph, the units containing both are the *local* candidates, with h
-    lowered from ``e2_hops`` until at most ``e2_max_units`` remain; local units come first (by how many query
-    concepts they hold, then cosine), the rest by cosine. No query concept or no pair: dense ("global")."""
+    """E2GraphRAG's adaptive router on G2ConS structures, three modes as the paper's Algorithm 2:
+
+    * ``local``: two query concepts E_q (lexical match) lie within h hops on the concept graph; the units holding
+      both are the candidates, h lowered from ``e2_hops`` until at most ``e2_max_units`` remain; they come first
+      (Entity-Aware Ranking: query concepts held, then cosine), the rest by cosine;
+    * ``global_occurrence``: query concepts but no such pair: the dense top 2 x ``e2_max_units`` units reranked
+      by how many query concepts they hold (Occurrence Ranking; G2ConS keeps no per-unit counts, so a concept
+      counts once per unit), then cosine;
+    * ``global``: no query concept: dense retrieval."""
     cfg, dv = index.config, index.derived
     eq = query_concepts(index, query)
     f = _Filler(index, beta, stop_on_overflow=False)
@@ -345,8 +350,14 @@ def _e2(index: G2ConSIndex, query: str, dense: np.ndarray, beta: int) -> list[Re
             eq_set = set(eq)
             count = {u: len(eq_set.intersection(_row(dv.unit_inc, u).tolist())) for u in prev}
             local = sorted(prev, key=lambda u: (-count[u], -dense[u], u))[: cfg.e2_max_units]
+    if eq and not local:
+        mode = "global_occurrence"
+        eq_set = set(eq)
+        top = _stable_desc(dense)[: 2 * cfg.e2_max_units]
+        held = {int(u): len(eq_set.intersection(_row(dv.unit_inc, int(u)).tolist())) for u in top}
+        local = sorted((u for u in held if held[u] > 0), key=lambda u: (-held[u], -dense[u], u))
     for u in local:
-        f.add(u, dense[u], {"via": "e2_local", "query_concepts": [dv.vocab[c] for c in eq][:5]})
+        f.add(u, dense[u], {"via": f"e2_{mode}", "query_concepts": [dv.vocab[c] for c in eq][:5]})
     for u in _iter_desc(dense, _first(index, beta) + len(local)):
         if f.full or f.used >= beta:
             break

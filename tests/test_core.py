@@ -410,3 +410,14 @@ def test_e2_router_puts_units_with_both_query_concepts_first(index: G2ConSIndex)
     assert all(a in x.text.lower() and b in x.text.lower() for x in local)
     none = index.retrieve("zzqx blorf", beta=200, strategy="e2")
     assert none and {x.reason["via"] for x in none} == {"e2_global_dense"}
+
+
+def test_e2_router_occurrence_mode_for_a_single_query_concept(index: G2ConSIndex) -> None:
+    """One query concept (no pair to intersect): dense candidates holding it come first (Occurrence Ranking)."""
+    dv = index.derived
+    c = dv.vocab[dv.edges.rows[0]]
+    items = index.retrieve(f"{c} zzqx", beta=2000, strategy="e2")
+    occ = [x for x in items if x.reason["via"] == "e2_global_occurrence"]
+    assert occ and items[: len(occ)] == occ
+    assert all(c in x.text.lower() for x in occ)
+    assert all(x.reason["via"] == "e2_global_occurrence_dense" for x in items[len(occ) :])
