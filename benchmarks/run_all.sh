@@ -6,14 +6,14 @@ cd "$(dirname "$0")/.."
 D=../shared/data
 R=benchmarks/results
 C="--cache-dir benchmarks/cache --quiet"
-g2cons eval --corpus $D/musique/ketrag500_corpus.jsonl --questions $D/musique/ketrag500_questions.jsonl \
-  --methods dense,bm25,keyword,concept,concept-paper,concept-ppr --budgets 1000,2000,4000,12000 \
-  --embedder minilm --selection $C --out $R/musique_ketrag500_minilm.json > $R/musique_ketrag500_minilm.md
-for set in musique/hipporag_train100 hotpotqa/hipporag_train100 2wikimultihopqa/ketrag500; do
+# every method side by side, selection vs random, the LLM-free host KG (kappa x lambda sweep) and fused G2ConS;
+# the report (Markdown + PNG) goes to benchmarks/report/<set>_minilm/
+for set in musique/ketrag500 2wikimultihopqa/ketrag500 musique/hipporag_train100 hotpotqa/hipporag_train100; do
   name=$(echo $set | tr / _)
   g2cons eval --corpus $D/${set}_corpus.jsonl --questions $D/${set}_questions.jsonl \
-    --methods dense,bm25,keyword,concept,concept-paper --budgets 1000,2000,4000,12000 \
-    --embedder minilm --selection $C --out $R/${name}_minilm.json > $R/${name}_minilm.md
+    --methods dense,bm25,keyword,concept,concept-paper,concept-ppr,concept-e2 --budgets 1000,2000,4000,12000 \
+    --embedder minilm --selection --host llama-index-ner --host-kappa 0.8 --lambda 0.4 --spill $C \
+    --out $R/${name}_minilm.json --report benchmarks/report/${name}_minilm > $R/${name}_minilm.md
 done
 # retrieval unit size (wordllama): passages vs 150-token units, and 1,200-token packed chunks whole vs split
 for pk in 0 1200; do for ut in 0 150; do

@@ -26,7 +26,14 @@ from .index import G2ConSIndex
 from .retrieval import RetrievedItem, fill_ranked, retrieve
 from .text import english_stopwords
 
-METHODS = ("dense", "bm25", "keyword", "concept", "concept-paper", "concept-ppr", "concept-e2")
+# the paper's Table 4 ablations of its own walk (mode="paper"), as config changes
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "ablation-A": {"cooccurrence": "sentence"},  # A: sentence-level co-occurrence
+    "ablation-B": {"theta_sem": -1.0},  # B: no similarity filter
+    "ablation-C": {"vector_level": "chunk"},  # C: chunk-level concept vectors
+    "ablation-D": {"rerank": "naive"},  # D: naive instead of local + global reranking
+}
+METHODS = ("dense", "bm25", "keyword", "concept", "concept-paper", "concept-ppr", "concept-e2", *ABLATIONS)
 RESULT_COLUMNS = ("method", "budget", "context_recall", "latency_ms_p50", "latency_ms_p95")
 SELECTION_COLUMNS = (
     "kappa",
@@ -150,6 +157,12 @@ def _method_fn(
             )
         paper = cache["paper"]
         return lambda q, v, b: retrieve(paper, q, beta=b, query_vector=v)
+    if method in ABLATIONS:
+        if method not in cache:
+            cfg = G2ConSConfig(mode="paper", unit_tokens=index.config.unit_tokens, **ABLATIONS[method])
+            cache[method] = G2ConSIndex(index.stored, index.embedder, cfg, index.tokenizer)
+        ab = cache[method]
+        return lambda q, v, b: retrieve(ab, q, beta=b, query_vector=v)
     if method == "keyword":
         if "keyword" not in cache:
             cache["keyword"] = G2ConSIndex(

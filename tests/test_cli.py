@@ -145,3 +145,25 @@ def test_eval_report_writes_markdown_and_plots(tmp_path: Path) -> None:
     assert "![CR vs budget](cr.png)" in text and "selection.png" in text
     for png in ("cr.png", "selection.png"):
         assert (rep / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_table4_ablations_are_eval_methods(corpus: list[dict[str, str]]) -> None:
+    """ablation-A..D are the paper walk with one change each (Table 4), measured like any other method."""
+    from g2cons_plugins.evaluation import ABLATIONS, METHODS, _method_fn
+
+    index = G2ConSIndex.build(corpus, embedder="hash")
+    cache: dict[str, object] = {}
+    qv = index.embedder.embed(["Marie Curie radium Paris"])[0]
+    for name in ABLATIONS:
+        assert name in METHODS
+        _method_fn(name, index, cache)("Marie Curie radium Paris", qv, 300)
+    paper = _method_fn("concept-paper", index, cache)
+    assert paper("Marie Curie radium Paris", qv, 300)
+    cfg = {k: v.config for k, v in cache.items()}  # type: ignore[attr-defined]
+    assert all(c.mode == "paper" and c.strategy == "paper" for c in cfg.values())
+    assert cfg["ablation-A"].cooccurrence == "sentence" and cfg["ablation-B"].theta_sem == -1.0
+    assert cfg["ablation-C"].vector_level == "chunk" and cfg["ablation-D"].rerank == "naive"
+    # B keeps every co-occurring pair: at least as many edges as the paper walk's graph
+    assert cache["ablation-B"].stats.n_edges >= cache["paper"].stats.n_edges  # type: ignore[attr-defined]
+    items = _method_fn("ablation-D", index, cache)("Marie Curie radium Paris", qv, 300)
+    assert items and {x.reason["via"] for x in items} == {"naive"}
