@@ -11,7 +11,8 @@ C="--cache-dir benchmarks/cache --quiet"
 for set in musique/ketrag500 2wikimultihopqa/ketrag500 musique/hipporag_train100 hotpotqa/hipporag_train100; do
   name=$(echo $set | tr / _)
   g2cons eval --corpus $D/${set}_corpus.jsonl --questions $D/${set}_questions.jsonl \
-    --methods dense,bm25,keyword,concept,concept-paper,concept-ppr,concept-e2 --budgets 1000,2000,4000,12000 \
+    --methods dense,bm25,keyword,concept,concept-paper,concept-ppr,concept-e2,ablation-A,ablation-B,ablation-C,ablation-D \
+    --budgets 1000,2000,4000,12000 \
     --embedder minilm --selection --host llama-index-ner --host-kappa 0.8 --lambda 0.4 --spill $C \
     --out $R/${name}_minilm.json --report benchmarks/report/${name}_minilm > $R/${name}_minilm.md
 done

@@ -150,7 +150,8 @@ def _eval_host(args: argparse.Namespace, index: Any, questions: list[dict[str, A
     from .hosts import load_host
 
     kappas = sorted(set(args.host_kappas) | {args.host_kappa})
-    lam = index.config.lambda_ if args.lambda_ is None else args.lambda_
+    lam = index.config.fusion_lambda if args.lambda_ is None else args.lambda_
+    spill = index.config.fusion_spill if args.spill is None else args.spill
     lambdas = sorted(set(args.lambdas) | {lam})
     host = load_host(args.host)
     res = evaluate_host(
@@ -164,13 +165,13 @@ def _eval_host(args: argparse.Namespace, index: Any, questions: list[dict[str, A
         price_out_per_mtok=args.price_out,
         show_progress=not args.quiet,
     )
-    res["main"] = {"kappa": args.host_kappa, "lambda": lam, "spill": args.spill}
+    res["main"] = {"kappa": args.host_kappa, "lambda": lam, "spill": spill}
     out["host"] = res
     lat = {b["kappa"]: b for b in res["builds"]}[args.host_kappa]
     for r in res["sweep"]:
         if r["kappa"] != args.host_kappa:
             continue
-        if r["method"] == "host" or (r["lambda"] == lam and r["spill"] == args.spill):
+        if r["method"] == "host" or (r["lambda"] == lam and r["spill"] == spill):
             row = {k: v for k, v in r.items() if k not in ("kappa", "lambda", "spill", "method")}
             row["method"] = "host-kg" if r["method"] == "host" else "fused"
             row["latency_ms_p50"] = lat["host_latency_ms_p50"]
@@ -638,9 +639,14 @@ def build_parser() -> argparse.ArgumentParser:
         dest="lambda_",
         type=float,
         default=None,
-        help="lambda of the fused row of the main table (default: the config's)",
+        help="lambda of the fused row of the main table (default: the config's, 0.4; paper mode 0.6)",
     )
-    e.add_argument("--spill", action="store_true", help="fused row of the main table lets unused budget spill")
+    e.add_argument(
+        "--spill",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="fused row of the main table: unused budget of one path goes to the other (default: the config's)",
+    )
     e.add_argument("--price-in", type=float, default=0.15, help="USD per 1M LLM input tokens (default 0.15)")
     e.add_argument("--price-out", type=float, default=0.60, help="USD per 1M LLM output tokens (default 0.60)")
     e.add_argument(
@@ -759,9 +765,14 @@ def build_parser() -> argparse.ArgumentParser:
         dest="lambda_",
         type=float,
         default=None,
-        help="host share of the budget (default: the graph's config, 0.6)",
+        help="host share of the budget (default: the graph's config, 0.4; paper mode 0.6)",
     )
-    f.add_argument("--spill", action="store_true", help="let one path use the other's unused budget")
+    f.add_argument(
+        "--spill",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="let one path use the other's unused budget (default: the graph's config, on; paper mode off)",
+    )
     f.add_argument("--json", action="store_true", help="print JSON items")
     f.set_defaults(func=cmd_fuse)
 

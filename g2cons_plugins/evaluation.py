@@ -43,14 +43,14 @@ SELECTION_COLUMNS = (
     "length_matched_answer_mean",
     "length_matched_answer_std",
 )
-_PUNCT = set(string.punctuation)
+_DROP_PUNCT = str.maketrans("", "", string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 
 
 def normalize_answer(s: str) -> str:
     """SQuAD normalisation: lowercase, drop punctuation, drop a/an/the, collapse whitespace."""
     s = s.lower()
-    s = "".join(ch for ch in s if ch not in _PUNCT)
+    s = s.translate(_DROP_PUNCT)
     s = _ARTICLES.sub(" ", s)
     return " ".join(s.split())
 

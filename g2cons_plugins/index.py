@@ -277,17 +277,19 @@ class G2ConSIndex:
         query: str,
         beta: int | None = None,
         lambda_: float | None = None,
-        spill: bool = False,
+        spill: bool | None = None,
         query_vector: np.ndarray | None = None,
     ) -> Any:
         """Dual-path: retrieve the concept path for ``query`` and fuse it with ``host`` results (see
-        :func:`g2cons_plugins.ensemble.fuse`) into one context of at most ``beta`` tokens."""
+        :func:`g2cons_plugins.ensemble.fuse`) into one context of at most ``beta`` tokens. ``lambda_`` / ``spill``
+        default to the config's (0.4 / True; paper mode 0.6 / False)."""
         from .ensemble import fuse
 
         beta = self.config.beta if beta is None else int(beta)
-        lam = self.config.lambda_ if lambda_ is None else lambda_
+        lam = self.config.fusion_lambda if lambda_ is None else lambda_
+        sp = self.config.fusion_spill if spill is None else spill
         concept = self.retrieve(query, beta=beta, query_vector=query_vector)
-        return fuse(host, concept, beta=beta, lambda_=lam, tokenizer=self.tokenizer, spill=spill)
+        return fuse(host, concept, beta=beta, lambda_=lam, tokenizer=self.tokenizer, spill=sp)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> None:

@@ -163,6 +163,13 @@ def test_theta_sem_percentile_and_fixed(corpus: list[dict[str, str]]) -> None:
     assert fixed.stats.theta_sem == 0.99 and fixed.stats.n_edges < auto.stats.n_edges
     paper = G2ConSConfig(mode="paper")
     assert paper.theta_sem == 0.65 and paper.strategy == "paper" and paper.selector == "pagerank"
+    # fusion: measured defaults (lambda 0.4, spill) vs the paper's (0.6, hard caps); explicit values win
+    assert (G2ConSConfig().lambda_, G2ConSConfig().spill) == (0.4, True)
+    assert (paper.lambda_, paper.spill) == (0.6, False)
+    assert (G2ConSConfig(mode="paper", lambda_=0.3, spill=True).fusion_lambda, paper.fusion_spill) == (0.3, False)
+    assert G2ConSConfig.from_dict(paper.to_dict()) == paper
+    with pytest.raises(InputError, match="lambda_"):
+        G2ConSConfig(lambda_=1.5)
 
 
 def test_pagerank_matches_networkx(index: G2ConSIndex) -> None:

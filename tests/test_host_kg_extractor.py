@@ -156,7 +156,8 @@ def test_eval_with_host_smoke(tmp_path: Path) -> None:
     methods = {x["method"] for x in r["results"]}
     assert {"dense", "concept", "concept-e2", "host-kg", "fused"} <= methods
     lams = {x["lambda"] for x in host["sweep"] if x["method"] == "fused"}
-    assert lams == {0.0, 0.5, 0.6, 1.0}  # the sweep plus the main row's lambda (config: 0.6)
+    assert lams == {0.0, 0.4, 0.5, 1.0}  # the sweep plus the main row's lambda (config default: 0.4)
+    assert host["main"] == {"kappa": 0.8, "lambda": 0.4, "spill": True}
     report = (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
     assert "kappa_frontier.png" in report and "lambda_curve.png" in report
     for png in ("cr.png", "latency.png", "kappa_frontier.png", "lambda_curve.png"):

@@ -290,7 +290,7 @@ def test_fused_retriever_invariants(selected: Any) -> None:
     host = WordOverlapRetriever(docs=kept, k=6)
     for beta in (60, 150, 400):
         for lam in (0.0, 0.3, 0.6, 1.0):
-            r = G2ConSRetriever(host=host, index=selector.index, beta=beta, lambda_=lam)
+            r = G2ConSRetriever(host=host, index=selector.index, beta=beta, lambda_=lam, spill=False)
             for q in QUERIES:
                 docs = r.invoke(q)
                 src = [d.metadata["g2cons_source"] for d in docs]

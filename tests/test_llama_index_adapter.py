@@ -333,7 +333,9 @@ def test_selector_rejects_nodes_it_was_not_fitted_on(docs) -> None:
 # ---------------------------------------------------------------------------------------------------- retrieval
 @pytest.fixture(scope="module")
 def retriever(built) -> G2ConSRetriever:
-    return G2ConSRetriever.from_defaults(index=built["pg"], selector=built["selector"], beta=600, lambda_=0.6)
+    return G2ConSRetriever.from_defaults(
+        index=built["pg"], selector=built["selector"], beta=600, lambda_=0.6, spill=False
+    )
 
 
 def test_g2cons_retriever_fits_beta_overlap_first_and_lambda(retriever) -> None:
@@ -352,8 +354,12 @@ def test_g2cons_retriever_fits_beta_overlap_first_and_lambda(retriever) -> None:
 
 
 def test_lambda_extremes_select_one_path(built) -> None:
-    host_only = G2ConSRetriever.from_defaults(index=built["pg"], selector=built["selector"], beta=600, lambda_=1.0)
-    concept_only = G2ConSRetriever.from_defaults(index=built["pg"], selector=built["selector"], beta=600, lambda_=0.0)
+    host_only = G2ConSRetriever.from_defaults(
+        index=built["pg"], selector=built["selector"], beta=600, lambda_=1.0, spill=False
+    )
+    concept_only = G2ConSRetriever.from_defaults(
+        index=built["pg"], selector=built["selector"], beta=600, lambda_=0.0, spill=False
+    )
     assert "concept" not in {s for _, _, s in run(host_only)}
     assert "host" not in {s for _, _, s in run(concept_only)}
 
@@ -370,7 +376,9 @@ def test_fused_result_equals_the_core_ensemble(retriever) -> None:
         {"chunk_id": r.node.node_id, "text": r.node.get_content(metadata_mode=MetadataMode.LLM), "score": r.score}
         for r in host
     ]
-    want = fuse(hosts, concept, retriever.beta, retriever.lambda_, tokenizer=retriever.index.tokenizer)
+    want = fuse(
+        hosts, concept, retriever.beta, retriever.lambda_, tokenizer=retriever.index.tokenizer, spill=retriever.spill
+    )
     got = retriever.retrieve(QUESTION)
     assert [(f.source, round(f.score, 9)) for f in want] == [
         (r.node.metadata["g2cons_source"], round(r.get_score(), 9)) for r in got

@@ -122,9 +122,10 @@ class G2ConSRetriever(_IndexRetriever):
     host: BaseRetriever
     """The host retriever (its own ``k``/search settings decide how many host documents compete)."""
     lambda_: float | None = None
-    """Host share of ``beta``; default ``index.config.lambda_`` (0.6)."""
-    spill: bool = False
-    """Let one path use the other's unused share (still within beta)."""
+    """Host share of ``beta``; default ``index.config.lambda_`` (0.4; paper mode 0.6)."""
+    spill: bool | None = None
+    """Let one path use the other's unused share (still within beta); default ``index.config.spill`` (True; paper
+    mode False)."""
     id_key: str | None = DEFAULT_ID_KEY
     """Metadata key holding the chunk id on host documents (as written by ``CoreChunkSelector``)."""
 
@@ -165,10 +166,9 @@ class G2ConSRetriever(_IndexRetriever):
         by_item = {id(h): d for h, d in zip(items, kept, strict=True)}
         cfg = self.index.config
         b = beta if beta is not None else self.beta if self.beta is not None else cfg.beta
-        lam = lambda_ if lambda_ is not None else self.lambda_ if self.lambda_ is not None else cfg.lambda_
-        fused: list[FusedItem] = fuse(
-            items, concept, beta=b, lambda_=lam, tokenizer=self.index.tokenizer, spill=self.spill
-        )
+        lam = lambda_ if lambda_ is not None else self.lambda_ if self.lambda_ is not None else cfg.fusion_lambda
+        spill = cfg.fusion_spill if self.spill is None else self.spill
+        fused: list[FusedItem] = fuse(items, concept, beta=b, lambda_=lam, tokenizer=self.index.tokenizer, spill=spill)
         limit = self.k if k is None else k
         if limit is not None:
             fused = fused[:limit]

@@ -32,7 +32,7 @@ class G2ConSRetriever(BaseRetriever):
         host_retriever: BaseRetriever,
         beta: int | None = None,
         lambda_: float | None = None,
-        spill: bool = False,
+        spill: bool | None = None,
         strategy: str | None = None,
         callback_manager: CallbackManager | None = None,
         objects: list[Any] | None = None,
@@ -41,8 +41,8 @@ class G2ConSRetriever(BaseRetriever):
     ) -> None:
         self._concept = ConceptGraphRetriever(index, beta=beta, strategy=strategy)
         self._host = host_retriever
-        self.lambda_ = float(index.config.lambda_ if lambda_ is None else lambda_)
-        self.spill = spill
+        self.lambda_ = float(index.config.fusion_lambda if lambda_ is None else lambda_)
+        self.spill = index.config.fusion_spill if spill is None else bool(spill)
         super().__init__(callback_manager=callback_manager, object_map=object_map, objects=objects, verbose=verbose)
 
     @classmethod
