@@ -162,3 +162,25 @@ def test_eval_with_host_smoke(tmp_path: Path) -> None:
     assert "kappa_frontier.png" in report and "lambda_curve.png" in report
     for png in ("cr.png", "latency.png", "kappa_frontier.png", "lambda_curve.png"):
         assert (tmp_path / "rep" / png).stat().st_size > 1000
+
+
+def test_llm_host_counts_one_call_per_kept_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``llama-index-llm`` with a MockLLM (no network): one extraction call per kept chunk, tokens counted."""
+    from g2cons_plugins import G2ConSIndex
+    from g2cons_plugins.errors import InputError
+    from g2cons_plugins.hosts import load_host
+
+    rows = [json.loads(line) for line in (ROOT / "examples" / "data" / "musique_excerpt_corpus.jsonl").open()][:30]
+    idx = G2ConSIndex.build(rows, embedder="hash")
+    host = load_host("llama-index-llm", llm=MockLLM(max_tokens=8))
+    sel = idx.select(kappa=0.5)
+    cost = host.build(idx, sel)
+    assert cost.llm and cost.calls == len(sel.kept_ids) < len(rows)
+    texts = [idx.chunk(c).text for c in sel.kept_ids]
+    assert cost.input_tokens > sum(idx.count_tokens(texts))  # chunk text + the extraction prompt
+    assert cost.output_tokens == 8 * cost.calls
+    assert isinstance(host.retrieve("Who is Barack Obama?"), list)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(InputError, match="OPENAI_API_KEY"):
+        load_host("llama-index-llm").build(idx, sel)

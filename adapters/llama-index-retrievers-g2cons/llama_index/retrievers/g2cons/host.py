@@ -114,8 +114,12 @@ class PropertyGraphHost:
                 embed_kg_nodes=False,
                 show_progress=show_progress,
             )
-            calls = len(counter.llm_token_counts)
-            inp, out = counter.prompt_llm_token_count, counter.completion_llm_token_count
+            # SimpleLLMPathExtractor makes one call per node; a completion-only LLM logs each call twice (chat ->
+            # complete), so the token totals are divided by the events per call
+            calls = len(selection.kept_ids)
+            per_call = max(1, round(len(counter.llm_token_counts) / max(calls, 1)))
+            inp = counter.prompt_llm_token_count // per_call
+            out = counter.completion_llm_token_count // per_call
         seconds = time.perf_counter() - t0
         graph = self.pg.property_graph_store.graph  # type: ignore[attr-defined]
         self._index = index
