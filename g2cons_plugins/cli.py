@@ -580,6 +580,23 @@ output file) and the concept graph (OUTPUT.g2cons/ beside the output, or --graph
 """
 
 
+def fusion_opts(p: argparse.ArgumentParser, what: str) -> None:
+    """``--lambda`` and ``--spill``: None means the config's (0.4 and on; paper mode 0.6 and off)."""
+    p.add_argument(
+        "--lambda",
+        dest="lambda_",
+        type=float,
+        default=None,
+        help=f"host share of the budget {what} (default: the config's, 0.4; paper mode 0.6)",
+    )
+    p.add_argument(
+        "--spill",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=f"unused budget of one path goes to the other, {what} (default: the config's, on; paper mode off)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="g2cons",
@@ -634,19 +651,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--host-kappas", type=_floats, default=[0.2, 0.4, 0.6, 0.8, 1.0], help="host KG kappa sweep")
     e.add_argument("--lambdas", type=_floats, default=[0.0, 0.2, 0.4, 0.6, 0.8, 1.0], help="fusion lambda sweep")
     e.add_argument("--host-kappa", type=float, default=0.8, help="kappa of the host/fused rows of the main table")
-    e.add_argument(
-        "--lambda",
-        dest="lambda_",
-        type=float,
-        default=None,
-        help="lambda of the fused row of the main table (default: the config's, 0.4; paper mode 0.6)",
-    )
-    e.add_argument(
-        "--spill",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="fused row of the main table: unused budget of one path goes to the other (default: the config's)",
-    )
+    fusion_opts(e, "of the fused row of the main table")
     e.add_argument("--price-in", type=float, default=0.15, help="USD per 1M LLM input tokens (default 0.15)")
     e.add_argument("--price-out", type=float, default=0.60, help="USD per 1M LLM output tokens (default 0.60)")
     e.add_argument(
@@ -760,19 +765,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("question")
     f.add_argument("--host", required=True, type=Path, metavar="HOST.json", help="the host's retrieved items")
     f.add_argument("--budget", type=int, default=4000, help="token budget beta (default 4000)")
-    f.add_argument(
-        "--lambda",
-        dest="lambda_",
-        type=float,
-        default=None,
-        help="host share of the budget (default: the graph's config, 0.4; paper mode 0.6)",
-    )
-    f.add_argument(
-        "--spill",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="let one path use the other's unused budget (default: the graph's config, on; paper mode off)",
-    )
+    fusion_opts(f, "of the fused context")
     f.add_argument("--json", action="store_true", help="print JSON items")
     f.set_defaults(func=cmd_fuse)
 

@@ -122,15 +122,14 @@ def plot_host(host: dict[str, Any], directory: Path) -> tuple[Path, Path]:
             [share[r["kappa"]] for r in h], [r["context_recall"] for r in h], ":s", color=f"C{j}", label=f"host @{b}"
         )
         ax.axhline(concept[b], color=f"C{j}", lw=0.8, ls="--", label=f"concept alone @{b}")
-    ax.set_xlabel("KG build input tokens, share of the full build (kappa)")
-    ax.set_ylabel("Context Recall (%)")
-    ax.set_title(f"kappa frontier ({host['host']['name']})")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    frontier = directory / "kappa_frontier.png"
-    fig.savefig(frontier, dpi=110)
-    plt.close(fig)
+    frontier = _finish(
+        plt,
+        fig,
+        ax,
+        "KG build input tokens, share of the full build (kappa)",
+        f"kappa frontier ({host['host']['name']})",
+        directory / "kappa_frontier.png",
+    )
 
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for j, b in enumerate(budgets):
@@ -143,16 +142,28 @@ def plot_host(host: dict[str, Any], directory: Path) -> tuple[Path, Path]:
             ax.plot([r["lambda"] for r in rows], [r["context_recall"] for r in rows], style, color=f"C{j}",
                     label=f"@{b} {'spill' if spill else 'hard caps'}")  # fmt: skip
         ax.axhline(concept[b], color=f"C{j}", lw=0.8, ls=":")
-    ax.set_xlabel("lambda (host share of beta); 0 = concept path only, 1 = host only")
+    curve = _finish(
+        plt,
+        fig,
+        ax,
+        "lambda (host share of beta); 0 = concept path only, 1 = host only",
+        f"fusion lambda curve, kappa {main['kappa']:g} (dotted: concept alone)",
+        directory / "lambda_curve.png",
+    )
+    return frontier, curve
+
+
+def _finish(plt: Any, fig: Any, ax: Any, xlabel: str, title: str, path: Path) -> Path:
+    """Label a Context Recall plot, save it as ``path`` and close it."""
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("Context Recall (%)")
-    ax.set_title(f"fusion lambda curve, kappa {main['kappa']:g} (dotted: concept alone)")
+    ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    curve = directory / "lambda_curve.png"
-    fig.savefig(curve, dpi=110)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
-    return frontier, curve
+    return path
 
 
 def plot_latency(results: Sequence[dict[str, Any]], out: Path) -> None:
