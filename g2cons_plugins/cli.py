@@ -113,10 +113,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     }
     if args.selection:
         out["selection"] = selection_quality(index, questions, kappas=args.kappas)
-    if args.host:
-        _eval_host(args, index, questions, out)
+    extra = _eval_host(args, index, questions, out) if args.host else {}
     if args.answer_model:
-        _eval_answers(args, index, questions, out)
+        _eval_answers(args, index, questions, out, extra)
     out["settings"]["peak_rss_mb"] = round(_peak_rss_mb(), 1)
     print(format_table(results, RESULT_COLUMNS))
     if "selection" in out:
@@ -144,8 +143,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _eval_host(args: argparse.Namespace, index: Any, questions: list[dict[str, Any]], out: dict[str, Any]) -> None:
-    """Host KG and fused G2ConS (``--host``): the kappa x lambda sweep, and host/fused rows in the main table."""
+def _eval_host(
+    args: argparse.Namespace, index: Any, questions: list[dict[str, Any]], out: dict[str, Any]
+) -> dict[tuple[str, int], list[str]]:
+    """Host KG and fused G2ConS (``--host``): the kappa x lambda sweep, and host/fused rows in the main table.
+    Returns the host and fused contexts of the main setting (for EM/F1)."""
     from .host_eval import evaluate_host
     from .hosts import load_host
 
@@ -164,33 +166,43 @@ def _eval_host(args: argparse.Namespace, index: Any, questions: list[dict[str, A
         price_in_per_mtok=args.price_in,
         price_out_per_mtok=args.price_out,
         show_progress=not args.quiet,
+        keep=(args.host_kappa, lam, spill),
     )
+    contexts = res.pop("contexts")
     res["main"] = {"kappa": args.host_kappa, "lambda": lam, "spill": spill}
     out["host"] = res
-    lat = {b["kappa"]: b for b in res["builds"]}[args.host_kappa]
     for r in res["sweep"]:
         if r["kappa"] != args.host_kappa:
             continue
         if r["method"] == "host" or (r["lambda"] == lam and r["spill"] == spill):
             row = {k: v for k, v in r.items() if k not in ("kappa", "lambda", "spill", "method")}
             row["method"] = "host-kg" if r["method"] == "host" else "fused"
-            row["latency_ms_p50"] = lat["host_latency_ms_p50"]
-            row["latency_ms_p95"] = lat["host_latency_ms_p95"]
             out["results"].append(row)
     out["settings"]["host"] = {"name": host.name, "label": host.label, **res["main"]}
+    return contexts
 
 
-def _eval_answers(args: argparse.Namespace, index: Any, questions: list[dict[str, Any]], out: dict[str, Any]) -> None:
-    """EM/F1 of an answering LLM on each method's context at one budget (``--answer-model``)."""
+def _eval_answers(
+    args: argparse.Namespace,
+    index: Any,
+    questions: list[dict[str, Any]],
+    out: dict[str, Any],
+    extra: dict[tuple[str, int], list[str]],
+) -> None:
+    """EM/F1 of an answering LLM on each method's context at one budget (``--answer-model``); with ``--host``
+    also on the host-KG and fused contexts of the main setting."""
     from .answering import Answerer, evaluate_answers
     from .evaluation import method_contexts
 
     beta = args.answer_budget or min(args.budgets)
     answerer = Answerer(model=args.answer_model)
-    rows = []
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    for method, contexts in method_contexts(index, questions, methods, beta).items():
-        rows.append({"method": method, "budget": beta, **evaluate_answers(answerer, questions, contexts)})
+    contexts = method_contexts(index, questions, methods, beta)
+    contexts.update({m: c for (m, b), c in extra.items() if b == beta})
+    rows = [
+        {"method": method, "budget": beta, **evaluate_answers(answerer, questions, ctx)}
+        for method, ctx in contexts.items()
+    ]
     out["answers"] = {"model": args.answer_model, "budget": beta, "rows": rows}
 
 
@@ -660,7 +672,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="also answer with this OpenAI(-compatible) chat model and report EM/F1 (needs OPENAI_API_KEY or "
         "OPENAI_BASE_URL)",
     )
-    e.add_argument("--answer-budget", type=int, default=None, help="budget of the EM/F1 contexts (default: smallest)")
+    e.add_argument(
+        "--answer-budget",
+        type=int,
+        default=None,
+        help="budget of the EM/F1 contexts (one of --budgets; default: smallest)",
+    )
     e.add_argument(
         "--pack-tokens",
         type=int,

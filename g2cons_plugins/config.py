@@ -115,6 +115,7 @@ class G2ConSConfig:
             (self.rerank in ("local_global", "naive"), "rerank must be 'local_global' or 'naive'"),
             (self.e2_hops >= 1 and self.e2_max_units >= 1, "e2_hops and e2_max_units must be >= 1"),
             (self.theta_sem is None or -1.0 <= self.theta_sem <= 1.0, "theta_sem must be in [-1, 1]"),
+            (isinstance(self.spill, bool), f"spill must be True or False, got {self.spill!r}"),
         ]
         for ok, msg in checks:
             if not ok:
@@ -136,6 +137,9 @@ class G2ConSConfig:
         unknown = sorted(set(changes) - known)
         if unknown:
             raise InputError(f"unknown G2ConSConfig fields: {unknown}")
+        if "mode" in changes and changes["mode"] != self.mode:  # re-resolve the mode-dependent defaults
+            for name in ("lambda_", "spill"):
+                changes.setdefault(name, None)
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
@@ -144,4 +148,7 @@ class G2ConSConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> G2ConSConfig:
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        data = {k: v for k, v in data.items() if k in known}
+        if "lambda_" in data and "spill" not in data:
+            data["spill"] = False  # saved before ``spill`` existed: fusion used hard caps then
+        return cls(**data)

@@ -3,7 +3,10 @@
 Rules, in the paper's order of priority:
 1. the fused context never exceeds beta tokens;
 2. items retrieved by both paths ("both") come first;
-3. host items take at most lambda x beta tokens, concept items at most (1 - lambda) x beta.
+3. host items take at most lambda x beta tokens, concept items at most (1 - lambda) x beta (then, with spill,
+   what one path leaves unused).
+
+A host result repeating a chunk id already placed (two sub-retrievers returning the same chunk) counts once.
 
 Matching: a host item and a concept item overlap when the host's ``chunk_id`` equals the concept unit's id or
 its parent chunk id; when the host item has no id, when its normalised text equals the unit text, or contains
@@ -13,8 +16,8 @@ Budget accounting: an overlapping item is charged to the host share when it fits
 share; its text is the host's (it contains ours), or ours for an id-only host item, and it is charged the tokens
 of that text. An overlapping pair that fits neither share leaves its concept unit to compete alone on the
 concept path (the host item, too big, is dropped). Items are taken in each path's rank order; one that does not
-fit in its share is skipped and the next one tried. Unused budget of one path: with ``spill=False`` (default,
-the paper's caps are hard) it stays unused; with ``spill=True`` the other path's remaining items may use it,
+fit in its share is skipped and the next one tried. Unused budget of one path: with ``spill=False`` (the
+paper's hard caps) it stays unused; with ``spill=True`` (the default) the other path's remaining items may use it,
 still within beta. Fused score: lambda x host_rank_score + (1 - lambda) x concept_rank_score, where a path's
 rank score is 1 - rank / len(path) (scores from different hosts are not comparable; ranks are). The output
 order: "both" items by fused score, then the remaining items by fused score. Deterministic.
@@ -63,6 +66,20 @@ def _norm(text: str) -> str:
     return _WS.sub(" ", text).strip().lower()
 
 
+def _first_per_chunk(hosts: list[HostItem]) -> list[HostItem]:
+    """A chunk the host returns more than once (e.g. from two sub-retrievers, with different fact lines in front)
+    is placed once, at its best rank; items without an id are kept as they are."""
+    seen: set[str] = set()
+    out = []
+    for h in hosts:
+        if h.chunk_id is not None:
+            if h.chunk_id in seen:
+                continue
+            seen.add(h.chunk_id)
+        out.append(h)
+    return out
+
+
 def as_host_items(items: Sequence[Any]) -> list[HostItem]:
     """Accept HostItem, mappings with chunk_id/id and/or text, or plain strings."""
     out = []
@@ -96,17 +113,18 @@ def fuse(
     host: Sequence[Any],
     concept: Sequence[RetrievedItem],
     beta: int,
-    lambda_: float = 0.6,
+    lambda_: float = 0.4,
     tokenizer: Tokenizer | str | None = None,
-    spill: bool = False,
+    spill: bool = True,
 ) -> list[FusedItem]:
-    """Fuse host and concept results into one context of at most ``beta`` tokens (see module doc)."""
+    """Fuse host and concept results into one context of at most ``beta`` tokens (see module doc). Defaults are
+    the library's (``G2ConSConfig``: lambda 0.4 with spill); the paper's are ``lambda_=0.6, spill=False``."""
     if beta <= 0:
         raise InputError(f"beta must be a positive token count, got {beta}")
     if not 0.0 <= lambda_ <= 1.0:
         raise InputError(f"lambda_ must be in [0, 1], got {lambda_}")
     tok = get_tokenizer(tokenizer)
-    hosts = as_host_items(host)
+    hosts = _first_per_chunk(as_host_items(host))
     missing = [i for i, h in enumerate(hosts) if h.n_tokens is None]
     counts = iter(count_tokens_batch(tok, [hosts[i].text or "" for i in missing]))
     host_tokens = [h.n_tokens if h.n_tokens is not None else next(counts) for h in hosts]

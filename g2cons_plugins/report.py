@@ -146,7 +146,7 @@ def plot_host(host: dict[str, Any], directory: Path) -> tuple[Path, Path]:
         plt,
         fig,
         ax,
-        "lambda (host share of beta); 0 = concept path only, 1 = host only",
+        "lambda (host share of beta; with hard caps 0 = concept path only, 1 = host only)",
         f"fusion lambda curve, kappa {main['kappa']:g} (dotted: concept alone)",
         directory / "lambda_curve.png",
     )
@@ -223,8 +223,9 @@ def write_report(data: dict[str, Any], directory: Path, command: str = "") -> Pa
             f"## Host KG path and fused G2ConS: {host['host']['name']}",
             "",
             f"**{host['host']['label']}.** The main table's `host-kg` and `fused` rows are kappa {m['kappa']:g}, "
-            f"lambda {m['lambda']:g}, {'spill' if m['spill'] else 'hard caps'}; their latency is the host "
-            "retrieval alone.",
+            f"lambda {m['lambda']:g}, {'spill' if m['spill'] else 'hard caps'}. Latency: `host-kg` is the host "
+            "retrieval; `fused` is host retrieval + concept path + fusion (query embedding excluded, as for every "
+            "row). The host returns at most its retriever's limit of chunks, which can leave large budgets unfilled.",
             "",
             f"Full build (kappa 1): {fb['calls']:,} extraction calls, {fb['input_tokens']:,} input tokens. USD at "
             f"{host['prices_usd_per_mtok']['input']} / {host['prices_usd_per_mtok']['output']} per 1M input / "
@@ -233,7 +234,8 @@ def write_report(data: dict[str, Any], directory: Path, command: str = "") -> Pa
             format_table(host["builds"], HOST_BUILD_COLUMNS),
             "",
             "Context Recall (%) per kappa, budget and budget rule (hard caps: the paper's; spill: unused share "
-            "goes to the other path). `fused@L`: lambda L (0 = concept only, 1 = host only).",
+            "goes to the other path, so a spill context holds the hard-caps context and more). `fused@L`: lambda L "
+            "(with hard caps 0 = concept only, 1 = host only).",
             "",
             format_table(pivot, cols),
             "",

@@ -166,8 +166,16 @@ def test_theta_sem_percentile_and_fixed(corpus: list[dict[str, str]]) -> None:
     # fusion: measured defaults (lambda 0.4, spill) vs the paper's (0.6, hard caps); explicit values win
     assert (G2ConSConfig().lambda_, G2ConSConfig().spill) == (0.4, True)
     assert (paper.lambda_, paper.spill) == (0.6, False)
-    assert (G2ConSConfig(mode="paper", lambda_=0.3, spill=True).fusion_lambda, paper.fusion_spill) == (0.3, False)
+    explicit = G2ConSConfig(mode="paper", lambda_=0.3, spill=True)
+    assert (explicit.fusion_lambda, explicit.fusion_spill) == (0.3, True)
     assert G2ConSConfig.from_dict(paper.to_dict()) == paper
+    assert (G2ConSConfig().with_(mode="paper").lambda_, G2ConSConfig().with_(mode="paper").spill) == (0.6, False)
+    assert G2ConSConfig().with_(mode="paper", lambda_=0.2).lambda_ == 0.2
+    # a config saved before ``spill`` existed fused with hard caps: it still does
+    old = G2ConSConfig.from_dict({"lambda_": 0.6, "kappa": 0.8})
+    assert (old.lambda_, old.spill) == (0.6, False)
+    with pytest.raises(InputError, match="spill"):
+        G2ConSConfig(spill="false")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="lambda_"):
         G2ConSConfig(lambda_=1.5)
 

@@ -281,9 +281,9 @@ def test_spill_never_gives_less(sc: Scenario, beta: int, lambda_: float) -> None
 @PROPS
 @given(scenarios(), BETAS)
 def test_lambda_extremes_without_spill(sc: Scenario, beta: int) -> None:
-    only_host = fuse(sc.hosts, sc.concept, beta=beta, lambda_=1.0, tokenizer=TOK)
+    only_host = fuse(sc.hosts, sc.concept, beta=beta, lambda_=1.0, tokenizer=TOK, spill=False)
     assert not [f for f in only_host if f.source == "concept"]
-    only_concept = fuse(sc.hosts, sc.concept, beta=beta, lambda_=0.0, tokenizer=TOK)
+    only_concept = fuse(sc.hosts, sc.concept, beta=beta, lambda_=0.0, tokenizer=TOK, spill=False)
     assert not [f for f in only_concept if f.source == "host"]
 
 
@@ -310,7 +310,7 @@ def test_overlap_beats_many_higher_ranked_items() -> None:
     hosts.append(HostItem(chunk_id="doc7", text="The whole of document seven, about Alice in Paris.", n_tokens=10))
     concept = [_unit(f"c{k}::0", f"c{k}", f"concept unit number {k}", 10) for k in range(20)]
     concept.append(_unit("doc7::1", "doc7", "Alice in Paris.", 4))
-    out = fuse(hosts, concept, beta=30, lambda_=0.5, tokenizer=TOK)
+    out = fuse(hosts, concept, beta=30, lambda_=0.5, tokenizer=TOK, spill=False)
     assert out[0].source == "both"
     assert (out[0].chunk_id, out[0].unit_id) == ("doc7", "doc7::1")
     assert out[0].text == hosts[-1].text and out[0].n_tokens == 10
@@ -325,7 +325,7 @@ def test_an_overlap_that_does_not_fit_is_skipped_not_the_end() -> None:
         HostItem(chunk_id="p1", text="small", n_tokens=5),
     ]
     concept = [_unit("p0::0", "p0", "a unit of p0", 4), _unit("p1", "p1", "small", 5)]
-    out = fuse(hosts, concept, beta=20, lambda_=0.5, tokenizer=TOK)
+    out = fuse(hosts, concept, beta=20, lambda_=0.5, tokenizer=TOK, spill=False)
     assert [(f.source, f.unit_id) for f in out] == [("both", "p1"), ("concept", "p0::0")]
 
 
@@ -333,7 +333,7 @@ def test_id_beats_text() -> None:
     c = _unit("p1::0", "p1", "Alice Moreau opened the Acme office in Lisbon in 2019.", 12)
     same_text_no_id = HostItem(text=c.text, n_tokens=12)
     by_id = HostItem(chunk_id="p1", text="An unrelated host chunk text.", n_tokens=6)
-    out = fuse([same_text_no_id, by_id], [c], beta=1000, lambda_=0.5, tokenizer=TOK)
+    out = fuse([same_text_no_id, by_id], [c], beta=1000, lambda_=0.5, tokenizer=TOK, spill=False)
     both = [f for f in out if f.source == "both"]
     assert len(both) == 1 and both[0].host is by_id and both[0].text == by_id.text
     assert [f.host for f in out if f.source == "host"] == [same_text_no_id]
@@ -344,13 +344,13 @@ def test_text_fallback_only_without_host_id() -> None:
     containing = HostItem(
         text="Chapter two.\n  BOB TANAKA moved from Berlin  to Paris last winter. The end.", n_tokens=15
     )
-    out = fuse([containing], [c], beta=100, lambda_=0.5, tokenizer=TOK)
+    out = fuse([containing], [c], beta=100, lambda_=0.5, tokenizer=TOK, spill=False)
     assert [(f.source, f.chunk_id, f.unit_id) for f in out] == [("both", "p2", "p2::3")]
     equal = HostItem(text="bob tanaka moved from berlin to paris last winter.", n_tokens=11)
-    assert [f.source for f in fuse([equal], [c], beta=100, tokenizer=TOK)] == ["both"]
+    assert [f.source for f in fuse([equal], [c], beta=100, tokenizer=TOK, spill=False)] == ["both"]
     # a host item with an id that is not ours is never matched by its text
     other_id = HostItem(chunk_id="elsewhere", text=c.text, n_tokens=11)
-    out = fuse([other_id], [c], beta=100, lambda_=0.5, tokenizer=TOK)
+    out = fuse([other_id], [c], beta=100, lambda_=0.5, tokenizer=TOK, spill=False)
     assert sorted(f.source for f in out) == ["concept", "host"]
 
 
@@ -358,25 +358,25 @@ def test_id_only_host_is_charged_the_text_it_contributes() -> None:
     """An id-only host item gives no text: a "both" item carries the unit's text and is charged its tokens."""
     a = _unit("d::0", "d", "alpha beta gamma delta " * 10, 40)
     b = _unit("d::1", "d", "epsilon zeta " * 10, 20)
-    out = fuse([HostItem(chunk_id="d")], [a, b], beta=100, lambda_=0.5, tokenizer=TOK)
+    out = fuse([HostItem(chunk_id="d")], [a, b], beta=100, lambda_=0.5, tokenizer=TOK, spill=False)
     assert total(out) <= 100
     assert [(f.source, f.unit_id, f.n_tokens) for f in out] == [("both", "d::0", 40), ("concept", "d::1", 20)]
     assert out[0].text == a.text
-    tight = fuse([HostItem(chunk_id="d")], [a, b], beta=50, lambda_=0.5, tokenizer=TOK)
+    tight = fuse([HostItem(chunk_id="d")], [a, b], beta=50, lambda_=0.5, tokenizer=TOK, spill=False)
     assert total(tight) <= 50 and [f.unit_id for f in tight] == ["d::1"]
 
 
 def test_unit_of_too_big_host_chunk_stays_on_concept_path() -> None:
     c = _unit("d::0", "d", "A short unit about Acme and Globex in Berlin.", 10)
     big_host = HostItem(chunk_id="d", text="x " * 200, n_tokens=200)
-    out = fuse([big_host], [c], beta=100, lambda_=0.5, tokenizer=TOK)
+    out = fuse([big_host], [c], beta=100, lambda_=0.5, tokenizer=TOK, spill=False)
     assert [(f.source, f.unit_id) for f in out] == [("concept", "d::0")]
 
 
 def test_second_subchunk_of_a_placed_host_chunk_is_not_repeated() -> None:
     host = HostItem(chunk_id="d", text="First part. Second part.", n_tokens=6)
     a, b = _unit("d::0", "d", "First part.", 3), _unit("d::1", "d", "Second part.", 3)
-    out = fuse([host], [a, b], beta=100, lambda_=0.5, tokenizer=TOK)
+    out = fuse([host], [a, b], beta=100, lambda_=0.5, tokenizer=TOK, spill=False)
     assert [(f.source, f.unit_id) for f in out] == [("both", "d::0")]
 
 
@@ -410,7 +410,7 @@ def test_hosts_as_dicts_and_strings() -> None:
         {"chunk_id": 7, "text": "Numeric ids are made strings.", "n_tokens": 5, "metadata": {"src": "kg"}},
         "A plain string host result.",
     ]
-    out = fuse(hosts, [c], beta=100, lambda_=0.7, tokenizer=TOK)
+    out = fuse(hosts, [c], beta=100, lambda_=0.7, tokenizer=TOK, spill=False)
     assert [(f.source, f.chunk_id) for f in out] == [("both", "p1"), ("host", "7"), ("host", None)]
     assert out[0].host is not None and out[0].host.score == 3.0 and out[0].n_tokens == 8
     assert out[1].host is not None and out[1].host.metadata == {"src": "kg"}
@@ -441,7 +441,7 @@ def test_spill_fills_up_to_beta_and_no_further() -> None:
     hosts = [HostItem(chunk_id="h0", text="host zero", n_tokens=30)]
     for n1, spilled in ((38, True), (41, False)):  # 30 + 30 + 2 = 62 used; 38 more fill beta exactly, 41 overflow
         concept = [_unit("c0", "c0", "unit zero", 30), _unit("c1", "c1", "unit one", n1), _unit("c2", "c2", "two", 2)]
-        hard = fuse(hosts, concept, beta=100, lambda_=0.5, tokenizer=TOK)
+        hard = fuse(hosts, concept, beta=100, lambda_=0.5, tokenizer=TOK, spill=False)
         assert [(f.source, f.chunk_id) for f in hard] == [("host", "h0"), ("concept", "c0"), ("concept", "c2")]
         soft = fuse(hosts, concept, beta=100, lambda_=0.5, tokenizer=TOK, spill=True)
         assert total(soft) == (100 if spilled else 62)
@@ -456,3 +456,24 @@ def test_spill_never_repeats_a_unit_inside_a_too_big_host_chunk() -> None:
         assert total(out) <= 100
         # either the pair as one "both" item, or the unit alone; never the host chunk next to its own unit
         assert [f.source for f in out] in (["both"], ["concept"])
+
+
+def test_a_chunk_the_host_repeats_is_placed_once() -> None:
+    """Two sub-retrievers returning one chunk (different fact lines in front): one item, at its best rank."""
+    a = HostItem(chunk_id="h1", text="facts A\nthe chunk text", n_tokens=10)
+    a2 = HostItem(chunk_id="h1", text="facts B\nthe chunk text", n_tokens=10)
+    b = HostItem(chunk_id="h2", text="other chunk", n_tokens=10)
+    out = fuse([a, b, a2], [], beta=100, lambda_=1.0, tokenizer=TOK)
+    assert [(f.chunk_id, f.text) for f in out] == [("h1", a.text), ("h2", b.text)]
+    assert sum(f.n_tokens for f in out) == 20
+
+
+def test_defaults_are_the_library_fusion_not_the_papers() -> None:
+    """fuse() defaults: lambda 0.4 with spill (G2ConSConfig); a path's unused share goes to the other path."""
+    hosts = [HostItem(chunk_id=f"h{i}", text=f"host {i}", n_tokens=10) for i in range(10)]
+    concept = [RetrievedItem(f"c{i}", f"c{i}", f"unit {i}", 0.0, 10, {}) for i in range(2)]
+    default = fuse(hosts, concept, beta=100, tokenizer=TOK)
+    paper = fuse(hosts, concept, beta=100, lambda_=0.6, tokenizer=TOK, spill=False)
+    assert sum(f.n_tokens for f in paper if f.source == "host") == 60  # hard cap: 0.6 x 100
+    assert sum(f.n_tokens for f in default) == 100  # concept used 20, the host took the rest
+    assert sum(f.n_tokens for f in default if f.source == "host") == 80

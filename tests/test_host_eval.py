@@ -68,7 +68,19 @@ def test_load_host_errors_name_the_problem() -> None:
         load_host("no_such_module_xyz:factory")
     with pytest.raises(InputError, match="does not implement HostKG"):
         load_host("builtins:dict")
-    assert isinstance(available_hosts(), list)
+    names = available_hosts()
+    assert names == sorted(names) and "nope" not in names
+
+
+def test_load_host_module_factory_passes_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    mod = types.ModuleType("fake_host_plugin")
+    mod.make = lambda **kw: GoldHost(kw["questions"])  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "fake_host_plugin", mod)
+    host = load_host("fake_host_plugin:make", questions=[{"question": "q", "answers": ["a"]}])
+    assert isinstance(host, GoldHost) and host.answers == {"q": ["a"]}
 
 
 class GoldHost:
@@ -107,7 +119,7 @@ def test_evaluate_host_sweep_with_an_oracle_host(corpus: list[dict[str, str]]) -
     ]
     host = GoldHost(questions)
     assert isinstance(host, HostKG)
-    res = evaluate_host(index, questions, host, [0.5, 1.0], [0.0, 1.0], [60, 400], price_in_per_mtok=1.0)
+    res = evaluate_host(index, questions, host, [0.5, 1.0], [0.0, 1.0], [5, 400], price_in_per_mtok=1.0)
     assert [b.kappa for b in host.builds] == [0.5, 1.0]
     builds = {b["kappa"]: b for b in res["builds"]}
     assert builds[1.0]["share_of_full_input_tokens"] == pytest.approx(1.0, abs=1e-3)
@@ -123,5 +135,38 @@ def test_evaluate_host_sweep_with_an_oracle_host(corpus: list[dict[str, str]]) -
     assert row[(1.0, "host", 400, None, None)]["support_recall"] == 100.0
     # lambda 0 with hard caps: the host gets no budget; only items both paths found can differ from concept
     assert row[(1.0, "fused", 400, 0.0, False)]["context_recall"] >= concept[400]
-    # a small budget cuts the host too
-    assert row[(1.0, "host", 60, None, None)]["context_recall"] <= 100.0
+    # beta is a hard budget for the host too: no passage fits in 5 tokens
+    assert row[(1.0, "host", 5, None, None)]["context_recall"] == 0.0
+    # at kappa 0.5 the oracle only knows the kept chunks: it can only lose answers
+    assert (
+        row[(0.5, "host", 400, None, None)]["context_recall"] <= row[(1.0, "host", 400, None, None)]["context_recall"]
+    )
+    # spill only adds to the hard-caps context
+    for lam in (0.0, 1.0):
+        assert (
+            row[(1.0, "fused", 400, lam, True)]["context_recall"]
+            >= row[(1.0, "fused", 400, lam, False)]["context_recall"]
+        )
+    # fused latency includes the host's
+    assert (
+        row[(1.0, "fused", 400, 1.0, True)]["latency_ms_p50"] >= row[(1.0, "host", 400, None, None)]["latency_ms_p50"]
+    )
+    with pytest.raises(InputError, match="in \\[0, 1\\]"):
+        evaluate_host(index, questions, host, [1.5], [0.0], [400])
+
+
+def test_host_pivot_and_kept_contexts(corpus: list[dict[str, str]]) -> None:
+    from g2cons_plugins.report import host_pivot
+
+    index = G2ConSIndex.build(corpus, embedder="hash")
+    questions = [{"question": "Where was Marie Curie born?", "answers": ["Warsaw"]}]
+    res = evaluate_host(index, questions, GoldHost(questions), [1.0], [0.0, 0.5], [400], keep=(1.0, 0.5, True))
+    assert set(res["contexts"]) == {("host-kg", 400), ("fused", 400)}
+    assert "Warsaw" in res["contexts"][("host-kg", 400)][0]
+    res["main"] = {"kappa": 1.0, "lambda": 0.5, "spill": True}
+    rows, cols = host_pivot(res)
+    assert cols == ["kappa", "budget", "spill", "host", "concept", "fused@0", "fused@0.5"]
+    assert [(r["kappa"], r["budget"], r["spill"]) for r in rows] == [(1.0, 400, False), (1.0, 400, True)]
+    want = {(x["spill"], x["lambda"]): x["context_recall"] for x in res["sweep"] if x["method"] == "fused"}
+    for r in rows:
+        assert r["host"] == 100.0 and r["fused@0.5"] == want[(r["spill"], 0.5)]

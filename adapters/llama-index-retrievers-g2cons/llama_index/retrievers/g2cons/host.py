@@ -22,7 +22,7 @@ from g2cons_plugins import G2ConSIndex, HostItem, SelectionReport
 from g2cons_plugins.errors import InputError
 from g2cons_plugins.hosts import HostBuildCost
 from llama_index.core import PropertyGraphIndex
-from llama_index.core.graph_stores.types import ChunkNode, EntityNode
+from llama_index.core.graph_stores.types import KG_SOURCE_REL, ChunkNode, EntityNode
 from llama_index.core.schema import QueryBundle, TextNode
 
 from ._convert import host_items
@@ -84,7 +84,7 @@ class PropertyGraphHost:
             prompt_tokens = int(index.select(kappa=1.0).prompt_tokens_per_call)
         t0 = time.perf_counter()
         if self.kind == "ner":
-            load_spacy()
+            _spacy_or_error()
             if self._extractor is None:
                 self._extractor = NERCooccurrenceExtractor(
                     token_counter=index.count_tokens, prompt_tokens_per_call=prompt_tokens, memoize=True
@@ -103,9 +103,12 @@ class PropertyGraphHost:
             from llama_index.core.callbacks import CallbackManager, TokenCountingHandler
             from llama_index.core.indices.property_graph import SimpleLLMPathExtractor
 
+            _spacy_or_error()  # the query side needs it: fail before paying for the LLM build
             llm = self._llm_or_default()
             counter = TokenCountingHandler(tokenizer=index.tokenizer.encode)
-            llm.callback_manager = CallbackManager([counter])
+            if getattr(llm, "callback_manager", None) is None:
+                llm.callback_manager = CallbackManager([])
+            llm.callback_manager.add_handler(counter)  # the user's handlers stay
             extractor = SimpleLLMPathExtractor(llm=llm, max_paths_per_chunk=self._max_paths, num_workers=1)
             self.pg = PropertyGraphIndex(
                 nodes=nodes,
@@ -116,6 +119,7 @@ class PropertyGraphHost:
             )
             # SimpleLLMPathExtractor makes one call per node; a completion-only LLM logs each call twice (chat ->
             # complete), so the token totals are divided by the events per call
+            llm.callback_manager.remove_handler(counter)
             calls = len(selection.kept_ids)
             per_call = max(1, round(len(counter.llm_token_counts) / max(calls, 1)))
             inp = counter.prompt_llm_token_count // per_call
@@ -134,7 +138,8 @@ class PropertyGraphHost:
             graph={
                 "entities": sum(isinstance(n, EntityNode) for n in graph.nodes.values()),
                 "chunks": sum(isinstance(n, ChunkNode) for n in graph.nodes.values()),
-                "relations": len(graph.relations),
+                "relations": sum(r.label != KG_SOURCE_REL for r in graph.relations.values()),
+                "mention_links": sum(r.label == KG_SOURCE_REL for r in graph.relations.values()),
             },
         )
 
@@ -158,6 +163,13 @@ class PropertyGraphHost:
         if self._retriever is None or self._index is None:
             raise InputError("the host KG is not built yet: call build(index, index.select(kappa=...)) first")
         return host_items(self._retriever.retrieve(QueryBundle(query)), self._index)
+
+
+def _spacy_or_error() -> None:
+    try:
+        load_spacy()
+    except ImportError as e:
+        raise InputError(f'{e} (pip install "llama-index-retrievers-g2cons[ner]")') from e
 
 
 def _mock_llm() -> Any:
