@@ -24,6 +24,5 @@ for pk in 0 1200; do for ut in 0 150; do
 done; done
 python benchmarks/plot.py $R/musique_ketrag500_minilm.json $R/musique_hipporag_train100_minilm.json \
   $R/hotpotqa_hipporag_train100_minilm.json $R/2wikimultihopqa_ketrag500_minilm.json --out $R/cr_minilm.png
-python benchmarks/ablations.py --out $R/ablations_musique_minilm.json
 python benchmarks/adapter_overhead.py --out $R/adapter_overhead.json
 python benchmarks/perf.py --out $R/perf.json > $R/perf.txt

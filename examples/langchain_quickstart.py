@@ -174,7 +174,7 @@ def main() -> None:
 
     # 4. host graph retriever + concept path, fused under beta
     host = EntityGraphRetriever(graph_documents=graph_docs)
-    retriever = G2ConSRetriever(host=host, index=selector.index, beta=args.beta, lambda_=0.6)
+    retriever = G2ConSRetriever(host=host, index=selector.index, beta=args.beta)  # config: lambda 0.4, spill
 
     # 5. an LCEL chain
     prompt = ChatPromptTemplate.from_messages(
@@ -201,7 +201,7 @@ def main() -> None:
     found = gold & {d.metadata.get("passage_id") for d in docs}
     tokens = sum(d.metadata["g2cons_n_tokens"] for d in docs)
     print(
-        f"4. G2ConSRetriever(beta={args.beta}, lambda_=0.6): {len(docs)} documents, {tokens} tokens, {dict(by_source)}"
+        f"4. G2ConSRetriever(beta={args.beta}): {len(docs)} documents, {tokens} tokens, {dict(by_source)}"
     )
     print(f"   supporting passages in the context: {len(found)}/{len(gold)} (one question: a smoke check, not a score)")
     print(f"5. Q: {question['question']}\n   A: {answer}\n   gold: {question['answers'][0]}")
