@@ -185,6 +185,54 @@ def plot_latency(results: Sequence[dict[str, Any]], out: Path) -> None:
     plt.close(fig)
 
 
+def cr_pivot(results: Sequence[dict[str, Any]], key: str = "context_recall") -> tuple[list[dict[str, Any]], list[str]]:
+    """One row per method, one column per budget."""
+    budgets = sorted({r["budget"] for r in results})
+    rows: dict[str, dict[str, Any]] = {}
+    for r in results:
+        rows.setdefault(r["method"], {"method": r["method"]})[str(r["budget"])] = r.get(key)
+    return list(rows.values()), ["method", *map(str, budgets)]
+
+
+def verdicts(data: dict[str, Any]) -> list[str]:
+    """Plain statements of where G2ConS wins and where it does not, computed from this run's rows."""
+    res = data["results"]
+    cr = {(r["method"], r["budget"]): r["context_recall"] for r in res}
+    budgets = sorted({r["budget"] for r in res})
+    out = []
+
+    def versus(a: str, others: Sequence[str], b: int) -> str | None:
+        rivals = [(cr[(m, b)], m) for m in others if (m, b) in cr and m != a]
+        if (a, b) not in cr or not rivals:
+            return None
+        best, who = max(rivals)
+        d = cr[(a, b)] - best
+        word = "above" if d > 0 else "ties" if d == 0 else "BELOW"
+        return f"{a} {cr[(a, b)]:.1f} is {word} the best other ({who} {best:.1f}) by {d:+.1f} points at beta {b}"
+
+    singles = [m for m in dict.fromkeys(r["method"] for r in res) if m != "fused"]
+    for b in budgets:
+        for line in (versus("fused", singles, b), versus("concept", ["dense"], b)):
+            if line:
+                out.append(f"- {line}")
+    for r in data.get("selection") or []:
+        if r["selector"] == "coverage":
+            d = r["answer_coverage"] - r["length_matched_answer_mean"]
+            out.append(
+                f"- selection (coverage) at kappa {r['kappa']:g}: answer coverage {r['answer_coverage']:.1f} vs "
+                f"length-matched random {r['length_matched_answer_mean']:.1f} +- {r['length_matched_answer_std']:.1f}"
+                f" ({d:+.1f})"
+            )
+    host = data.get("host")
+    if host:
+        for b in host["builds"]:
+            out.append(
+                f"- KG build at kappa {b['kappa']:g}: {b['calls']:,} calls, input tokens "
+                f"{b['share_of_full_input_tokens']:.1%} of the full build"
+            )
+    return out
+
+
 def write_report(data: dict[str, Any], directory: Path, command: str = "") -> Path:
     """Write ``report.md`` (+ ``results.json``, ``cr.png``, ``latency.png``, ``selection.png``, and with a host
     ``kappa_frontier.png`` / ``lambda_curve.png``) into ``directory``."""
@@ -201,14 +249,23 @@ def write_report(data: dict[str, Any], directory: Path, command: str = "") -> Pa
     ]
     if command:
         lines += ["Command:", "", f"    {command}", ""]
+    pivot_cr, cols_cr = cr_pivot(data["results"])
+    lines += ["## Verdicts (computed from the rows below)", "", *verdicts(data), ""]
     lines += [
-        "## Context Recall",
+        "## Context Recall (%) per method and budget beta",
         "",
-        format_table(data["results"], RESULT_COLUMNS),
+        format_table(pivot_cr, cols_cr),
         "",
         "![CR vs budget](cr.png)",
         "",
+        "All rows, with query latency (ms, query embedding excluded):",
+        "",
+        format_table(data["results"], RESULT_COLUMNS),
+        "",
     ]
+    if any("support_recall" in r for r in data["results"]):
+        pivot_sp, cols_sp = cr_pivot(data["results"], "support_recall")
+        lines += ["Supporting-passage recall (%):", "", format_table(pivot_sp, cols_sp), ""]
     plot_latency(data["results"], directory / "latency.png")
     lines += ["![latency](latency.png)", ""]
     if data.get("host"):

@@ -170,3 +170,23 @@ def test_host_pivot_and_kept_contexts(corpus: list[dict[str, str]]) -> None:
     want = {(x["spill"], x["lambda"]): x["context_recall"] for x in res["sweep"] if x["method"] == "fused"}
     for r in rows:
         assert r["host"] == 100.0 and r["fused@0.5"] == want[(r["spill"], 0.5)]
+
+
+def test_report_verdicts_say_where_fusion_wins_and_where_not() -> None:
+    from g2cons_plugins.report import cr_pivot, verdicts
+
+    rows = [
+        {"method": m, "budget": b, "context_recall": v}
+        for m, b, v in [
+            ("dense", 1000, 50.0), ("concept", 1000, 60.0), ("fused", 1000, 59.0),
+            ("dense", 2000, 61.0), ("concept", 2000, 65.0), ("fused", 2000, 66.5), ("host-kg", 2000, 70.0),
+        ]
+    ]  # fmt: skip
+    lines = verdicts({"results": rows})
+    assert "- fused 59.0 is BELOW the best other (concept 60.0) by -1.0 points at beta 1000" in lines
+    assert "- fused 66.5 is BELOW the best other (host-kg 70.0) by -3.5 points at beta 2000" in lines
+    assert "- concept 65.0 is above the best other (dense 61.0) by +4.0 points at beta 2000" in lines
+    table, cols = cr_pivot(rows)
+    assert cols == ["method", "1000", "2000"]
+    assert {r["method"]: r.get("2000") for r in table}["host-kg"] == 70.0
+    assert {r["method"]: r.get("1000") for r in table}["host-kg"] is None
