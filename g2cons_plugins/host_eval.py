@@ -109,12 +109,13 @@ def evaluate_host(
             concept[b].append(retrieve(index, q["question"], beta=b, query_vector=v))
             concept_ms[b].append(1000 * (time.perf_counter() - t0))
     contexts: dict[tuple[str, int], list[str]] = {}
-    full = index.select(kappa=1.0)
-    full_input = full.total_tokens + len(index.stored.chunks) * full.prompt_tokens_per_call
+    prompt = int(host.prompt_tokens_per_call)
+    full = index.select(kappa=1.0, prompt_tokens_per_call=prompt)
+    full_input = full.total_tokens + len(index.stored.chunks) * prompt
     builds: list[dict[str, Any]] = []
     sweep: list[dict[str, Any]] = []
     for kappa in kappas:
-        report = index.select(kappa=kappa)
+        report = index.select(kappa=kappa, prompt_tokens_per_call=prompt)
         cost = host.build(index, report, show_progress=show_progress)
         lat: list[float] = []
         rows: dict[tuple[Any, ...], _Score] = {}
@@ -170,6 +171,7 @@ def evaluate_host(
         "full_build": {
             "calls": len(index.stored.chunks),
             "chunk_tokens": full.total_tokens,
+            "prompt_tokens_per_call": prompt,
             "input_tokens": full_input,
         },
         "prices_usd_per_mtok": {"input": price_in_per_mtok, "output": price_out_per_mtok},

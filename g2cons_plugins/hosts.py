@@ -47,10 +47,13 @@ class HostBuildCost:
 
 @runtime_checkable
 class HostKG(Protocol):
-    """A host framework's KG path. ``label`` says plainly what the KG is (e.g. "NOT an LLM-extracted KG")."""
+    """A host framework's KG path. ``label`` says plainly what the KG is (e.g. "NOT an LLM-extracted KG");
+    ``prompt_tokens_per_call``: tokens of its extraction prompt sent with every chunk (kappa by tokens is a share
+    of chunk + prompt tokens)."""
 
     name: str
     label: str
+    prompt_tokens_per_call: int
 
     def build(self, index: G2ConSIndex, selection: SelectionReport, show_progress: bool = False) -> HostBuildCost:
         """(Re)build the host KG over the chunks ``selection.kept_ids`` of ``index`` (``index.select(...)``)."""

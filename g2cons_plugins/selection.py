@@ -222,14 +222,17 @@ def select(
     seed: int | None = None,
 ) -> SelectionReport:
     """Select the core chunks. ``price_per_mtok``: LLM input price in USD per 1M tokens (GPT-4o-mini: 0.15);
-    ``prompt_tokens_per_call``: tokens of the host's extraction prompt template, added per avoided call."""
+    ``prompt_tokens_per_call``: tokens of the host's extraction prompt template, sent with every chunk. With
+    ``kappa_by="tokens"`` kappa is the share of the extraction's input tokens (chunk + prompt per call), so the
+    KG build is sent kappa of the full build's tokens whatever the prompt size."""
     cfg, st = index.config, index.stored
     kappa = cfg.kappa if kappa is None else kappa
     by = kappa_by or cfg.kappa_by
     order = rank_chunks(
         index, selector or cfg.selector, chunk_score or cfg.chunk_score, cfg.seed if seed is None else seed
     )
-    kept = take(order, st.chunk_tokens, kappa, by)
+    # kappa by tokens is a share of the extraction's input: each kept chunk costs its tokens plus the prompt
+    kept = take(order, st.chunk_tokens + int(prompt_tokens_per_call), kappa, by)
     keep_set = set(kept)
     ids = [c.id for c in st.chunks]
     dropped = [i for i in range(len(ids)) if i not in keep_set]

@@ -88,6 +88,7 @@ class GoldHost:
 
     name = "gold"
     label = "test oracle host"
+    prompt_tokens_per_call = 50
 
     def __init__(self, questions: Sequence[dict[str, Any]]) -> None:
         self.answers = {q["question"]: q["answers"] for q in questions}
@@ -99,6 +100,7 @@ class GoldHost:
         self.builds.append(selection)
         self.index, self.kept = index, set(selection.kept_ids)
         tokens = sum(index.count_tokens([index.chunk(c).text for c in selection.kept_ids]))
+        tokens += self.prompt_tokens_per_call * len(self.kept)  # an extractor sends its prompt with every chunk
         return HostBuildCost(len(self.kept), tokens, 7 * len(self.kept), len(self.kept), 0.0, True, {"entities": 1})
 
     def retrieve(self, query: str) -> list[HostItem]:
@@ -123,6 +125,9 @@ def test_evaluate_host_sweep_with_an_oracle_host(corpus: list[dict[str, str]]) -
     assert [b.kappa for b in host.builds] == [0.5, 1.0]
     builds = {b["kappa"]: b for b in res["builds"]}
     assert builds[1.0]["share_of_full_input_tokens"] == pytest.approx(1.0, abs=1e-3)
+    # kappa by tokens is a share of the extraction input, prompt included (the prompt is 50 of ~70 tokens here)
+    assert 0.4 < builds[0.5]["share_of_full_input_tokens"] <= 0.5
+    assert res["full_build"]["prompt_tokens_per_call"] == 50
     assert builds[0.5]["kept_chunks"] < builds[1.0]["kept_chunks"]
     assert builds[1.0]["usd"] == pytest.approx(
         (builds[1.0]["input_tokens"] + 0.6 * builds[1.0]["output_tokens"]) / 1e6, abs=1e-4

@@ -5,7 +5,7 @@ Each ``build`` makes a real ``PropertyGraphIndex`` over every chunk of the core 
 
 * ``llama-index-ner`` - ``NERCooccurrenceExtractor`` (spaCy NER co-occurrence, **no LLM**; labelled as such) and
   ``NEREntityRetriever``. Cost columns are what an LLM extractor would have been sent: one call per kept chunk,
-  its tokens plus ``prompt_tokens_per_call``.
+  its tokens plus ``prompt_tokens_per_call`` (default: ``SimpleLLMPathExtractor``'s prompt, 112 tokens).
 * ``llama-index-llm`` - ``SimpleLLMPathExtractor`` with ``llm`` (default: ``llama_index.llms.openai.OpenAI`` from
   ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``, model ``G2CONS_LLM_MODEL`` or gpt-4o-mini), calls and input/output
   tokens counted by LlamaIndex's ``TokenCountingHandler``; retrieval by ``LLMSynonymRetriever`` plus
@@ -56,7 +56,10 @@ class PropertyGraphHost:
         self.name = f"llama-index-{kind}"
         self.label = NER_LABEL if kind == "ner" else "LLM-extracted host KG (SimpleLLMPathExtractor)"
         self._llm = llm
-        self._prompt_tokens = prompt_tokens_per_call
+        # what an LLM extractor sends with every chunk: LlamaIndex's triplet prompt without the text (112 tokens)
+        self.prompt_tokens_per_call = (
+            default_prompt_tokens(max_paths_per_chunk) if prompt_tokens_per_call is None else prompt_tokens_per_call
+        )
         self._limit, self._hops, self._max_fanout = retriever_limit, hops, max_fanout
         self._max_paths = max_paths_per_chunk
         self._extractor: NERCooccurrenceExtractor | None = None  # one per host: NER memoised across builds
@@ -79,9 +82,7 @@ class PropertyGraphHost:
     def build(self, index: G2ConSIndex, selection: SelectionReport, show_progress: bool = False) -> HostBuildCost:
         nodes = chunk_nodes(index)
         selector = CoreChunkSelector.from_index(index, selection, nodes)
-        prompt_tokens = self._prompt_tokens
-        if prompt_tokens is None:
-            prompt_tokens = int(index.select(kappa=1.0).prompt_tokens_per_call)
+        prompt_tokens = self.prompt_tokens_per_call
         t0 = time.perf_counter()
         if self.kind == "ner":
             _spacy_or_error()
@@ -163,6 +164,16 @@ class PropertyGraphHost:
         if self._retriever is None or self._index is None:
             raise InputError("the host KG is not built yet: call build(index, index.select(kappa=...)) first")
         return host_items(self._retriever.retrieve(QueryBundle(query)), self._index)
+
+
+def default_prompt_tokens(max_triplets: int) -> int:
+    """cl100k tokens of ``SimpleLLMPathExtractor``'s default prompt with an empty text."""
+    from g2cons_plugins.text import get_tokenizer
+    from llama_index.core.prompts.default_prompts import DEFAULT_KG_TRIPLET_EXTRACT_PROMPT
+
+    return len(
+        get_tokenizer().encode(DEFAULT_KG_TRIPLET_EXTRACT_PROMPT.format(text="", max_knowledge_triplets=max_triplets))
+    )
 
 
 def _spacy_or_error() -> None:
