@@ -201,18 +201,26 @@ def verdicts(data: dict[str, Any]) -> list[str]:
     budgets = sorted({r["budget"] for r in res})
     out = []
 
-    def versus(a: str, others: Sequence[str], b: int) -> str | None:
+    def versus(a: str, others: Sequence[str], b: int, label: str) -> str | None:
         rivals = [(cr[(m, b)], m) for m in others if (m, b) in cr and m != a]
         if (a, b) not in cr or not rivals:
             return None
         best, who = max(rivals)
         d = cr[(a, b)] - best
-        word = "above" if d > 0 else "ties" if d == 0 else "BELOW"
-        return f"{a} {cr[(a, b)]:.1f} is {word} the best other ({who} {best:.1f}) by {d:+.1f} points at beta {b}"
+        if d == 0:
+            return f"{a} {cr[(a, b)]:.1f} ties {label} ({who} {best:.1f}) at beta {b}"
+        word = "above" if d > 0 else "BELOW"
+        return f"{a} {cr[(a, b)]:.1f} is {word} {label} ({who} {best:.1f}) by {d:+.1f} points at beta {b}"
 
     singles = [m for m in dict.fromkeys(r["method"] for r in res) if m != "fused"]
     for b in budgets:
-        for line in (versus("fused", singles, b), versus("concept", ["dense"], b)):
+        checks = [
+            ("fused", ["concept", "host-kg"], "its better path"),
+            ("fused", singles, "every other method"),
+            ("concept", ["dense"], "dense"),
+        ]
+        for a, others, label in checks:
+            line = versus(a, others, b, label)
             if line:
                 out.append(f"- {line}")
     for r in data.get("selection") or []:

@@ -188,9 +188,13 @@ def test_report_verdicts_say_where_fusion_wins_and_where_not() -> None:
         ]
     ]  # fmt: skip
     lines = verdicts({"results": rows})
-    assert "- fused 59.0 is BELOW the best other (concept 60.0) by -1.0 points at beta 1000" in lines
-    assert "- fused 66.5 is BELOW the best other (host-kg 70.0) by -3.5 points at beta 2000" in lines
-    assert "- concept 65.0 is above the best other (dense 61.0) by +4.0 points at beta 2000" in lines
+    assert "- fused 59.0 is BELOW every other method (concept 60.0) by -1.0 points at beta 1000" in lines
+    assert "- fused 66.5 is BELOW its better path (host-kg 70.0) by -3.5 points at beta 2000" in lines
+    assert "- concept 65.0 is above dense (dense 61.0) by +4.0 points at beta 2000" in lines
+    assert "- fused 59.0 is BELOW its better path (concept 60.0) by -1.0 points at beta 1000" in lines
+    tie = verdicts({"results": [{"method": "fused", "budget": 5, "context_recall": 1.0},
+                                {"method": "concept", "budget": 5, "context_recall": 1.0}]})  # fmt: skip
+    assert "- fused 1.0 ties its better path (concept 1.0) at beta 5" in tie
     table, cols = cr_pivot(rows)
     assert cols == ["method", "1000", "2000"]
     assert {r["method"]: r.get("2000") for r in table}["host-kg"] == 70.0
