@@ -740,7 +740,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--prompt-tokens-per-call",
         type=int,
         default=0,
-        help="tokens of the host's extraction prompt, added per avoided call (default 0)",
+        help="tokens of the host's extraction prompt sent with every chunk: kappa by tokens and the cost count it "
+        "(default 0)",
     )
     s.add_argument(
         "--graph",

@@ -2,7 +2,7 @@
 
 | paper symbol | field | paper value | our default |
 |---|---|---|---|
-| kappa (share of chunks sent to the KG build) | ``kappa`` | 0.8 | 0.8 |
+| kappa (share of the KG build's input: chunk + prompt tokens, or chunks) | ``kappa`` | 0.8 | 0.8 |
 | lambda (host-KG share of the budget) | ``lambda_`` | 0.6 | 0.4, with ``spill`` (see below) |
 | beta (context budget, tokens) | ``beta`` | 12,000 | 12,000 |
 | theta_sem (cosine threshold of an edge) | ``theta_sem`` | 0.65 | ``None``: calibrated (see below) |

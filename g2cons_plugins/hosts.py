@@ -96,5 +96,7 @@ def load_host(spec: str, **options: Any) -> HostKG:
             raise InputError(f"host {spec!r} is installed but cannot be imported: {e}") from e
     host = factory(**options)
     if not isinstance(host, HostKG):
-        raise InputError(f"host {spec!r} does not implement HostKG (name, label, build, retrieve)")
+        raise InputError(
+            f"host {spec!r} does not implement HostKG (name, label, prompt_tokens_per_call, build, retrieve)"
+        )
     return host

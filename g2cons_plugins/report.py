@@ -146,7 +146,7 @@ def plot_host(host: dict[str, Any], directory: Path) -> tuple[Path, Path]:
         plt,
         fig,
         ax,
-        "lambda (host share of beta; with hard caps 0 = concept path only, 1 = host only)",
+        "lambda (host share of beta; items both paths found come first at any lambda)",
         f"fusion lambda curve, kappa {main['kappa']:g} (dotted: concept alone)",
         directory / "lambda_curve.png",
     )
@@ -300,7 +300,7 @@ def write_report(data: dict[str, Any], directory: Path, command: str = "") -> Pa
             "",
             "Context Recall (%) per kappa, budget and budget rule (hard caps: the paper's; spill: unused share "
             "goes to the other path, so a spill context holds the hard-caps context and more). `fused@L`: lambda L "
-            "(with hard caps 0 = concept only, 1 = host only).",
+            "(host share of beta; items both paths found come first, with the host's text, at any lambda).",
             "",
             format_table(pivot, cols),
             "",

@@ -14,7 +14,8 @@ Selectors (``G2ConSConfig.selector``):
   and one semantic (most similar vector) neighbour per chunk.
 
 kappa is a share of chunks (``kappa_by="chunks"``, ceil(kappa * n)) or of tokens (``"tokens"``: chunks are taken
-in rank order while they fit in kappa x total tokens; a chunk that does not fit is skipped and the next tried).
+in rank order while they fit in kappa x (total tokens + prompt_tokens_per_call per chunk), each costing its
+tokens plus the prompt; a chunk that does not fit is skipped and the next tried).
 Ties are broken by input order. Selection deletes nothing: dropped chunks stay in the concept graph and
 stay retrievable.
 """

@@ -211,6 +211,19 @@ def test_selection_by_tokens_respects_kappa(index: G2ConSIndex, selector: str) -
     assert rep == index.select(kappa=0.5, selector=selector)  # deterministic
 
 
+def test_kappa_by_tokens_counts_the_prompt_sent_with_every_chunk(index: G2ConSIndex) -> None:
+    """kappa by tokens is a share of the extraction input: kept chunk tokens + one prompt per kept chunk."""
+    n = len(index.chunks)
+    for prompt in (0, 40, 400):
+        rep = index.select(kappa=0.5, prompt_tokens_per_call=prompt)
+        sent = rep.kept_tokens + prompt * len(rep.kept_ids)
+        assert sent <= 0.5 * (rep.total_tokens + prompt * n)
+    # shortest-first keeps more than half the chunks in half the chunk tokens; once a large prompt makes every
+    # chunk cost about the same, half the input is half the chunks
+    assert len(index.select(kappa=0.5, selector="shortest").kept_ids) > n // 2
+    assert len(index.select(kappa=0.5, selector="shortest", prompt_tokens_per_call=10_000).kept_ids) == n // 2
+
+
 def test_selection_by_chunks_and_cost_report(index: G2ConSIndex) -> None:
     rep = index.select(kappa=0.5, kappa_by="chunks", price_per_mtok=2.0, prompt_tokens_per_call=1000)
     assert len(rep.kept_ids) == math.ceil(0.5 * 18)

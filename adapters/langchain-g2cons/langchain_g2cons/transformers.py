@@ -49,7 +49,8 @@ class CoreChunkSelector(BaseDocumentTransformer):
         cache_dir: embedding cache directory (content-hash keyed; re-runs embed nothing known).
         id_key: metadata key for the id (``None``: only ``Document.id``). Use ``"id"`` for hosts such as
             ``Neo4jGraph.add_graph_documents(include_source=True)`` that key source documents on ``metadata["id"]``.
-        price_per_mtok, prompt_tokens_per_call: for the cost line of ``report.summary()``.
+        price_per_mtok: for the cost line of ``report.summary()``; prompt_tokens_per_call: the extraction prompt's
+        tokens per chunk (kappa by tokens is a share of chunk + prompt tokens; also in the cost line).
 
     After a call: ``index`` (the ``G2ConSIndex``), ``report`` (the ``SelectionReport``), ``documents`` (all
     inputs with ids).
