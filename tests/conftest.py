@@ -56,3 +56,31 @@ def read_jsonl(path: Path, limit: int | None = None) -> list[dict[str, object]]:
             if limit and len(rows) >= limit:
                 break
     return rows
+
+
+@pytest.fixture
+def context_answerer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Replace ``g2cons_plugins.answering.Answerer`` by one whose fake chat client answers a question of the
+    bundled MuSiQue excerpt with a gold answer iff its context holds one (so EM equals Context Recall); every
+    call reports 10 prompt tokens and 1 completion token."""
+    from types import SimpleNamespace
+
+    from g2cons_plugins import answering
+    from g2cons_plugins.evaluation import answer_in_context, load_questions
+
+    data = Path(__file__).resolve().parents[1] / "examples" / "data" / "musique_excerpt_questions.jsonl"
+    gold = {q["question"]: q["answers"] for q in load_questions(data)}
+
+    def create(*, model: str, messages: list[dict[str, str]], **kw: object) -> object:
+        text = messages[-1]["content"]
+        q = next(q for q in gold if q in text)
+        ctx = text.split("Context:\n", 1)[1].split("\n\nQuestion:")[0]
+        reply = next((a for a in gold[q] if answer_in_context([a], ctx)), "unknown")
+        return SimpleNamespace(
+            choices=[SimpleNamespace(message=SimpleNamespace(content=reply))],
+            usage=SimpleNamespace(prompt_tokens=10, completion_tokens=1),
+        )
+
+    client = SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
+    real = answering.Answerer
+    monkeypatch.setattr(answering, "Answerer", lambda model: real(model=model, client=client))

@@ -154,36 +154,15 @@ def test_evaluate_answers_input_errors() -> None:
         evaluate_answers(answerer, [{"question": "q"}], ["c"])
 
 
-def test_eval_cli_reports_em_f1_per_method(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+def test_eval_cli_reports_em_f1_per_method(context_answerer: None, tmp_path: Any) -> None:
     """``g2cons eval --answer-model``: every method's context goes to the answerer; a fake that answers from the
     context (the gold answer when the context holds it) scores EM = that method's CR at the answer budget."""
     import json
     from pathlib import Path
 
-    from g2cons_plugins import answering
     from g2cons_plugins.cli import main
-    from g2cons_plugins.evaluation import answer_in_context, load_questions
 
     root = Path(__file__).resolve().parents[1] / "examples" / "data"
-    qs = load_questions(root / "musique_excerpt_questions.jsonl")[:4]
-    gold = {q["question"]: q["answers"] for q in qs}
-
-    class ContextClient:
-        class chat:  # noqa: N801 - mimics client.chat.completions
-            class completions:  # noqa: N801
-                @staticmethod
-                def create(*, model: str, messages: list[dict[str, str]], **kw: Any) -> Any:
-                    text = messages[-1]["content"]
-                    q = next(q for q in gold if q in text)
-                    ctx = text.split("Context:\n", 1)[1].split("\n\nQuestion:")[0]
-                    reply = next((a for a in gold[q] if answer_in_context([a], ctx)), "unknown")
-                    return SimpleNamespace(
-                        choices=[SimpleNamespace(message=SimpleNamespace(content=reply))],
-                        usage=SimpleNamespace(prompt_tokens=10, completion_tokens=1),
-                    )
-
-    real = answering.Answerer
-    monkeypatch.setattr(answering, "Answerer", lambda model: real(model=model, client=ContextClient()))
     out = tmp_path / "r.json"
     rc = main(
         ["eval", "--corpus", str(root / "musique_excerpt_corpus.jsonl"), "--questions",

@@ -189,33 +189,12 @@ def test_llm_host_counts_one_call_per_kept_chunk(monkeypatch: pytest.MonkeyPatch
         load_host("llama-index-llm").build(idx, sel)
 
 
-def test_eval_host_rows_and_em_f1_of_host_and_fused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_eval_host_rows_and_em_f1_of_host_and_fused(context_answerer: None, tmp_path: Path) -> None:
     """In process: the main table's host-kg / fused rows are the sweep's main setting, and --answer-model scores
     their contexts too (a fake answerer that answers iff the context holds the answer: EM equals CR)."""
-    from types import SimpleNamespace
-
-    from g2cons_plugins import answering
     from g2cons_plugins.cli import main
-    from g2cons_plugins.evaluation import answer_in_context, load_questions
 
     data = ROOT / "examples" / "data"
-    gold = {q["question"]: q["answers"] for q in load_questions(data / "musique_excerpt_questions.jsonl")}
-
-    class Completions:
-        @staticmethod
-        def create(*, model: str, messages: list[dict[str, str]], **kw: object) -> object:
-            text = messages[-1]["content"]
-            q = next(q for q in gold if q in text)
-            ctx = text.split("Context:\n", 1)[1].split("\n\nQuestion:")[0]
-            reply = next((a for a in gold[q] if answer_in_context([a], ctx)), "unknown")
-            return SimpleNamespace(
-                choices=[SimpleNamespace(message=SimpleNamespace(content=reply))],
-                usage=SimpleNamespace(prompt_tokens=1, completion_tokens=1),
-            )
-
-    real = answering.Answerer
-    client = SimpleNamespace(chat=SimpleNamespace(completions=Completions()))
-    monkeypatch.setattr(answering, "Answerer", lambda model: real(model=model, client=client))
     out = tmp_path / "r.json"
     args = ["eval", "--corpus", str(data / "musique_excerpt_corpus.jsonl"), "--questions",
             str(data / "musique_excerpt_questions.jsonl"), "--methods", "concept", "--embedder", "hash",
