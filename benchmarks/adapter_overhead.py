@@ -19,7 +19,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from g2cons_plugins import G2ConSIndex
-from g2cons_plugins.evaluation import answer_in_context, load_questions, read_jsonl
+from g2cons_plugins.eval.evaluation import answer_in_context, load_questions, read_jsonl
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "musique"
 

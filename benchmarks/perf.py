@@ -28,7 +28,7 @@ POOL = ["musique/ketrag500", "musique/hipporag_train100", "hotpotqa/hipporag_tra
 
 
 def _rows(prefix: str, kind: str) -> list[dict]:
-    from g2cons_plugins.evaluation import read_jsonl
+    from g2cons_plugins.eval.evaluation import read_jsonl
 
     return read_jsonl(DATA / f"{prefix}_{kind}.jsonl")
 
@@ -66,7 +66,7 @@ def job_query(embedder: str, cache: str) -> dict:
     import numpy as np
 
     from g2cons_plugins import G2ConSIndex
-    from g2cons_plugins.evaluation import load_questions
+    from g2cons_plugins.eval.evaluation import load_questions
 
     idx = G2ConSIndex.build(_rows(MUSIQUE, "corpus"), embedder=embedder, cache_dir=cache)
     qs = load_questions(DATA / f"{MUSIQUE}_questions.jsonl")

@@ -9,7 +9,7 @@ import argparse
 import json
 from pathlib import Path
 
-from g2cons_plugins.report import plot_cr
+from g2cons_plugins.eval.report import plot_cr
 
 
 def main() -> None:

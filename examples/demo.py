@@ -19,7 +19,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, HostItem
-from g2cons_plugins.evaluation import (
+from g2cons_plugins.eval.evaluation import (
     BM25Units,
     evaluate_retrieval,
     format_table,

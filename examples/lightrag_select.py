@@ -98,7 +98,7 @@ def main() -> None:
     rc = g2cons(["select", str(src), "--kappa", str(args.kappa), "--out", str(core), "--embedder", args.embedder])
     if rc:
         raise SystemExit(rc)
-    report = json.loads((core / "selection_report.json").read_text(encoding="utf-8"))
+    report = json.loads((work / "core.selection_report.json").read_text(encoding="utf-8"))
     full_calls = asyncio.run(insert_folder(src, work))
     core_calls = asyncio.run(insert_folder(core, work))
     n = report["n_kept"] + report["n_dropped"]

@@ -1,6 +1,7 @@
 """g2cons-plugins: G2ConS (concept graph, core-chunk selection, dual-path retrieval) without an LLM or a host
 framework. Adapters for LlamaIndex and LangChain live in their own distributions and call this package."""
 
+from . import _compat
 from .chunks import Chunk, Unit, content_id, make_chunks
 from .config import G2ConSConfig
 from .embedders import (
@@ -19,6 +20,8 @@ from .graph import GraphStats
 from .index import G2ConSIndex
 from .retrieval import RetrievedItem
 from .selection import SelectionReport
+
+_compat.install()  # old paths of the evaluation harness (g2cons_plugins.evaluation, ...): deprecated
 
 __version__ = "0.1.0"
 

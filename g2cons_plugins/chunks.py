@@ -19,6 +19,7 @@ from typing import Any
 
 from .errors import InputError
 from .text import Tokenizer, split_sentences
+from .validate import check_text, normalize_id
 
 MAX_CHUNK_CHARS = 5_000_000  # ~1.2M tokens: above this a chunk is surely a mistake (a whole file, binary data)
 
@@ -52,7 +53,7 @@ def _as_chunk(item: Any, position: int) -> Chunk:
     if isinstance(item, Chunk):
         return item
     if isinstance(item, str):
-        return Chunk(id=content_id(item), text=item)
+        return Chunk(id=content_id(check_text(f"chunk #{position}", item)), text=item)
     if isinstance(item, Mapping):
         if "text" not in item:
             raise InputError(f"chunk #{position} is a mapping without a 'text' key (keys: {sorted(item)})")
@@ -64,9 +65,12 @@ def _as_chunk(item: Any, position: int) -> Chunk:
         meta = dict(item.get("metadata") or {})
         if not isinstance(text, str):
             raise InputError(f"chunk #{position} ({cid!r}): text must be str, got {type(text).__name__}")
-        return Chunk(id=str(cid) if cid is not None else content_id(text), text=text, metadata=meta)
+        check_text(f"chunk #{position} ({cid!r})", text)
+        cid = normalize_id(cid, f"chunk #{position} id") if cid is not None else content_id(text)
+        return Chunk(id=cid, text=text, metadata=meta)
     if isinstance(item, tuple) and len(item) == 2:
-        return Chunk(id=str(item[0]), text=item[1])
+        check_text(f"chunk #{position} ({item[0]!r})", item[1])
+        return Chunk(id=normalize_id(item[0], f"chunk #{position} id"), text=item[1])
     raise InputError(
         f"chunk #{position}: expected Chunk, str, mapping with 'text', or (id, text); got {type(item).__name__}"
     )
@@ -83,8 +87,11 @@ def make_chunks(items: Iterable[Any]) -> list[Chunk]:
     seen: dict[str, int] = {}
     for pos, item in enumerate(items):
         ch = _as_chunk(item, pos)
-        if not isinstance(ch.text, str):
-            raise InputError(f"chunk {ch.id!r}: text must be str, got {type(ch.text).__name__}")
+        check_text(f"chunk {ch.id!r} (#{pos})", ch.text)
+        if isinstance(ch.id, str) and ch.id:
+            check_text(f"chunk #{pos} id", ch.id)
+        else:
+            ch = Chunk(normalize_id(ch.id, f"chunk #{pos} id"), ch.text, ch.metadata)
         if not ch.text.strip():
             raise InputError(f"chunk {ch.id!r} (#{pos}) is empty or whitespace only")
         if "\x00" in ch.text:

@@ -21,8 +21,10 @@ with hard caps, and 67.6 / 76.4 for the concept path alone (benchmarks/report/mu
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from .errors import InputError
 
@@ -32,6 +34,7 @@ Incidence = Literal["contains", "extracted"]
 ChunkScore = Literal["sum", "max", "mean"]
 Selector = Literal["coverage", "concept_coverage", "pagerank", "shortest", "uniform", "knn_pagerank"]
 Strategy = Literal["bridge", "paper", "ppr", "dense", "e2"]
+KappaBy = Literal["tokens", "chunks"]
 
 
 @dataclass(frozen=True)
@@ -58,7 +61,7 @@ class G2ConSConfig:
     # --- ranking and selection --------------------------------------------------------------------------
     pagerank_damping: float = 0.85
     kappa: float = 0.8
-    kappa_by: Literal["tokens", "chunks"] = "tokens"
+    kappa_by: KappaBy = "tokens"
     selector: Selector = "coverage"
     chunk_score: ChunkScore = "sum"
     seed: int = 42
@@ -77,12 +80,15 @@ class G2ConSConfig:
     rerank: Literal["local_global", "naive"] = "local_global"  # paper walk; Table 4 ablation D: "naive"
     e2_hops: int = 4  # E2GraphRAG router: initial hop threshold h
     e2_max_units: int = 25  # ... tighten h until at most this many local units
+    # --- scale ------------------------------------------------------------------------------------------
+    ann_threshold: int | None = 200_000  # from this many units on, dense candidates come from an HNSW index
     # --- fusion -----------------------------------------------------------------------------------------
     lambda_: float | None = None  # None -> 0.4 (default mode) / 0.6 (paper mode)
     spill: bool | None = None  # None -> True (default mode) / False (paper mode: hard lambda caps)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self._check_types()
         if self.mode not in ("default", "paper"):
             raise InputError(f"mode must be 'default' or 'paper', got {self.mode!r}")
         if self.mode == "paper":
@@ -107,6 +113,7 @@ class G2ConSConfig:
             (0.0 < self.ppr_damping < 1.0, "ppr_damping must be in (0, 1)"),
             (0.0 <= self.theta_sem_percentile <= 100.0, "theta_sem_percentile must be in [0, 100]"),
             (self.unit_tokens is None or self.unit_tokens >= 16, "unit_tokens must be None or >= 16"),
+            (self.ann_threshold is None or self.ann_threshold >= 1, "ann_threshold must be None or >= 1"),
             (self.n_seed_units >= 1 and self.bridge_rounds >= 0, "n_seed_units must be >= 1, bridge_rounds >= 0"),
             (self.bridge_vocab in ("all_words", "concepts"), "bridge_vocab must be 'all_words' or 'concepts'"),
             (self.bridge_link in ("seed_score", "indicator"), "bridge_link must be 'seed_score' or 'indicator'"),
@@ -120,6 +127,41 @@ class G2ConSConfig:
         for ok, msg in checks:
             if not ok:
                 raise InputError(msg)
+
+    def _check_types(self) -> None:
+        """Numbers must be numbers (not bool, not str, finite); errors name the field."""
+        from .validate import real
+
+        floats = ("kappa", "max_df", "theta_sem_percentile", "pagerank_damping", "bridge_bonus", "ppr_damping")
+        ints = ("top_n", "min_df", "ngram_max", "theta_co", "seed", "beta", "k", "n_hops", "n_seed_units",
+                "bridge_rounds", "bridge_max_df", "e2_hops", "e2_max_units")
+        for name in floats + ("theta_sem", "lambda_"):
+            value = getattr(self, name)
+            if value is not None or name in floats:
+                object.__setattr__(self, name, real(name, value))
+        for name in ints + ("unit_tokens", "ann_threshold"):
+            value = getattr(self, name)
+            if value is None and name in ("unit_tokens", "ann_threshold"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+                    value = int(value)
+                else:
+                    raise InputError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+            object.__setattr__(self, name, int(value))
+        for name, alias in (
+            ("concept_mode", ConceptMode), ("incidence", Incidence), ("chunk_score", ChunkScore),
+            ("selector", Selector), ("strategy", Strategy), ("kappa_by", KappaBy),
+        ):
+            allowed = get_args(alias)
+            if getattr(self, name) not in allowed:
+                raise InputError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if self.stop_words not in ("english", None):
+            raise InputError(f"stop_words must be 'english' or None, got {self.stop_words!r}")
+        if self.spill is not None and not isinstance(self.spill, bool):
+            raise InputError(f"spill must be True, False or None, got {self.spill!r}")
+        if not isinstance(self.extra, dict):
+            raise InputError(f"extra must be a dict, got {type(self.extra).__name__}")
 
     @property
     def fusion_lambda(self) -> float:
@@ -143,10 +185,14 @@ class G2ConSConfig:
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
+        """All fields as plain JSON-serialisable values."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> G2ConSConfig:
+        """A config from :meth:`to_dict` output (unknown keys ignored; every value validated)."""
+        if not isinstance(data, dict):
+            raise InputError(f"config must be a mapping, got {type(data).__name__}")
         known = {f.name for f in fields(cls)}
         data = {k: v for k, v in data.items() if k in known}
         if "lambda_" in data and "spill" not in data:

@@ -20,7 +20,12 @@ exactly as it was read (same file name, same row/record with all its other field
 file (``a.part0003.txt``) / row / record per kept chunk, the other fields copied and the id field (when there is
 one) set to the chunk id. Every written text is the chunk's text byte for byte, so the token counts of the
 selection report are the cl100k counts of what is written. Files are written to a temporary sibling first and
-moved into place at the end: a failure leaves no half-written output.
+moved into place at the end: a failure leaves no half-written output. An existing output is replaced only when
+g2cons wrote it (see :mod:`g2cons_plugins.outputs`): a folder output holds a ``.g2cons-output`` marker listing
+its files; a file output is listed in the marker of its folder.
+
+Text must be valid Unicode: a lone surrogate (``"\\ud800"`` in JSON) is refused with an error naming the record,
+before any work.
 """
 
 from __future__ import annotations
@@ -41,6 +46,16 @@ from typing import Any, Literal
 
 from .chunks import Chunk, content_id
 from .errors import InputError
+from .outputs import (
+    MARKER,
+    apply_umask,
+    check_replaceable_file,
+    check_replaceable_folder,
+    make_temp_dir,
+    marker_text,
+    record_written,
+    sha256_bytes,
+)
 from .text import Tokenizer, get_tokenizer
 
 Kind = Literal["folder", "csv", "jsonl", "json"]
@@ -94,6 +109,17 @@ def detect_kind(path: Path) -> Kind:
 def _check_exists(path: Path) -> None:
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
+
+
+def check_text(text: str, where: str, what: str = "text") -> None:
+    """Fail, naming ``where``, when ``text`` is not valid Unicode (a lone surrogate cannot be encoded)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InputError(
+            f"{where}: {what} holds a lone surrogate ({text[e.start]!r} at character {e.start}), which is not valid "
+            "Unicode text; fix the input"
+        ) from None
 
 
 def _decode(data: bytes, where: str, encoding: str) -> str:
@@ -171,6 +197,7 @@ def _record_doc(rec: Any, where: str, text_column: str, id_column: str | None, s
         raise InputError(f"{where}: field {text_column!r} must be a string, got {type(text).__name__}")
     if "\x00" in text:
         raise InputError(f"{where}: text contains NUL bytes (binary data is not text)")
+    check_text(text, where, f"field {text_column!r}")
     if not text.strip():
         if skip_empty:
             warnings.warn(f"{where}: empty text skipped", stacklevel=3)
@@ -178,6 +205,7 @@ def _record_doc(rec: Any, where: str, text_column: str, id_column: str | None, s
         raise InputError(f"{where}: empty text; remove it or pass --skip-empty")
     rid = rec.get(id_column) if id_column else None
     doc_id = str(rid) if rid not in (None, "") else content_id(text)
+    check_text(doc_id, where, f"id field {id_column!r}")
     return Document(id=doc_id, text=text, record=rec)
 
 
@@ -288,6 +316,12 @@ def read_corpus(
     return _read_json(path, text_column, encoding, skip_empty)
 
 
+def path_id(path: str | Path) -> str:
+    """The document id of a file given by path (``g2cons add``/``remove``): the path as given, normalised
+    (``./new//a.txt`` -> ``new/a.txt``), with ``/`` separators."""
+    return Path(os.path.normpath(path)).as_posix()
+
+
 def read_many(
     paths: Sequence[str | Path],
     text_column: str = "text",
@@ -295,24 +329,35 @@ def read_many(
     skip_empty: bool = False,
     show_progress: bool = False,
 ) -> list[Corpus]:
-    """Read several inputs (``g2cons add``): .txt/.md files are grouped, each keeping its file name as id."""
+    """Read several inputs (``g2cons add``). A .txt/.md file, or a file found in a given folder, keeps its path
+    as given, normalised (:func:`path_id`), as document id: ``g2cons remove DIR new/report.txt`` takes the same
+    path, and two ``report.txt`` in different folders do not collide. CSV/JSON records keep their ``id``."""
     corpora: list[Corpus] = []
     loose: list[Path] = []
     for p in map(Path, paths):
         _check_exists(p)
         if p.is_file() and p.suffix.lower() in TEXT_SUFFIXES:
             loose.append(p)
+        elif p.is_dir():
+            c = read_corpus(p, text_column, encoding, skip_empty, show_progress)
+            for d in c.documents:
+                d.id = path_id(p / (d.path or d.id))
+            corpora.append(c)
         else:
             corpora.append(read_corpus(p, text_column, encoding, skip_empty, show_progress))
     if loose:
-        names = [p.name for p in loose]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise InputError(f"several files named {dup}; add their folder instead")
         docs: list[Document] = []
         for p in loose:
-            docs.extend(_read_folder(p, encoding, skip_empty, False).documents)
+            for d in _read_folder(p, encoding, skip_empty, False).documents:
+                d.id = path_id(p)
+                docs.append(d)
         corpora.append(Corpus(kind="folder", path=loose[0].parent, documents=docs, encoding=encoding))
+    seen: dict[str, str] = {}
+    for c in corpora:
+        for d in c.documents:
+            if d.id in seen:
+                raise InputError(f"document {d.id!r} is given twice ({seen[d.id]} and {c.path}); give it once")
+            seen[d.id] = str(c.path)
     return corpora
 
 
@@ -369,30 +414,37 @@ def chunk_documents(
 
 
 # ---------------------------------------------------------------------------------------------- writing
-def default_report_path(corpus: Corpus, out: Path) -> Path:
-    """``OUT/selection_report.json`` for a folder output, ``OUT_STEM.selection_report.json`` beside a file."""
-    if corpus.kind == "folder":
-        return out / "selection_report.json"
+def default_report_path(corpus: Corpus | Kind, out: Path) -> Path:
+    """Beside the output, never inside it (a host reads every file of its input folder):
+    ``OUT.selection_report.json`` for a folder output, ``OUT_STEM.selection_report.json`` beside a file.
+    ``corpus``: the corpus read, or its kind."""
+    kind = corpus if isinstance(corpus, str) else corpus.kind
+    out = Path(os.path.abspath(out))  # "." has no name to derive from
+    if kind == "folder":
+        return out.with_name(f"{out.name}.selection_report.json")
     return out.with_name(f"{out.stem}.selection_report.json")
 
 
 def check_output(corpus: Corpus, out: Path) -> None:
-    """Fail early (before any work) when ``out`` cannot be written or would clobber something."""
+    """Fail early (before any work) when ``out`` cannot be written or would clobber something g2cons did not
+    write (see :mod:`g2cons_plugins.outputs`)."""
     out = Path(out)
-    src = corpus.path.resolve()
-    dst = out.resolve()
-    if dst == src or (corpus.path.is_dir() and src in dst.parents):
-        raise InputError(f"{out}: the output must not be the input or inside the input folder")
+    src = Path(os.path.realpath(corpus.path))
+    dst = Path(os.path.realpath(out))
+    if dst == src or src in dst.parents or dst in src.parents:
+        raise InputError(
+            f"--out {out} and INPUT {corpus.path}: the output must not be, contain or lie inside the input"
+        )
     if corpus.kind == "folder":
         if out.exists() and not out.is_dir():
-            raise InputError(f"{out}: exists and is not a folder (folder input writes a folder)")
-        if out.is_dir() and any(out.iterdir()) and not (out / "selection_report.json").is_file():
-            raise InputError(f"{out}: folder is not empty (and not an earlier g2cons output); choose another")
+            raise InputError(f"--out {out}: exists and is not a folder (folder input writes a folder)")
+        check_replaceable_folder(out, "--out")
     else:
         if out.is_dir():
-            raise InputError(f"{out}: is a folder; {corpus.kind} input writes a {corpus.kind} file")
+            raise InputError(f"--out {out}: is a folder; {corpus.kind} input writes a {corpus.kind} file")
         if out.suffix.lower() not in ({".csv"} if corpus.kind == "csv" else set(JSONL_SUFFIXES) | {".json"}):
             warnings.warn(f"{out}: suffix does not match the {corpus.kind} format written", stacklevel=2)
+        check_replaceable_file(out, "--out")
     _check_writable(out.parent)
 
 
@@ -445,9 +497,11 @@ def write_selection(
     out.parent.mkdir(parents=True, exist_ok=True)
     if corpus.kind == "folder":
         return _write_folder(corpus, pairs, out, extra_files or {}, show_progress)
-    tmp = Path(tempfile.mkstemp(prefix=f".{out.name}.tmp-", dir=out.parent)[1])
+    check_replaceable_file(out, "--out")
+    fd, name = tempfile.mkstemp(prefix=f".{out.name}.tmp-", dir=out.parent)
+    tmp = Path(name)
     try:
-        with tmp.open("w", encoding=corpus.encoding, newline="") as fh:
+        with os.fdopen(fd, "w", encoding=corpus.encoding, newline="") as fh:
             if corpus.kind == "csv":
                 w = csv.DictWriter(fh, fieldnames=corpus.fieldnames)
                 w.writeheader()
@@ -458,10 +512,15 @@ def write_selection(
                     fh.write(json.dumps(_record(corpus, d, c), ensure_ascii=False) + "\n")
             else:
                 json.dump([_record(corpus, d, c) for d, c in pairs], fh, ensure_ascii=False, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        apply_umask(tmp)
+        digest = sha256_bytes(tmp.read_bytes())
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    record_written(out.parent, {out.name: digest}, "select")
     return [str(out)]
 
 
@@ -476,29 +535,36 @@ def _record(corpus: Corpus, d: Document, c: Chunk) -> dict[str, Any]:
 def _write_folder(
     corpus: Corpus, pairs: list[tuple[Document, Chunk]], out: Path, extra: dict[str, str], show_progress: bool
 ) -> list[str]:
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    check_replaceable_folder(out, "--out")
+    tmp = make_temp_dir(out.parent, f".{out.name}.tmp-")
     written: list[str] = []
+    digests: dict[str, str] = {}
     taken: set[str] = set()
     try:
         for d, c in _progress(pairs, show_progress, "write", len(pairs)):
             rel = d.path or d.id
             if c.id != d.id:
                 rel = _part_path(rel, int(c.metadata.get("part", 0)))
-            if rel in taken:
+            if rel in taken or rel == MARKER:
                 raise InputError(f"two chunks would be written to {rel}; rename the input file")
             taken.add(rel)
             target = tmp / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            with target.open("w", encoding=corpus.encoding, newline="") as fh:
-                fh.write(c.text)
+            data = c.text.encode(corpus.encoding)
+            target.write_bytes(data)
+            digests[rel] = sha256_bytes(data)
             written.append(rel)
         for name, text in extra.items():
-            (tmp / name).write_text(text, encoding="utf-8")
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{os.getpid()}")
-            os.replace(out, old)
+            data = text.encode("utf-8")
+            (tmp / name).write_bytes(data)
+            digests[name] = sha256_bytes(data)
+        (tmp / MARKER).write_text(marker_text(digests, "select"), encoding="utf-8")
+        if os.path.lexists(out):
+            check_replaceable_folder(out, "--out")  # again, right before the swap: nothing foreign appeared
+            old = make_temp_dir(out.parent, f".{out.name}.old-")
+            os.replace(out, old / out.name)
             os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
+            shutil.rmtree(old, ignore_errors=True)  # only g2cons's own earlier files (checked above)
         else:
             os.replace(tmp, out)
     except BaseException:

@@ -23,6 +23,7 @@ import tempfile
 import threading
 import time
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -438,21 +439,36 @@ class CachedEmbedder:
     """Memoises an embedder by ``sha1(name + NUL + text)``; optionally persists ``.npy`` shards on disk.
 
     Each :meth:`embed` call that computes something appends one shard (``shard-XXXXX.npy`` + ``.keys.json``),
-    written atomically. A corrupted shard is reported with a warning and ignored.
+    written atomically. A corrupted shard is reported with a warning and ignored. Without ``cache_dir`` the
+    memo keeps the ``max_items`` (65,536) most recently used vectors: an index keeps its own vectors, so the
+    memo only saves repeated texts of recent calls and never holds a second copy of a large corpus.
     """
 
-    def __init__(self, inner: Embedder, cache_dir: str | Path | None = None) -> None:
+    MAX_ITEMS = 65_536
+
+    def __init__(self, inner: Embedder, cache_dir: str | Path | None = None, max_items: int | None = None) -> None:
         if not isinstance(inner, Embedder):
             raise InputError(f"CachedEmbedder needs an Embedder (name, dim, embed), got {type(inner).__name__}")
         self.inner = inner
         self.name: str = inner.name
         self.dim: int = int(inner.dim)
         self.directory: Path | None = None if cache_dir is None else Path(cache_dir) / _safe_dirname(inner.name)
-        self._rows: dict[str, np.ndarray] = {}
+        self._rows: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.max_items = (None if cache_dir is not None else self.MAX_ITEMS) if max_items is None else max_items
         self._loaded = self.directory is None
         self._lock = threading.RLock()
         self.n_requested = 0
         self.n_computed = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable state: everything but the lock."""
+        state = self.__dict__.copy()
+        state.pop("_lock", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
 
     def key(self, text: str) -> str:
         """Cache key of one text for this embedder."""
@@ -564,13 +580,26 @@ class CachedEmbedder:
                 new = validate_embeddings(self.inner.embed(list(todo.values())), len(todo), self.dim, self.name)
                 self.n_computed += len(todo)
                 new_keys = list(todo)
-                for k, row in zip(new_keys, new, strict=True):
-                    self._rows[k] = row
+                fresh = dict(zip(new_keys, new, strict=True))
                 if self.directory is not None:
                     self._write_shard(new_keys, new)
+            else:
+                fresh = {}
             if not items:
                 return np.zeros((0, self.dim), dtype=np.float32)
-            return np.stack([self._rows[k] for k in keys]).astype(np.float32, copy=False)
+            out = np.stack([fresh[k] if k in fresh else self._rows[k] for k in keys]).astype(np.float32, copy=False)
+            for k in keys:  # most recently used last
+                if k in self._rows:
+                    self._rows.move_to_end(k)
+            for k, row in fresh.items():
+                self._rows[k] = row
+            self._trim()
+            return out
+
+    def _trim(self) -> None:
+        if self.max_items is not None:
+            while len(self._rows) > self.max_items:
+                self._rows.popitem(last=False)
 
     def add(self, texts: Sequence[str], vectors: np.ndarray) -> None:
         """Seed the in-memory cache with known vectors (e.g. from a persisted index); nothing is written."""
@@ -580,6 +609,7 @@ class CachedEmbedder:
             self._load()
             for t, row in zip(items, arr, strict=True):
                 self._rows.setdefault(self.key(t), row)
+            self._trim()
 
     def __repr__(self) -> str:
         return f"CachedEmbedder({self.inner!r}, cache_dir={str(self.directory) if self.directory else None!r})"

@@ -12,6 +12,11 @@ Matching: a host item and a concept item overlap when the host's ``chunk_id`` eq
 its parent chunk id; when the host item has no id, when its normalised text equals the unit text, or contains
 it (a host that returns a whole chunk covering our sub-chunk). Never by hash alone.
 
+Host items are validated: ``text`` must be a str (valid Unicode), ``chunk_id`` a str or int, ``score`` a number.
+A host's ``n_tokens`` is never trusted: every text is counted with our tokenizer, so the budget holds whatever the
+host claims. :func:`fuse_with` gives an id-only host item the text of that chunk (or unit) from the graph and
+warns about ids the graph does not hold (such an item has no text and cannot be placed).
+
 Budget accounting: an overlapping item is charged to the host share when it fits there, else to the concept
 share; its text is the host's (it contains ours), or ours for an id-only host item, and it is charged the tokens
 of that text. An overlapping pair that fits neither share leaves its concept unit to compete alone on the
@@ -26,13 +31,19 @@ order: "both" items by fused score, then the remaining items by fused score. Det
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
+import numpy as np
+
 from .errors import InputError
-from .retrieval import RetrievedItem
-from .text import Tokenizer, count_tokens_batch, get_tokenizer
+from .retrieval import RetrievedItem, retrieve
+from .snapshot import HasSnapshot, as_snapshot
+from .text import Tokenizer, get_tokenizer
+from .validate import check_text, normalize_id, positive_int, real, unit_interval
 
 _WS = re.compile(r"\s+")
 
@@ -81,7 +92,9 @@ def _first_per_chunk(hosts: list[HostItem]) -> list[HostItem]:
 
 
 def as_host_items(items: Sequence[Any]) -> list[HostItem]:
-    """Accept HostItem, mappings with chunk_id/id and/or text, or plain strings."""
+    """Accept HostItem, mappings with chunk_id/id and/or text, or plain strings; validated (see module doc)."""
+    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
+        raise InputError(f"host results must be a list of items, got {type(items).__name__}")
     out = []
     for pos, it in enumerate(items):
         if isinstance(it, HostItem):
@@ -90,19 +103,46 @@ def as_host_items(items: Sequence[Any]) -> list[HostItem]:
             h = HostItem(text=it)
         elif isinstance(it, Mapping):
             cid = it.get("chunk_id", it.get("id"))
+            meta = it.get("metadata") or {}
+            if not isinstance(meta, Mapping):
+                raise InputError(f"host item #{pos}: metadata must be a mapping, got {type(meta).__name__}")
             h = HostItem(
-                chunk_id=None if cid is None else str(cid),
+                chunk_id=cid,
                 text=it.get("text"),
                 score=it.get("score"),
                 n_tokens=it.get("n_tokens"),
-                metadata=dict(it.get("metadata") or {}),
+                metadata=dict(meta),
             )
         else:
             raise InputError(f"host item #{pos}: expected HostItem, mapping or str, got {type(it).__name__}")
-        if h.chunk_id is None and not (h.text and h.text.strip()):
-            raise InputError(f"host item #{pos} has neither a chunk_id nor text")
-        out.append(h)
+        out.append(_checked(h, pos))
     return out
+
+
+def _checked(h: HostItem, pos: int) -> HostItem:
+    what = f"host item #{pos}"
+    cid = None if h.chunk_id is None else normalize_id(h.chunk_id, f"{what} chunk_id")
+    if h.text is not None:
+        check_text(what, h.text)
+    score = None if h.score is None else real(f"{what} score", h.score)
+    if cid is None and not (h.text and h.text.strip()):
+        raise InputError(f"{what} has neither a chunk_id nor text")
+    if cid == h.chunk_id and score == h.score:
+        return h
+    return replace(h, chunk_id=cid, score=score)
+
+
+@lru_cache(maxsize=65_536)
+def _count(tok: Tokenizer, text: str) -> int:
+    return len(tok.encode(text))
+
+
+def _counts(tok: Tokenizer, texts: Sequence[str]) -> list[int]:
+    """Token counts, memoised per (tokenizer, text): hosts return the same chunks query after query."""
+    try:
+        return [_count(tok, t) for t in texts]  # type: ignore[arg-type]
+    except TypeError:  # an unhashable custom tokenizer
+        return [len(tok.encode(t)) for t in texts]
 
 
 def _rank_scores(n: int) -> list[float]:
@@ -119,15 +159,18 @@ def fuse(
 ) -> list[FusedItem]:
     """Fuse host and concept results into one context of at most ``beta`` tokens (see module doc). Defaults are
     the library's (``G2ConSConfig``: lambda 0.4 with spill); the paper's are ``lambda_=0.6, spill=False``."""
-    if beta <= 0:
-        raise InputError(f"beta must be a positive token count, got {beta}")
-    if not 0.0 <= lambda_ <= 1.0:
-        raise InputError(f"lambda_ must be in [0, 1], got {lambda_}")
+    beta = positive_int("beta", beta)
+    lambda_ = unit_interval("lambda_", lambda_)
+    if not isinstance(spill, (bool, np.bool_)):
+        raise InputError(f"spill must be True or False, got {spill!r}")
     tok = get_tokenizer(tokenizer)
     hosts = _first_per_chunk(as_host_items(host))
-    missing = [i for i, h in enumerate(hosts) if h.n_tokens is None]
-    counts = iter(count_tokens_batch(tok, [hosts[i].text or "" for i in missing]))
-    host_tokens = [h.n_tokens if h.n_tokens is not None else next(counts) for h in hosts]
+    for j, c in enumerate(concept):
+        if not isinstance(c, RetrievedItem):
+            raise InputError(f"concept item #{j}: expected RetrievedItem, got {type(c).__name__}")
+        if isinstance(c.n_tokens, bool) or not isinstance(c.n_tokens, int) or c.n_tokens < 1:
+            raise InputError(f"concept item #{j} ({c.unit_id!r}): n_tokens must be an int >= 1, got {c.n_tokens!r}")
+    host_tokens = _counts(tok, [h.text or "" for h in hosts])  # never the host's claim: the budget must hold
     hs, cs = _rank_scores(len(hosts)), _rank_scores(len(concept))
 
     # match each concept item to the best-ranked host item (id first, then text)
@@ -229,4 +272,50 @@ def fuse(
 
 
 def context_tokens(items: Sequence[FusedItem]) -> int:
+    """Tokens of a fused context."""
     return sum(f.n_tokens for f in items)
+
+
+def resolve_host_items(index: HasSnapshot, host: Sequence[Any]) -> list[HostItem]:
+    """Validated host items; an id-only item whose id is a chunk (or unit) of the graph gets that text. Ids the
+    graph does not hold are reported in one warning (they cannot be placed without text)."""
+    snap = as_snapshot(index)
+    out, unknown = [], []
+    for h in as_host_items(host):
+        cid = h.chunk_id
+        if h.text is None and cid is not None:
+            if cid in snap.chunk_pos:
+                h = replace(h, text=snap.stored.chunks[snap.chunk_pos[cid]].text)
+            elif cid in snap.unit_pos:
+                h = replace(h, text=snap.stored.units[snap.unit_pos[cid]].text)
+            else:
+                unknown.append(cid)
+        out.append(h)
+    if unknown:
+        warnings.warn(
+            f"{len(unknown)} id-only host item(s) name chunks this graph does not hold and have no text: "
+            f"{unknown[:5]}",
+            stacklevel=3,
+        )
+    return out
+
+
+def fuse_with(
+    index: HasSnapshot,
+    host: Sequence[Any],
+    query: str,
+    beta: int | None = None,
+    lambda_: float | None = None,
+    spill: bool | None = None,
+    query_vector: np.ndarray | None = None,
+) -> list[FusedItem]:
+    """Retrieve the concept path for ``query`` from one snapshot of ``index`` and fuse it with ``host`` (id-only
+    host items resolved from the graph); lambda_, spill and beta default to the snapshot's config."""
+    snap = as_snapshot(index)
+    cfg = snap.config
+    beta = cfg.beta if beta is None else positive_int("beta", beta)
+    lam = cfg.fusion_lambda if lambda_ is None else unit_interval("lambda_", lambda_)
+    spl = cfg.fusion_spill if spill is None else spill
+    hosts = resolve_host_items(snap, host)
+    concept = retrieve(snap, query, beta=beta, query_vector=query_vector)
+    return fuse(hosts, concept, beta=beta, lambda_=lam, tokenizer=snap.tokenizer, spill=spl)

@@ -1,150 +1,52 @@
 """``G2ConSIndex``: the whole method behind one object.
 
-State is split in two (nano-graphrag style):
-- *stored* state, the only thing ever embedded or split: chunks, their retrieval units, the distinct
-  sentences, and the sentence and unit vectors;
-- *derived* state, recomputed from the stored state by :func:`derive` with sparse algebra in seconds:
-  TF-IDF concepts, incidences, concept vectors (Eq. 1), edges, PageRank.
-A build, an incremental ``add``/``remove`` and a ``load`` all end in the same ``derive`` call, so an updated
-index equals a full rebuild on the same chunks, and nothing known is ever re-embedded.
+The index holds one reference to an immutable :class:`~g2cons_plugins.snapshot.Snapshot` (stored + derived state,
+config, tokenizer, embedder). Selection, retrieval and fusion are functions of a snapshot; the methods here read
+the current snapshot once and call them.
+
+Thread-safety contract:
+
+- **Readers never lock.** ``retrieve``, ``select``, ``fuse``, ``save``, ``chunk``, ``stats``... read
+  ``self.snapshot`` once at the start and use only that version: a reader sees the state before or after a
+  concurrent ``add``/``remove``, never a mix.
+- **Writers are serialised.** ``add`` and ``remove`` take a writer lock, build the next snapshot aside (nothing
+  known is re-embedded) and publish it with one assignment. A failed write leaves the index unchanged.
+- Across processes, :meth:`save` and :meth:`load` are atomic (see :mod:`g2cons_plugins.persistence`).
+
+Order independence: chunks are stored sorted by id, so an index built from the same chunks in any order, or
+reached by any sequence of ``add``/``remove``, is the same index and returns the same results.
 """
 
 from __future__ import annotations
 
 import logging
-import time
+import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
-from .chunks import Chunk, Unit, check_unit_ids, make_chunks, split_units
-from .concepts import extract_vocabulary, incidence, name_share, name_vocabulary
+from .chunks import Chunk, Unit, make_chunks
 from .config import G2ConSConfig
-from .embedders import CachedEmbedder, Embedder, get_embedder, validate_embeddings
+from .embedders import CachedEmbedder, Embedder, get_embedder
+from .ensemble import FusedItem
 from .errors import InputError
-from .graph import EdgeSet, GraphStats, adjacency, build_edges, concept_vectors, degree_stats, pagerank
-from .text import Tokenizer, count_tokens_batch, get_tokenizer
+from .graph import GraphStats
+from .retrieval import RetrievedItem
+from .selection import SelectionReport
+from .snapshot import Snapshot, make_snapshot, with_added, with_removed
+from .state import Derived, Stored, store
+from .text import Tokenizer, get_tokenizer
+
+__all__ = ["G2ConSIndex"]
 
 log = logging.getLogger("g2cons_plugins")
 
 
-@dataclass
-class Derived:
-    """Everything recomputed from the stored state (see module doc)."""
-
-    vocab: list[str]
-    concept_index: dict[str, int]
-    extracted: sp.csr_matrix  # chunks x concepts: concept was a top-n keyword of the chunk
-    sent_inc: sp.csr_matrix  # sentences x concepts
-    unit_inc: sp.csr_matrix  # units x concepts
-    chunk_inc: sp.csr_matrix  # chunks x concepts (T_w as columns)
-    unit_concepts: sp.csr_matrix  # concepts x units (transpose of unit_inc, csr for fast row access)
-    concept_vecs: np.ndarray
-    sentence_counts: np.ndarray  # |S_w|
-    df: np.ndarray  # |T_w|: number of chunks containing w
-    edges: EdgeSet
-    A: sp.csr_matrix
-    pagerank: np.ndarray
-    name_share: np.ndarray  # per concept: share of capitalised occurrences
-    names: list[str]  # bridge vocabulary (see concepts.name_vocabulary)
-    name_df: np.ndarray
-    unit_names: sp.csr_matrix  # units x names
-    name_units: sp.csr_matrix  # names x units
-    stats: GraphStats
-
-
-@dataclass
-class Stored:
-    chunks: list[Chunk]
-    chunk_tokens: np.ndarray
-    units: list[Unit]
-    unit_parent: np.ndarray
-    unit_tokens: np.ndarray
-    sentences: list[str]
-    sent_unit: sp.csr_matrix  # sentences x units membership
-    sent_vecs: np.ndarray
-    unit_vecs: np.ndarray
-    timings: dict[str, float] = field(default_factory=dict)
-
-    @cached_property
-    def median_unit_tokens(self) -> float:
-        return max(float(np.median(self.unit_tokens)), 1.0) if len(self.unit_tokens) else 1.0
-
-
-def derive(st: Stored, config: G2ConSConfig) -> Derived:
-    """Concepts, incidences, Eq. 1 vectors, edges and PageRank from the stored state (deterministic)."""
-    vocab, extracted = extract_vocabulary([c.text for c in st.chunks], config)
-    sent_inc = incidence(st.sentences, vocab, config)
-    unit_chunk = sp.csr_matrix(
-        (np.ones(len(st.units), np.float32), (np.arange(len(st.units)), st.unit_parent)),
-        shape=(len(st.units), len(st.chunks)),
-    )
-    unit_inc = _binary(st.sent_unit.T @ sent_inc)
-    chunk_inc = _binary(unit_chunk.T @ unit_inc)
-    if config.incidence == "extracted":
-        chunk_inc = _binary(chunk_inc.multiply(extracted))
-        unit_inc = _binary(unit_inc.multiply(unit_chunk @ extracted))
-        sent_chunk = _binary(st.sent_unit @ unit_chunk)
-        sent_inc = _binary(sent_inc.multiply(sent_chunk @ extracted))
-    if config.vector_level == "chunk":  # ablation C: mean of the (sub-)chunk vectors instead of Eq. 1
-        vecs, counts = concept_vectors(unit_inc, st.unit_vecs)
-    else:
-        vecs, counts = concept_vectors(sent_inc, st.sent_vecs)
-    co_inc = sent_inc if config.cooccurrence == "sentence" else chunk_inc  # ablation A: sentence windows
-    edges = build_edges(co_inc, vecs, config.theta_co, config.theta_sem, config.theta_sem_percentile)
-    A = adjacency(edges, len(vocab))
-    pr = pagerank(A, damping=config.pagerank_damping)
-    names, unit_names, name_df = name_vocabulary([u.text for u in st.units], st.sentences, unit_chunk, config)
-    isolated, mean_deg, max_deg = degree_stats(A)
-    stats = GraphStats(
-        n_chunks=len(st.chunks),
-        n_units=len(st.units),
-        n_sentences=len(st.sentences),
-        n_concepts=len(vocab),
-        n_candidate_pairs=edges.n_candidates,
-        n_edges=len(edges.rows),
-        theta_sem=edges.theta_sem,
-        isolated_share=isolated,
-        mean_degree=mean_deg,
-        max_degree=max_deg,
-    )
-    return Derived(
-        vocab=vocab,
-        concept_index={w: i for i, w in enumerate(vocab)},
-        extracted=extracted,
-        sent_inc=sent_inc,
-        unit_inc=unit_inc,
-        chunk_inc=chunk_inc,
-        unit_concepts=unit_inc.T.tocsr(),
-        concept_vecs=vecs,
-        sentence_counts=counts,
-        df=np.asarray(chunk_inc.sum(axis=0)).ravel().astype(np.int64),
-        edges=edges,
-        A=A,
-        pagerank=pr,
-        name_share=name_share(st.sentences, vocab),
-        names=names,
-        name_df=name_df,
-        unit_names=unit_names,
-        name_units=unit_names.T.tocsr(),
-        stats=stats,
-    )
-
-
-def _binary(M: Any) -> sp.csr_matrix:
-    M = sp.csr_matrix(M, dtype=np.float32)
-    M.eliminate_zeros()
-    M.data[:] = 1.0
-    return M
-
-
 class G2ConSIndex:
-    """Concept graph + core-chunk selection + concept-path retrieval + fusion over one corpus."""
+    """Concept graph + core-chunk selection + concept-path retrieval + fusion over one corpus (see module doc for
+    the thread-safety contract)."""
 
     def __init__(
         self,
@@ -154,15 +56,25 @@ class G2ConSIndex:
         tokenizer: Tokenizer,
         derived: Derived | None = None,
     ) -> None:
-        self.config = config
-        self.embedder = embedder
-        self.tokenizer = tokenizer
-        self._st = stored
-        t0 = time.perf_counter()
-        self._dv = derived or derive(stored, config)
-        self._derive_s = time.perf_counter() - t0  # per index: views over one Stored (paper mode) share its timings
-        self._reindex()
-        log.info("%s", self._dv.stats)
+        self._write_lock = threading.Lock()
+        self._snapshot = make_snapshot(stored, embedder, config, tokenizer, derived)
+        log.info("%s", self._snapshot.stats)
+
+    @classmethod
+    def from_snapshot(cls, snapshot: Snapshot) -> G2ConSIndex:
+        """An index whose current state is ``snapshot``."""
+        obj = cls.__new__(cls)
+        obj._write_lock = threading.Lock()
+        obj._snapshot = snapshot
+        return obj
+
+    # ------------------------------------------------------------------ pickling / copying (no lock in the state)
+    def __getstate__(self) -> dict[str, Any]:
+        return {"snapshot": self._snapshot}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._write_lock = threading.Lock()
+        self._snapshot = state["snapshot"]
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -174,102 +86,159 @@ class G2ConSIndex:
         tokenizer: str | Tokenizer | None = None,
         cache_dir: str | Path | None = None,
         show_progress: bool = False,
+        engine: str | Any = "local",
+        ray_address: str | None = None,
+        num_workers: int | None = None,
     ) -> G2ConSIndex:
         """Build from chunks: ``Chunk``s, strings, ``{"id", "text", "title"?, "metadata"?}`` dicts, or
-        ``(id, text)`` pairs. ``embedder``: "wordllama", "minilm", "openai[:model]", "hash", or an Embedder;
-        it is wrapped in a text-hash cache (on disk when ``cache_dir`` is given)."""
+        ``(id, text)`` pairs (ids: str, or int stored as its decimal string). ``embedder``: "wordllama",
+        "minilm", "openai[:model]", "hash", or an Embedder; it is wrapped in a text-hash cache (on disk when
+        ``cache_dir`` is given). The result does not depend on the order of ``chunks``.
+
+        ``engine="ray"`` runs splitting, token counting and embedding as Ray Data ``map_batches`` over actor
+        pools (``ray_address``: a cluster, default a local one; ``num_workers`` actors per stage; extra
+        ``[ray]``), then derives here; the index equals a local build. The embedder must be a built-in name."""
         config = config or G2ConSConfig()
+        if not isinstance(config, G2ConSConfig):
+            raise InputError(f"config must be a G2ConSConfig, got {type(config).__name__}")
+        chunk_list = make_chunks(chunks)
         emb = _cached(get_embedder(embedder), cache_dir)
         tok = get_tokenizer(tokenizer)
-        stored = _store(make_chunks(chunks), emb, tok, config, show_progress)
+        runner = None
+        if engine != "local":
+            from .engines import get_engine
+
+            kw = {"address": ray_address, "num_workers": num_workers} if engine == "ray" else {}
+            runner = get_engine(engine, **kw)
+            try:
+                get_embedder(emb.name)
+            except Exception as e:  # noqa: BLE001 - any failure means workers cannot rebuild it
+                raise InputError(
+                    f"engine={engine!r} rebuilds the embedder in its workers from its name; {emb.name!r} is not a "
+                    f"built-in embedder name ({e})"
+                ) from None
+        stored = store(chunk_list, emb, tok, config, show_progress, engine=runner)
         return cls(stored, emb, config, tok)
 
     def add(self, chunks: Iterable[Any], show_progress: bool = False) -> None:
-        """Add chunks without re-embedding anything known; derived state is recomputed (equals a rebuild)."""
+        """Add chunks without re-embedding anything known; the derived state is recomputed, so the result equals
+        a fresh build of all chunks. Atomic: readers see the index before or after, never a mix."""
         new = make_chunks(chunks)
-        clash = [c.id for c in new if c.id in self._chunk_pos]
-        if clash:
-            raise InputError(f"chunk ids already in the index: {clash[:5]} (remove them first)")
-        merged = self._st.chunks + new
-        self._st = _store(merged, self.embedder, self.tokenizer, self.config, show_progress, previous=self._st)
-        self._refresh()
+        with self._write_lock:
+            self._snapshot = with_added(self._snapshot, new, show_progress)
 
-    def remove(self, ids: Iterable[str]) -> None:
-        """Remove chunks by id (unknown ids raise); derived state is recomputed (equals a rebuild)."""
-        drop = set(ids)
-        unknown = sorted(drop - set(self._chunk_pos))
-        if unknown:
-            raise InputError(f"unknown chunk ids: {unknown[:5]}")
-        keep = [c for c in self._st.chunks if c.id not in drop]
-        if not keep:
-            raise InputError("removing these ids would leave an empty corpus")
-        self._st = _store(keep, self.embedder, self.tokenizer, self.config, False, previous=self._st)
-        self._refresh()
+    def remove(self, ids: Iterable[Any]) -> None:
+        """Remove chunks by id (unknown ids raise, nothing is removed then); the result equals a fresh build of
+        the remaining chunks. Atomic like :meth:`add`."""
+        if isinstance(ids, (str, bytes)):
+            raise InputError("remove() takes an iterable of ids; wrap a single id in a list")
+        id_list = list(ids)
+        with self._write_lock:
+            self._snapshot = with_removed(self._snapshot, id_list)
 
-    def _refresh(self) -> None:
-        t0 = time.perf_counter()
-        self._dv = derive(self._st, self.config)
-        self._derive_s = time.perf_counter() - t0
-        self._reindex()
+    # ------------------------------------------------------------------ read access (one snapshot per call)
+    @property
+    def snapshot(self) -> Snapshot:
+        """The current immutable snapshot (read it once and use it for a consistent view)."""
+        return self._snapshot
 
-    def _reindex(self) -> None:
-        self._chunk_pos = {c.id: i for i, c in enumerate(self._st.chunks)}
-        self._unit_pos = {u.id: i for i, u in enumerate(self._st.units)}
+    @property
+    def config(self) -> G2ConSConfig:
+        """The config (paper symbols: kappa, lambda_, beta, theta_sem, theta_co, k, n_hops)."""
+        return self._snapshot.config
 
-    # ------------------------------------------------------------------ read access
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder phi (wrapped in a text-hash cache)."""
+        return self._snapshot.embedder
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The tokenizer that counts every budget."""
+        return self._snapshot.tokenizer
+
     @property
     def stats(self) -> GraphStats:
-        return self._dv.stats
+        """Graph statistics of the current snapshot."""
+        return self._snapshot.stats
 
     @property
     def timings(self) -> dict[str, float]:
-        return {**self._st.timings, "derive": self._derive_s}
+        """Seconds per build stage."""
+        return self._snapshot.timings
 
     @property
     def chunks(self) -> list[Chunk]:
-        return list(self._st.chunks)
+        """All chunks, sorted by id."""
+        return list(self._snapshot.stored.chunks)
 
     @property
     def units(self) -> list[Unit]:
-        return list(self._st.units)
+        """All retrieval units, in chunk-id order."""
+        return list(self._snapshot.stored.units)
 
     @property
     def stored(self) -> Stored:
-        return self._st
+        """Stored state of the current snapshot."""
+        return self._snapshot.stored
 
     @property
     def derived(self) -> Derived:
-        return self._dv
+        """Derived state of the current snapshot."""
+        return self._snapshot.derived
 
-    def chunk(self, chunk_id: str) -> Chunk:
-        try:
-            return self._st.chunks[self._chunk_pos[chunk_id]]
-        except KeyError:
-            raise InputError(f"unknown chunk id {chunk_id!r}") from None
+    def chunk(self, chunk_id: Any) -> Chunk:
+        """The chunk with this id (InputError if unknown)."""
+        return self._snapshot.chunk(chunk_id)
 
     def concept_pagerank(self) -> dict[str, float]:
-        return dict(zip(self._dv.vocab, self._dv.pagerank.tolist(), strict=True))
+        """PageRank of every concept."""
+        return self._snapshot.concept_pagerank()
 
     def embed_query(self, query: str) -> np.ndarray:
-        if not isinstance(query, str) or not query.strip():
-            raise InputError("query must be a non-empty string")
-        return validate_embeddings(self.embedder.embed([query]), 1, self.embedder.dim, self.embedder.name)[0]
+        """phi(query) as a unit vector."""
+        return self._snapshot.embed_query(query)
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        return count_tokens_batch(self.tokenizer, texts)
+        """Token counts with the index's tokenizer."""
+        return self._snapshot.count_tokens(texts)
 
     # ------------------------------------------------------------------ the three parts of the method
-    def select(self, **kwargs: Any) -> Any:
+    def select(
+        self,
+        kappa: float | None = None,
+        kappa_by: str | None = None,
+        selector: str | None = None,
+        chunk_score: str | None = None,
+        price_per_mtok: float = 0.15,
+        prompt_tokens_per_call: int = 0,
+        seed: int | None = None,
+    ) -> SelectionReport:
         """Core-chunk selection (see :func:`g2cons_plugins.selection.select`)."""
         from .selection import select
 
-        return select(self, **kwargs)
+        return select(
+            self._snapshot,
+            kappa=kappa,
+            kappa_by=kappa_by,
+            selector=selector,
+            chunk_score=chunk_score,
+            price_per_mtok=price_per_mtok,
+            prompt_tokens_per_call=prompt_tokens_per_call,
+            seed=seed,
+        )
 
-    def retrieve(self, query: str, **kwargs: Any) -> Any:
-        """Concept-path retrieval (see :func:`g2cons_plugins.retrieval.retrieve`)."""
+    def retrieve(
+        self,
+        query: str,
+        beta: int | None = None,
+        strategy: str | None = None,
+        query_vector: np.ndarray | None = None,
+    ) -> list[RetrievedItem]:
+        """Concept-path retrieval within ``beta`` tokens (see :func:`g2cons_plugins.retrieval.retrieve`)."""
         from .retrieval import retrieve
 
-        return retrieve(self, query, **kwargs)
+        return retrieve(self._snapshot, query, beta=beta, strategy=strategy, query_vector=query_vector)
 
     def fuse(
         self,
@@ -279,23 +248,31 @@ class G2ConSIndex:
         lambda_: float | None = None,
         spill: bool | None = None,
         query_vector: np.ndarray | None = None,
-    ) -> Any:
-        """Dual-path: retrieve the concept path for ``query`` and fuse it with ``host`` results (see
-        :func:`g2cons_plugins.ensemble.fuse`) into one context of at most ``beta`` tokens. ``lambda_`` / ``spill``
-        default to the config's (0.4 / True; paper mode 0.6 / False)."""
-        from .ensemble import fuse
+    ) -> list[FusedItem]:
+        """Dual path: the concept path for ``query`` fused with ``host`` results into one context of at most
+        ``beta`` tokens (see :func:`g2cons_plugins.ensemble.fuse_with`). Id-only host items take their text from
+        the graph. ``lambda_`` / ``spill`` default to the config's (0.4 / True; paper mode 0.6 / False)."""
+        from .ensemble import fuse_with
 
-        beta = self.config.beta if beta is None else int(beta)
-        lam = self.config.fusion_lambda if lambda_ is None else lambda_
-        sp = self.config.fusion_spill if spill is None else spill
-        concept = self.retrieve(query, beta=beta, query_vector=query_vector)
-        return fuse(host, concept, beta=beta, lambda_=lam, tokenizer=self.tokenizer, spill=sp)
+        return fuse_with(
+            self._snapshot, host, query, beta=beta, lambda_=lambda_, spill=spill, query_vector=query_vector
+        )
+
+    # ------------------------------------------------------------------ export
+    def to_networkx(self, chunks: bool = False, kept_ids: Iterable[str] | None = None) -> Any:
+        """The concept graph as a ``networkx.Graph`` (concepts with PageRank, df and name flag; edges with Dice
+        weight and co-occurrence; with ``chunks``, chunk nodes marked kept/dropped by ``kept_ids``); see
+        :func:`g2cons_plugins.export.to_networkx`."""
+        from .export import to_networkx
+
+        return to_networkx(self._snapshot, chunks=chunks, kept_ids=kept_ids)
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> None:
+        """Write the current snapshot to ``path`` atomically (see :mod:`g2cons_plugins.persistence`)."""
         from .persistence import save_index
 
-        save_index(self, Path(path))
+        save_index(self._snapshot, Path(path))
 
     @classmethod
     def load(
@@ -303,87 +280,18 @@ class G2ConSIndex:
         path: str | Path,
         embedder: str | Embedder | Callable[..., Any] | None = None,
         tokenizer: str | Tokenizer | None = None,
+        verify: bool = False,
+        rebuild: bool = False,
     ) -> G2ConSIndex:
-        from .persistence import load_index
+        """Load an index saved by :meth:`save` (checksummed and validated; the embedder defaults to the one it
+        was built with). ``verify``: also re-derive the graph and compare; ``rebuild``: re-derive instead of
+        reading the stored derived state."""
+        from .persistence import load_snapshot
 
-        return load_index(Path(path), embedder=embedder, tokenizer=tokenizer)
+        return cls.from_snapshot(load_snapshot(Path(path), embedder, tokenizer, verify=verify, rebuild=rebuild))
 
 
 def _cached(emb: Embedder, cache_dir: str | Path | None) -> Embedder:
     if isinstance(emb, CachedEmbedder) and cache_dir is None:
         return emb
     return CachedEmbedder(emb, cache_dir=cache_dir)
-
-
-def _store(
-    chunks: list[Chunk],
-    emb: Embedder,
-    tok: Tokenizer,
-    config: G2ConSConfig,
-    show_progress: bool,
-    previous: Stored | None = None,
-) -> Stored:
-    """Split chunks into units and sentences, count tokens, embed what is not known yet."""
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    old_units: dict[str, list[Unit]] = {}
-    if previous is not None:
-        for u in previous.units:
-            old_units.setdefault(u.parent_id, []).append(u)
-    units: list[Unit] = []
-    parents: list[int] = []
-    iterator: Iterable[tuple[int, Chunk]] = enumerate(chunks)
-    if show_progress:
-        from tqdm.auto import tqdm
-
-        iterator = tqdm(iterator, total=len(chunks), desc="split", unit="chunk")
-    for i, ch in iterator:
-        us = old_units.get(ch.id) or split_units(ch, tok, config.unit_tokens)
-        units.extend(us)
-        parents.extend([i] * len(us))
-    check_unit_ids(units, {c.id for c in chunks})
-    sent_pos: dict[str, int] = {}
-    rows, cols = [], []
-    for j, u in enumerate(units):
-        for s in u.sentences:
-            rows.append(sent_pos.setdefault(s, len(sent_pos)))
-            cols.append(j)
-    sentences = list(sent_pos)
-    sent_unit = _binary(
-        sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(len(sentences), len(units)))
-    )
-    if previous is not None:
-        old_tok = dict(zip((c.id for c in previous.chunks), previous.chunk_tokens.tolist(), strict=True))
-        missing = [c.text for c in chunks if c.id not in old_tok]
-        fresh = iter(count_tokens_batch(tok, missing))
-        chunk_tokens = np.array([old_tok[c.id] if c.id in old_tok else next(fresh) for c in chunks])
-    else:
-        chunk_tokens = np.array(count_tokens_batch(tok, [c.text for c in chunks]), dtype=np.int64)
-    timings["split_and_count"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    if previous is not None and isinstance(emb, CachedEmbedder):
-        emb.add(previous.sentences, previous.sent_vecs)
-        emb.add([u.text for u in previous.units], previous.unit_vecs)
-    sent_vecs = _embed(emb, sentences, "sentences", show_progress)
-    unit_vecs = _embed(emb, [u.text for u in units], "units", show_progress)
-    timings["embed"] = time.perf_counter() - t0
-    if previous is not None:
-        timings = {**previous.timings, **{f"update_{k}": v for k, v in timings.items()}}
-    return Stored(
-        chunks=chunks,
-        chunk_tokens=chunk_tokens.astype(np.int64),
-        units=units,
-        unit_parent=np.asarray(parents, dtype=np.int64),
-        unit_tokens=np.array([u.n_tokens for u in units], dtype=np.int64),
-        sentences=sentences,
-        sent_unit=sent_unit,
-        sent_vecs=sent_vecs,
-        unit_vecs=unit_vecs,
-        timings=timings,
-    )
-
-
-def _embed(emb: Embedder, texts: list[str], what: str, show_progress: bool) -> np.ndarray:
-    if show_progress:
-        log.info("embedding %d %s with %s", len(texts), what, emb.name)
-    return validate_embeddings(emb.embed(texts), len(texts), emb.dim, emb.name)

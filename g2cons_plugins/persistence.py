@@ -1,18 +1,33 @@
-"""Save and load a G2ConSIndex: JSON + .npy (no pickle), versioned, written atomically, checksummed.
+"""Save and load an index snapshot: JSON + .npy/.npz (no pickle), versioned, atomic, verified.
 
-Layout of an index directory::
+Layout of an index directory (format version 2)::
 
-    manifest.json          format name, FORMAT_VERSION, config, embedder name/dim, tokenizer, sha256 of each file
-    chunks.jsonl           one {"id", "text", "metadata", "n_tokens"} per line
-    units.jsonl            one {"id", "parent_id", "text", "n_tokens", "sentences": [sentence positions]} per line
-    sentences.json         the distinct sentences, in order
-    sentence_vectors.npy   float32 (n_sentences, dim)
-    unit_vectors.npy       float32 (n_units, dim)
+    CURRENT                  {"format", "version", "data": "v-...", "manifest_sha256"}: the one pointer
+    v-<utc time>-<random>/   one immutable version, never modified after it is published:
+        manifest.json          format, version, config, embedder name/dim, tokenizer, counts, sha256 of each file
+        chunks.jsonl           one {"id", "text", "metadata", "n_tokens"} per line
+        units.jsonl            one {"id", "parent_id", "text", "n_tokens", "sentences": [positions]} per line
+        sentences.json         the distinct sentences, in order
+        sentence_vectors.npy   float32 (n_sentences, dim)
+        unit_vectors.npy       float32 (n_units, dim), memory-mapped on load
+        derived.npz/.json      the derived state (:mod:`g2cons_plugins.derived_io`), so a load does not re-derive
+    .lock                    taken by a saving process (``fcntl.flock``); loaders never lock
 
-Only the stored state is written; the derived state (concepts, edges, PageRank) is recomputed on load by the
-same deterministic code as a build, so a loaded index equals the saved one. Writing goes to a temporary sibling
-directory that replaces the target in one rename; a crash leaves the old index intact. Loading checks the format
-name, the version and every file's checksum, and names the file at fault.
+**Atomic.** A save writes a new version folder under a temporary name, fsyncs every file, renames the folder
+into place, then replaces ``CURRENT`` in one ``os.replace`` (write, fsync, rename, fsync the directory). The
+path therefore always holds a complete index: the old one until the rename, the new one after. The previous
+version is kept (a loader that read the old pointer can still finish); older versions and the leftovers of a
+crashed writer (temporary names of ours) are removed by the next save, under the lock. Only names this module
+writes are ever removed. Files and folders are created with the process umask.
+
+**Verified.** ``CURRENT`` holds the sha256 of the manifest and the manifest holds the sha256 of every file, so
+no byte goes unchecked (the config included). Every field is validated and every error names the file and the
+field; cross-file checks: ids unique, parents known, sentence positions in range, token counts in
+[1, 10 x characters + 16], vectors float32, finite, non-zero and of the manifest's shapes; no data file may be a
+symbolic link. Load never touches the network: the tokenizer must be a bundled one, the embedder a known name
+(built and probed at load) unless one is passed. ``verify=True`` also re-derives the graph and compares it with
+the stored derived state; ``rebuild=True`` ignores the stored derived state. Format version 1 (files directly
+in the folder) is still read; the next save migrates it, removing exactly the files version 1 wrote.
 """
 
 from __future__ import annotations
@@ -21,9 +36,12 @@ import contextlib
 import hashlib
 import json
 import os
+import re
+import secrets
 import shutil
-import tempfile
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,16 +50,34 @@ import scipy.sparse as sp
 
 from .chunks import Chunk, Unit
 from .config import G2ConSConfig
+from .derived_io import DERIVED_FILES, read_derived, write_derived
 from .embedders import CachedEmbedder, Embedder, get_embedder
-from .errors import PersistError
+from .errors import G2ConSError, PersistError
+from .snapshot import HasSnapshot, Snapshot, as_snapshot, make_snapshot
+from .state import Stored, binary, derive
 from .text import Tokenizer, get_tokenizer
 
 if TYPE_CHECKING:
     from .index import G2ConSIndex
 
+__all__ = ["FORMAT", "FORMAT_VERSION", "load_index", "load_snapshot", "read_manifest", "save_index"]
+
 FORMAT = "g2cons-index"
-FORMAT_VERSION = 1
-FILES = ("chunks.jsonl", "units.jsonl", "sentences.json", "sentence_vectors.npy", "unit_vectors.npy")
+FORMAT_VERSION = 2
+POINTER = "CURRENT"
+LOCK = ".lock"
+STORED_FILES = ("chunks.jsonl", "units.jsonl", "sentences.json", "sentence_vectors.npy", "unit_vectors.npy")
+FILES = STORED_FILES + DERIVED_FILES
+LEGACY_FILES = ("manifest.json",) + STORED_FILES  # what format version 1 wrote into the folder itself
+BUNDLED_TOKENIZERS = ("cl100k_base",)
+_VERSION = re.compile(r"^v-\d{8}T\d{6}-[0-9a-f]{12}$")
+_TMP = re.compile(r"^\.tmp-(v-\d{8}T\d{6}-[0-9a-f]{12}|CURRENT-[0-9a-f]{12})$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+# ---------------------------------------------------------------------------------------------- file helpers
+def _sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def _sha256(path: Path) -> str:
@@ -52,207 +88,542 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _write(path: Path, data: bytes) -> None:
-    with path.open("wb") as fh:
-        fh.write(data)
+def _write(path: Path, write: Callable[[Any], Any]) -> None:
+    """Create ``path`` (umask permissions), write, flush and fsync; the handle is always closed."""
+    with path.open("xb") as fh:
+        write(fh)
         fh.flush()
         os.fsync(fh.fileno())
 
 
-def _jsonl(rows: list[dict[str, Any]]) -> bytes:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
-def save_index(index: G2ConSIndex, path: Path) -> None:
-    """Write ``index`` to ``path`` atomically (see module doc)."""
+def _npy(arr: np.ndarray) -> Callable[[Any], None]:
+    def write(fh: Any) -> None:
+        np.save(fh, np.ascontiguousarray(arr, dtype=np.float32), allow_pickle=False)
+
+    return write
+
+
+def _jsonl(rows: Iterator[dict[str, Any]]) -> Callable[[Any], None]:
+    def write(fh: Any) -> None:
+        for r in rows:
+            fh.write((json.dumps(r, ensure_ascii=False) + "\n").encode("utf-8"))
+
+    return write
+
+
+@contextlib.contextmanager
+def _writer_lock(folder: Path) -> Iterator[None]:
+    """One saving process at a time per index path (advisory ``flock``; released if the process dies)."""
+    import fcntl
+
+    fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------------- save
+def _ours(name: str) -> bool:
+    """A name this module writes in an index folder (a first save killed before its pointer leaves only these)."""
+    return name in (LOCK, POINTER) or bool(_VERSION.match(name) or _TMP.match(name))
+
+
+def _is_legacy(path: Path) -> bool:
+    return _manifest_format(path / "manifest.json") == 1
+
+
+def _manifest_format(mf: Path) -> int | None:
+    try:
+        m = json.loads(mf.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if isinstance(m, dict) and m.get("format") == FORMAT and isinstance(m.get("version"), int):
+        return int(m["version"])
+    return None
+
+
+def is_index_dir(path: Path) -> bool:
+    """True when ``path`` holds an index written by this library (any format version)."""
     path = Path(path)
+    return path.is_dir() and ((path / POINTER).is_file() or _manifest_format(path / "manifest.json") is not None)
+
+
+_is_our_index = is_index_dir  # the name earlier versions used
+
+
+def save_index(index: HasSnapshot, path: Path) -> None:
+    """Write the current snapshot of ``index`` to ``path`` atomically (see module doc)."""
+    snap = as_snapshot(index)
+    path = Path(path)
+    if path.is_symlink() and not path.is_dir():
+        raise PersistError(f"{path} is a symbolic link to a file; refusing to write through it")
     if path.exists() and not path.is_dir():
         raise PersistError(f"{path} exists and is not a directory")
-    if path.is_dir() and any(path.iterdir()) and not _is_our_index(path):
+    if path.is_dir() and not is_index_dir(path) and any(not _ours(p.name) for p in path.iterdir()):
         raise PersistError(f"{path} is a non-empty directory that is not a g2cons index; refusing to replace it")
-    st = index.stored
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
-    try:
-        sent_pos = {s: i for i, s in enumerate(st.sentences)}
+    _check_serialisable(snap)
+    path.mkdir(parents=True, exist_ok=True)
+    with _writer_lock(path):
+        _clean_leftovers(path)
+        previous = _current_name(path)
+        name = f"v-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(6)}"
+        tmp = path / f".tmp-{name}"
+        os.mkdir(tmp)  # umask applies
         try:
-            _write(
-                tmp / "chunks.jsonl",
-                _jsonl(
-                    [
-                        {"id": c.id, "text": c.text, "metadata": dict(c.metadata), "n_tokens": int(n)}
-                        for c, n in zip(st.chunks, st.chunk_tokens.tolist(), strict=True)
-                    ]
-                ),
-            )
-        except TypeError as e:
-            raise PersistError(f"chunk metadata must be JSON-serialisable to persist: {e}") from e
-        _write(
-            tmp / "units.jsonl",
-            _jsonl(
-                [
-                    {
-                        "id": u.id,
-                        "parent_id": u.parent_id,
-                        "text": u.text,
-                        "n_tokens": u.n_tokens,
-                        "sentences": [sent_pos[s] for s in u.sentences],
-                    }
-                    for u in st.units
-                ]
-            ),
-        )
-        _write(tmp / "sentences.json", json.dumps(st.sentences, ensure_ascii=False).encode("utf-8"))
-        for name, arr in (("sentence_vectors.npy", st.sent_vecs), ("unit_vectors.npy", st.unit_vecs)):
-            with (tmp / name).open("wb") as fh:
-                np.save(fh, np.ascontiguousarray(arr, dtype=np.float32), allow_pickle=False)
-                fh.flush()
-                os.fsync(fh.fileno())
-        manifest = {
+            manifest_bytes = _write_version(snap, tmp)
+            _fsync_dir(tmp)
+            os.rename(tmp, path / name)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        _fsync_dir(path)
+        pointer = {
             "format": FORMAT,
             "version": FORMAT_VERSION,
-            "config": index.config.to_dict(),
-            "embedder": {"name": index.embedder.name, "dim": int(index.embedder.dim)},
-            "tokenizer": index.tokenizer.name,
-            "counts": {"chunks": len(st.chunks), "units": len(st.units), "sentences": len(st.sentences)},
-            "files": {name: _sha256(tmp / name) for name in FILES},
+            "data": name,
+            "manifest_sha256": _sha256_bytes(manifest_bytes),
         }
-        _write(tmp / "manifest.json", json.dumps(manifest, indent=2).encode("utf-8"))
-        old = None
-        if path.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))
-            os.rmdir(old)
-            os.rename(path, old)
+        ptmp = path / f".tmp-CURRENT-{secrets.token_hex(6)}"
+        _write(ptmp, lambda fh: fh.write(json.dumps(pointer, indent=2).encode("utf-8")))
+        os.replace(ptmp, path / POINTER)
+        _fsync_dir(path)
+        _remove_old_versions(path, {name, previous})
+        if _is_legacy(path):
+            for f in LEGACY_FILES:  # migrated: remove exactly what format version 1 wrote
+                with contextlib.suppress(FileNotFoundError):
+                    (path / f).unlink()
+
+
+def _check_serialisable(snap: Snapshot) -> None:
+    """Fail before writing anything: metadata must be JSON, text valid Unicode (checked at build already)."""
+    for c in snap.stored.chunks:
         try:
-            os.rename(tmp, path)
-        except BaseException:
-            if old is not None and not path.exists():
-                os.rename(old, path)  # put the old index back: a failed save must leave it intact
-            raise
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+            json.dumps(dict(c.metadata), ensure_ascii=False).encode("utf-8")
+        except (TypeError, ValueError, UnicodeEncodeError) as e:
+            raise PersistError(f"chunk {c.id!r}: metadata must be JSON-serialisable to persist ({e})") from None
 
 
-def _is_our_index(path: Path) -> bool:
-    """True when ``path`` holds a manifest.json written by this library (any version)."""
+def _write_version(snap: Snapshot, folder: Path) -> bytes:
+    st = snap.stored
+    sent_pos = {s: i for i, s in enumerate(st.sentences)}
+    _write(
+        folder / "chunks.jsonl",
+        _jsonl(
+            {"id": c.id, "text": c.text, "metadata": dict(c.metadata), "n_tokens": int(n)}
+            for c, n in zip(st.chunks, st.chunk_tokens.tolist(), strict=True)
+        ),
+    )
+    _write(
+        folder / "units.jsonl",
+        _jsonl(
+            {
+                "id": u.id,
+                "parent_id": u.parent_id,
+                "text": u.text,
+                "n_tokens": u.n_tokens,
+                "sentences": [sent_pos[s] for s in u.sentences],
+            }
+            for u in st.units
+        ),
+    )
+    _write(folder / "sentences.json", lambda fh: fh.write(json.dumps(st.sentences, ensure_ascii=False).encode("utf-8")))
+    for name, arr in (("sentence_vectors.npy", st.sent_vecs), ("unit_vectors.npy", st.unit_vecs)):
+        _write(folder / name, _npy(arr))
+    write_derived(folder, snap.derived, snap.config)
+    manifest = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "config": snap.config.to_dict(),
+        "embedder": {"name": snap.embedder.name, "dim": int(snap.embedder.dim)},
+        "tokenizer": snap.tokenizer.name,
+        "counts": {"chunks": len(st.chunks), "units": len(st.units), "sentences": len(st.sentences)},
+        "files": {name: _sha256(folder / name) for name in FILES},
+    }
+    data = json.dumps(manifest, indent=2).encode("utf-8")
+    _write(folder / "manifest.json", lambda fh: fh.write(data))
+    return data
+
+
+def _current_name(path: Path) -> str | None:
     try:
-        manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return False
-    return isinstance(manifest, dict) and manifest.get("format") == FORMAT
+        ptr = json.loads((path / POINTER).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    name = ptr.get("data") if isinstance(ptr, dict) else None
+    return name if isinstance(name, str) and _VERSION.match(name) else None
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise PersistError(f"{path}: unreadable or not valid JSON ({e})") from None
+def _clean_leftovers(path: Path) -> None:
+    """Under the writer lock: temporary names of ours are leftovers of a crashed writer."""
+    for p in path.iterdir():
+        if _TMP.match(p.name) and not p.is_symlink():
+            if p.is_dir():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    p.unlink()
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    try:
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise PersistError(f"{path}: unreadable or not valid JSON lines ({e})") from None
+def _remove_old_versions(path: Path, keep: set[str | None]) -> None:
+    """Remove every version folder but the new one and the one the pointer named before (a loader that read the
+    old pointer can still finish); unreferenced versions of crashed writers go too."""
+    for p in path.iterdir():
+        if _VERSION.match(p.name) and p.name not in keep and p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
 
 
-def read_manifest(path: Path) -> dict[str, Any]:
-    """The manifest of an index directory, checked for format and version."""
+# ---------------------------------------------------------------------------------------------- load
+def _version_dir(path: Path) -> tuple[Path, str | None]:
+    """The folder of the current version and the expected sha256 of its manifest (None: format version 1)."""
     path = Path(path)
     if not path.is_dir():
         raise PersistError(f"{path}: no such index directory")
-    mf = path / "manifest.json"
-    if not mf.is_file():
-        raise PersistError(f"{mf}: missing; {path} is not a g2cons index (or its save did not finish)")
-    manifest = _read_json(mf)
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise PersistError(
-            f"{mf}: not a g2cons index manifest (format is {manifest.get('format')!r})"
-            if isinstance(manifest, dict)
-            else f"{mf}: not a g2cons index manifest"
-        )
-    if manifest.get("version") != FORMAT_VERSION:
-        raise PersistError(
-            f"{mf}: format version {manifest.get('version')!r}; this library reads version {FORMAT_VERSION}"
-        )
-    missing = [k for k in ("config", "embedder", "files") if k not in manifest]
-    if missing:
-        raise PersistError(f"{mf}: manifest lacks {missing} (partial or hand-edited)")
-    return manifest
+    ptr_file = path / POINTER
+    if not ptr_file.exists():
+        if (path / "manifest.json").is_file():
+            return path, None
+        raise PersistError(f"{path}: not a g2cons index (no {POINTER} and no manifest.json)")
+    try:
+        ptr = json.loads(ptr_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise PersistError(f"{ptr_file}: unreadable or not valid JSON ({e})") from None
+    if not isinstance(ptr, dict) or ptr.get("format") != FORMAT:
+        raise PersistError(f"{ptr_file}: not a g2cons index pointer")
+    if ptr.get("version") != FORMAT_VERSION:
+        raise PersistError(f"{ptr_file}: format version {ptr.get('version')!r}; this library reads {FORMAT_VERSION}")
+    name, digest = ptr.get("data"), ptr.get("manifest_sha256")
+    if not isinstance(name, str) or not _VERSION.match(name):
+        raise PersistError(f"{ptr_file}: field 'data' must name a version folder, got {name!r}")
+    if not isinstance(digest, str) or not _HEX64.match(digest):
+        raise PersistError(f"{ptr_file}: field 'manifest_sha256' must be a sha256 hex digest")
+    folder = path / name
+    if folder.is_symlink() or not folder.is_dir():
+        raise PersistError(f"{folder}: missing or not a real directory (pointed to by {ptr_file})")
+    return folder, digest
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """The validated manifest of the current version of the index at ``path``."""
+    folder, digest = _version_dir(Path(path))
+    return _manifest(folder, digest)
+
+
+def _manifest(folder: Path, digest: str | None) -> dict[str, Any]:
+    mf = folder / "manifest.json"
+    try:
+        _no_symlink(mf)
+        data = mf.read_bytes()
+    except FileNotFoundError:
+        raise PersistError(f"{mf}: missing; {folder} is not a g2cons index (or its save did not finish)") from None
+    except OSError as e:
+        raise PersistError(f"{mf}: unreadable ({e})") from None
+    if digest is not None and _sha256_bytes(data) != digest:
+        raise PersistError(f"{mf}: checksum mismatch (modified after saving)")
+    try:
+        m = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise PersistError(f"{mf}: not valid JSON ({e})") from None
+    if not isinstance(m, dict) or m.get("format") != FORMAT:
+        got = m.get("format") if isinstance(m, dict) else type(m).__name__
+        raise PersistError(f"{mf}: not a g2cons index manifest (format {got!r})")
+    want = FORMAT_VERSION if digest is not None else 1
+    if m.get("version") != want:
+        raise PersistError(f"{mf}: format version {m.get('version')!r}; expected {want}")
+
+    def need(name: str, kind: type | tuple[type, ...]) -> Any:
+        v = m.get(name)
+        if not isinstance(v, kind) or isinstance(v, bool):
+            raise PersistError(f"{mf}: field {name!r} missing or of the wrong type ({type(v).__name__})")
+        return v
+
+    need("config", dict)
+    emb = need("embedder", dict)
+    if not isinstance(emb.get("name"), str) or not emb["name"]:
+        raise PersistError(f"{mf}: field 'embedder.name' must be a non-empty string")
+    dim = emb.get("dim")
+    if isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= 65_536:
+        raise PersistError(f"{mf}: field 'embedder.dim' must be an integer in [1, 65536], got {dim!r}")
+    if ("tokenizer" in m or digest is not None) and not isinstance(m.get("tokenizer"), str):
+        raise PersistError(f"{mf}: field 'tokenizer' missing or not a string")
+    unknown = sorted(set(m["config"]) - {f.name for f in fields(G2ConSConfig)})
+    if digest is not None and unknown:
+        raise PersistError(f"{mf}: field 'config' has keys this library does not know: {unknown[:5]} (newer version?)")
+    files = need("files", dict)
+    expected = FILES if digest is not None else STORED_FILES
+    for f in expected:
+        if not isinstance(files.get(f), str) or not _HEX64.match(files[f]):
+            raise PersistError(f"{mf}: field 'files.{f}' must be a sha256 hex digest")
+    counts = m.get("counts", {})
+    if not isinstance(counts, dict) or any(
+        isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in counts.values()
+    ):
+        raise PersistError(f"{mf}: field 'counts' must map names to non-negative integers")
+    return m
+
+
+def _no_symlink(p: Path) -> None:
+    if p.is_symlink():
+        raise PersistError(f"{p}: is a symbolic link; index files must be real files inside the index folder")
+
+
+class _Vanished(Exception):
+    """A version folder disappeared while being read (a racing save removed it): read the pointer again."""
+
+
+def load_snapshot(
+    path: Path,
+    embedder: str | Embedder | Callable[..., Any] | None = None,
+    tokenizer: str | Tokenizer | None = None,
+    verify: bool = False,
+    rebuild: bool = False,
+) -> Snapshot:
+    """Load the current version of the index at ``path`` (see module doc) as a :class:`Snapshot`."""
+    for attempt in range(5):
+        try:
+            return _load_once(Path(path), embedder, tokenizer, verify, rebuild)
+        except _Vanished:
+            time.sleep(0.01 * (attempt + 1))
+    raise PersistError(f"{path}: the index kept changing while it was read (five saves raced this load)")
 
 
 def load_index(
     path: Path,
     embedder: str | Embedder | Callable[..., Any] | None = None,
     tokenizer: str | Tokenizer | None = None,
+    verify: bool = False,
+    rebuild: bool = False,
 ) -> G2ConSIndex:
-    """Load an index saved by :func:`save_index`; the embedder defaults to the one it was built with."""
-    from .index import G2ConSIndex, Stored, _binary
+    """:func:`load_snapshot` wrapped in a :class:`~g2cons_plugins.index.G2ConSIndex`."""
+    from .index import G2ConSIndex
 
-    path = Path(path)
-    manifest = read_manifest(path)
-    for name in FILES:
-        f = path / name
+    return G2ConSIndex.from_snapshot(load_snapshot(path, embedder, tokenizer, verify, rebuild))
+
+
+def _load_once(
+    path: Path,
+    embedder: str | Embedder | Callable[..., Any] | None,
+    tokenizer: str | Tokenizer | None,
+    verify: bool,
+    rebuild: bool,
+) -> Snapshot:
+    folder, digest = _version_dir(path)
+    try:
+        return _read(folder, digest, embedder, tokenizer, verify, rebuild)
+    except (FileNotFoundError, PersistError) as e:
+        if digest is not None and (not folder.is_dir() or _current_name(path) != folder.name):
+            raise _Vanished from e  # a save switched the pointer and removed this version meanwhile
+        if isinstance(e, FileNotFoundError):
+            raise PersistError(f"{folder}: missing file {e.filename} (partial index directory)") from None
+        raise
+
+
+def _read(
+    folder: Path,
+    digest: str | None,
+    embedder: str | Embedder | Callable[..., Any] | None,
+    tokenizer: str | Tokenizer | None,
+    verify: bool,
+    rebuild: bool,
+) -> Snapshot:
+    m = _manifest(folder, digest)
+    mf = folder / "manifest.json"
+    files = [f for f in (FILES if digest is not None else STORED_FILES)]
+    for name in files:
+        f = folder / name
+        _no_symlink(f)
         if not f.is_file():
             raise PersistError(f"{f}: missing (partial index directory)")
-        if _sha256(f) != manifest["files"].get(name):
+        if _sha256(f) != m["files"][name]:
             raise PersistError(f"{f}: checksum mismatch (corrupted or modified after saving)")
-    chunk_rows = _read_jsonl(path / "chunks.jsonl")
-    unit_rows = _read_jsonl(path / "units.jsonl")
-    sentences = _read_json(path / "sentences.json")
     try:
-        sent_vecs = np.load(path / "sentence_vectors.npy", allow_pickle=False)
-        unit_vecs = np.load(path / "unit_vectors.npy", allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise PersistError(f"{path}: vector file unreadable ({e})") from None
-    dim = int(manifest["embedder"]["dim"])
-    if sent_vecs.shape != (len(sentences), dim) or unit_vecs.shape != (len(unit_rows), dim):
-        raise PersistError(f"{path}: vector shapes {sent_vecs.shape}/{unit_vecs.shape} do not match the manifest")
-    emb = get_embedder(embedder if embedder is not None else manifest["embedder"]["name"])
+        config = G2ConSConfig.from_dict(m["config"])
+    except (G2ConSError, TypeError, ValueError, RecursionError) as e:
+        raise PersistError(f"{mf}: field 'config' is invalid: {e}") from None
+    dim = int(m["embedder"]["dim"])
+    tok = _tokenizer(mf, m, tokenizer)
+    stored = _read_stored(folder, dim)
+    counts = m.get("counts") or {}
+    for key, n in (("chunks", len(stored.chunks)), ("units", len(stored.units)), ("sentences", len(stored.sentences))):
+        if key in counts and counts[key] != n:
+            raise PersistError(f"{mf}: field 'counts.{key}' is {counts[key]} but the data files hold {n}")
+    emb = _embedder(folder, m, embedder)
+    cached = emb if isinstance(emb, CachedEmbedder) else CachedEmbedder(emb)
+    derived = None
+    if digest is not None and not rebuild:
+        derived = read_derived(folder, stored, dim, config)
+        if verify:
+            fresh = derive(stored, config)
+            if fresh.vocab != derived.vocab or (fresh.A != derived.A).nnz or fresh.stats != derived.stats:
+                raise PersistError(f"{folder}: the stored derived state differs from a fresh derive (verify)")
+    return make_snapshot(stored, cached, config, tok, derived=derived)
+
+
+def _tokenizer(mf: Path, m: dict[str, Any], given: str | Tokenizer | None) -> Tokenizer:
+    if given is not None:
+        return get_tokenizer(given)
+    name = m.get("tokenizer", "cl100k_base")
+    if name not in BUNDLED_TOKENIZERS:
+        raise PersistError(
+            f"{mf}: field 'tokenizer' is {name!r}; only bundled tokenizers {BUNDLED_TOKENIZERS} load offline "
+            "(pass tokenizer= to load with another)"
+        )
+    return get_tokenizer(name)
+
+
+def _embedder(folder: Path, m: dict[str, Any], given: str | Embedder | Callable[..., Any] | None) -> Embedder:
+    name, dim = m["embedder"]["name"], int(m["embedder"]["dim"])
+    try:
+        emb = get_embedder(given if given is not None else name)
+    except (G2ConSError, ImportError) as e:
+        raise PersistError(
+            f"{folder / 'manifest.json'}: index was built with embedder {name!r}, which cannot be rebuilt here "
+            f"({e}); pass embedder= to load"
+        ) from None
     if int(emb.dim) != dim:
         raise PersistError(
-            f"{path}: index was built with {manifest['embedder']['name']!r} (dimension {dim}); "
-            f"the given embedder {emb.name!r} has dimension {emb.dim}"
+            f"{folder}: index was built with {name!r} (dimension {dim}); the given embedder {emb.name!r} "
+            f"has dimension {emb.dim}"
         )
-    if emb.name != manifest["embedder"]["name"]:
+    if emb.name != name:
         raise PersistError(
-            f"{path}: index was built with embedder {manifest['embedder']['name']!r}, "
-            f"not {emb.name!r}; vectors of different models are not comparable"
+            f"{folder}: index was built with embedder {name!r}, not {emb.name!r}; vectors of different models "
+            "are not comparable"
         )
-    chunks = [Chunk(r["id"], r["text"], r.get("metadata") or {}) for r in chunk_rows]
-    pos = {c.id: i for i, c in enumerate(chunks)}
-    units = [
-        Unit(
-            r["id"],
-            r["parent_id"],
-            r["text"],
-            int(r["n_tokens"]),
-            tuple(sentences[i] for i in r["sentences"]),
+    if given is None and not name.startswith("openai"):  # probe a local model now, not at the first query
+        try:
+            probe = np.asarray(emb.embed(["g2cons"]), dtype=np.float32)
+        except Exception as e:  # noqa: BLE001 - any failure of the model is a load error naming it
+            raise PersistError(f"{folder / 'manifest.json'}: embedder {name!r} does not load here ({e})") from None
+        if probe.shape != (1, dim):
+            raise PersistError(f"{folder}: embedder {name!r} returns shape {probe.shape}, expected (1, {dim})")
+    return emb
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    out = []
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for k, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                row = json.loads(line)
+                if not isinstance(row, dict):
+                    raise PersistError(f"{path}: line {k} is not a JSON object")
+                out.append(row)
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise PersistError(f"{path}: unreadable or not valid JSON lines ({e})") from None
+    return out
+
+
+def _field(path: Path, k: int, row: dict[str, Any], name: str, kind: type) -> Any:
+    v = row.get(name)
+    if not isinstance(v, kind) or isinstance(v, bool):
+        raise PersistError(f"{path}: record {k}: field {name!r} must be {kind.__name__}, got {type(v).__name__}")
+    return v
+
+
+def _tokens(path: Path, k: int, row: dict[str, Any], text: str) -> int:
+    n = _field(path, k, row, "n_tokens", int)
+    if not 1 <= n <= 10 * len(text) + 16:
+        raise PersistError(f"{path}: record {k}: field 'n_tokens' is {n}, impossible for {len(text)} characters")
+    return int(n)
+
+
+def _vectors(path: Path, n: int, dim: int, mmap: bool) -> np.ndarray:
+    try:
+        a = np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
+    except (OSError, ValueError) as e:
+        raise PersistError(f"{path}: unreadable vector file ({e})") from None
+    if a.dtype != np.float32 or a.shape != (n, dim):
+        raise PersistError(f"{path}: vectors of dtype {a.dtype} and shape {a.shape}; expected float32 ({n}, {dim})")
+    for s in range(0, n, 65_536):  # streamed: a memory-mapped file is not read into memory at once
+        block = np.asarray(a[s : s + 65_536])
+        if not np.isfinite(block).all():
+            raise PersistError(
+                f"{path}: NaN or infinite values (row {s + int(np.argmin(np.isfinite(block).all(axis=1)))})"
+            )
+        if not (np.abs(block).max(axis=1) > 0).all():
+            raise PersistError(f"{path}: an all-zero vector (row {s + int(np.argmin(np.abs(block).max(axis=1) > 0))})")
+    return a
+
+
+def _read_stored(folder: Path, dim: int) -> Stored:
+    cf, uf, sf = folder / "chunks.jsonl", folder / "units.jsonl", folder / "sentences.json"
+    chunks: list[Chunk] = []
+    chunk_tokens: list[int] = []
+    pos: dict[str, int] = {}
+    for k, r in enumerate(_rows(cf), 1):
+        cid, text = _field(cf, k, r, "id", str), _field(cf, k, r, "text", str)
+        meta = r.get("metadata") or {}
+        if not cid or cid in pos:
+            raise PersistError(f"{cf}: record {k}: id {cid!r} is empty or repeated")
+        if not isinstance(meta, dict):
+            raise PersistError(f"{cf}: record {k}: field 'metadata' must be an object")
+        pos[cid] = len(chunks)
+        chunks.append(Chunk(cid, text, meta))
+        chunk_tokens.append(_tokens(cf, k, r, text))
+    if not chunks:
+        raise PersistError(f"{cf}: no chunks")
+    try:
+        sentences = json.loads(sf.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise PersistError(f"{sf}: unreadable or not valid JSON ({e})") from None
+    if not isinstance(sentences, list) or not all(isinstance(s, str) for s in sentences):
+        raise PersistError(f"{sf}: must be a list of strings")
+    units: list[Unit] = []
+    parents: list[int] = []
+    rows_: list[int] = []
+    cols: list[int] = []
+    seen: set[str] = set()
+    for k, r in enumerate(_rows(uf), 1):
+        uid, parent, text = (
+            _field(uf, k, r, "id", str),
+            _field(uf, k, r, "parent_id", str),
+            _field(uf, k, r, "text", str),
         )
-        for r in unit_rows
-    ]
-    rows = [i for r in unit_rows for i in r["sentences"]]
-    cols = [j for j, r in enumerate(unit_rows) for _ in r["sentences"]]
-    sent_unit = _binary(
-        sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(len(sentences), len(units)))
+        sent = _field(uf, k, r, "sentences", list)
+        if uid in seen or not uid:
+            raise PersistError(f"{uf}: record {k}: id {uid!r} is empty or repeated")
+        seen.add(uid)
+        if parent not in pos:
+            raise PersistError(f"{uf}: record {k}: parent_id {parent!r} is not a chunk of {cf.name}")
+        if not sent or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(sentences) for i in sent
+        ):
+            raise PersistError(f"{uf}: record {k}: field 'sentences' must list positions in [0, {len(sentences)})")
+        units.append(Unit(uid, parent, text, _tokens(uf, k, r, text), tuple(sentences[i] for i in sent)))
+        parents.append(pos[parent])
+        rows_.extend(sent)
+        cols.extend([len(units) - 1] * len(sent))
+    if {u.parent_id for u in units} != set(pos):
+        raise PersistError(f"{uf}: some chunks of {cf.name} have no retrieval unit")
+    sent_vecs = _vectors(folder / "sentence_vectors.npy", len(sentences), dim, mmap=False)
+    unit_vecs = _vectors(folder / "unit_vectors.npy", len(units), dim, mmap=True)
+    sent_unit = binary(
+        sp.csr_matrix((np.ones(len(rows_), np.float32), (rows_, cols)), shape=(len(sentences), len(units)))
     )
-    stored = Stored(
+    arrays = [np.asarray(chunk_tokens, dtype=np.int64), np.asarray(parents, dtype=np.int64)]
+    arrays.append(np.array([u.n_tokens for u in units], dtype=np.int64))
+    for a in arrays + [sent_vecs]:
+        a.flags.writeable = False
+    return Stored(
         chunks=chunks,
-        chunk_tokens=np.array([int(r["n_tokens"]) for r in chunk_rows], dtype=np.int64),
+        chunk_tokens=arrays[0],
         units=units,
-        unit_parent=np.array([pos[u.parent_id] for u in units], dtype=np.int64),
-        unit_tokens=np.array([u.n_tokens for u in units], dtype=np.int64),
-        sentences=list(sentences),
+        unit_parent=arrays[1],
+        unit_tokens=arrays[2],
+        sentences=sentences,
         sent_unit=sent_unit,
-        sent_vecs=sent_vecs.astype(np.float32),
-        unit_vecs=unit_vecs.astype(np.float32),
+        sent_vecs=sent_vecs,
+        unit_vecs=unit_vecs,
     )
-    cached = emb if isinstance(emb, CachedEmbedder) else CachedEmbedder(emb)
-    with contextlib.suppress(Exception):
-        cached.add(stored.sentences, stored.sent_vecs)
-        cached.add([u.text for u in units], stored.unit_vecs)
-    tok = get_tokenizer(tokenizer if tokenizer is not None else manifest.get("tokenizer"))
-    return G2ConSIndex(stored, cached, G2ConSConfig.from_dict(manifest["config"]), tok)

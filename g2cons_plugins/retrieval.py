@@ -28,16 +28,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from .errors import InputError
 from .graph import pagerank
-
-if TYPE_CHECKING:
-    from .index import G2ConSIndex
+from .snapshot import HasSnapshot, Snapshot, as_snapshot
+from .validate import positive_int
 
 STRATEGIES = ("bridge", "paper", "dense", "ppr", "e2")
 
@@ -63,7 +62,7 @@ def _stable_desc(scores: np.ndarray) -> np.ndarray:
     return np.lexsort((np.arange(len(scores)), -scores))
 
 
-def _first(index: G2ConSIndex, beta: int) -> int:
+def _first(index: Snapshot, beta: int) -> int:
     """How many top units to sort eagerly for a budget: about 3x what fits at the median unit size."""
     return int(3 * beta / index.stored.median_unit_tokens) + 32
 
@@ -82,6 +81,44 @@ def _iter_desc(scores: np.ndarray, first: int) -> Iterator[int]:
     yield from rest[np.lexsort((rest, -scores[rest]))].tolist()
 
 
+class DenseScores:
+    """cos(phi(q), unit) for the units a strategy asks for. Without a vector index (small corpora) one exact scan;
+    with one (:attr:`Snapshot.unit_ann`, large corpora), :meth:`top` asks it for candidates and every score is
+    computed exactly for the units asked for, so a ranking differs from the exact one only where the index
+    misses a true top unit."""
+
+    def __init__(self, snap: Snapshot, qv: np.ndarray) -> None:
+        self.vecs, self.qv, self.ann = snap.stored.unit_vecs, qv, snap.unit_ann
+        self.n = len(self.vecs)
+        self._full: np.ndarray | None = None if self.ann is not None else self.vecs @ qv
+
+    def full(self) -> np.ndarray:
+        """Scores of every unit (one exact scan)."""
+        if self._full is None:
+            self._full = self.vecs @ self.qv
+        return self._full
+
+    def of(self, units: np.ndarray) -> np.ndarray:
+        """Exact scores of ``units``."""
+        if self._full is not None:
+            return self._full[units]
+        return self.vecs[units] @ self.qv if len(units) else np.zeros(0, np.float32)
+
+    def top(self, k: int) -> np.ndarray:
+        """The ``k`` best units, by score descending, ties by position (all units when ``k >= n``)."""
+        k = min(k, self.n)
+        if self.ann is None or k >= self.n:
+            scores = self.full()
+            if k >= self.n:
+                return _stable_desc(scores)
+            cut = np.partition(scores, self.n - k)[self.n - k]  # the k-th largest value
+            top = np.flatnonzero(scores >= cut)
+            return top[np.lexsort((top, -scores[top]))][:k]
+        cand = np.unique(np.asarray(self.ann.search(self.qv, k)[0], dtype=np.int64))
+        s = self.of(cand)
+        return cand[np.lexsort((cand, -s))][:k]
+
+
 def _units_of(unit_concepts: sp.csr_matrix, concepts: Sequence[int] | np.ndarray) -> np.ndarray:
     if len(concepts) == 0:
         return np.zeros(0, dtype=np.int64)
@@ -95,7 +132,7 @@ class _Filler:
 
     MAX_MISSES = 64
 
-    def __init__(self, index: G2ConSIndex, beta: int, stop_on_overflow: bool, max_misses: int | None = MAX_MISSES):
+    def __init__(self, index: Snapshot, beta: int, stop_on_overflow: bool, max_misses: int | None = MAX_MISSES):
         self.index, self.beta, self.stop = index, beta, stop_on_overflow
         self.max_misses = max_misses
         self.items: list[RetrievedItem] = []
@@ -124,9 +161,11 @@ class _Filler:
 
 
 def fill_ranked(
-    index: G2ConSIndex, order: Iterable[int], scores: np.ndarray, beta: int, reason: dict[str, Any]
+    index: HasSnapshot, order: Iterable[int], scores: np.ndarray, beta: int, reason: dict[str, Any]
 ) -> list[RetrievedItem]:
     """Units in ``order`` while they fit in ``beta`` (one that does not fit is skipped); for external rankers."""
+    index = as_snapshot(index)
+    beta = positive_int("beta", beta)
     f = _Filler(index, beta, stop_on_overflow=False, max_misses=None)
     for u in order:
         f.add(int(u), float(scores[u]), dict(reason))
@@ -135,47 +174,94 @@ def fill_ranked(
     return f.items
 
 
-def query_concepts(index: G2ConSIndex, query: str) -> list[int]:
+def query_concepts(index: HasSnapshot, query: str) -> list[int]:
     """Concepts written in the query (lexical match, same analyzer as the corpus)."""
     from .concepts import incidence
 
+    index = as_snapshot(index)
     row = incidence([query], index.derived.vocab, index.config)
     return row.indices.tolist()
 
 
 def retrieve(
-    index: G2ConSIndex,
+    index: HasSnapshot,
     query: str,
     beta: int | None = None,
     strategy: str | None = None,
     query_vector: np.ndarray | None = None,
 ) -> list[RetrievedItem]:
-    """The concept path: units for ``query`` within ``beta`` tokens (see module doc for strategies)."""
+    """The concept path: units for ``query`` within ``beta`` tokens (see module doc for strategies).
+
+    ``index``: a :class:`~g2cons_plugins.snapshot.Snapshot` or a ``G2ConSIndex`` (its current snapshot is read
+    once). ``query_vector``: phi(query) when already computed (finite, of the embedder's dimension)."""
+    index = as_snapshot(index)
     cfg = index.config
-    beta = cfg.beta if beta is None else int(beta)
-    if beta <= 0:
-        raise InputError(f"beta must be a positive token count, got {beta}")
+    beta = cfg.beta if beta is None else positive_int("beta", beta)
     strategy = strategy or cfg.strategy
     if strategy not in STRATEGIES:
         raise InputError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
-    qv = index.embed_query(query) if query_vector is None else np.asarray(query_vector, dtype=np.float32)
-    if qv.shape != (index.embedder.dim,):
-        raise InputError(f"query vector has shape {qv.shape}, expected ({index.embedder.dim},)")
-    dense = index.stored.unit_vecs @ qv
+    qv = index.embed_query(query) if query_vector is None else _query_vector(query_vector, index.embedder.dim)
+    sc = DenseScores(index, qv)
     if strategy == "paper":
-        return _paper(index, qv, dense, beta)
+        return _paper(index, qv, sc.full(), beta)
     if strategy == "dense":
-        f = _Filler(index, beta, stop_on_overflow=False)
-        for u in _iter_desc(dense, _first(index, beta)):
-            f.add(u, dense[u], {"via": "dense"})
-            if f.full or f.used >= beta:
-                break
-        return f.items
+        return _ranked(index, sc, {}, [], beta, lambda u: {"via": "dense"})
     if strategy == "ppr":
-        return _ppr(index, query, dense, beta)
+        return _ppr(index, query, sc.full(), beta)
     if strategy == "e2":
-        return _e2(index, query, dense, beta)
-    return _bridge(index, dense, beta)
+        return _e2(index, query, sc.full(), beta)
+    return _bridge(index, sc, beta)
+
+
+def _ranked(
+    index: Snapshot,
+    sc: DenseScores,
+    bonus: dict[int, float],
+    first: list[tuple[int, float, dict[str, Any]]],
+    beta: int,
+    reason: Any,
+) -> list[RetrievedItem]:
+    """Fill beta with ``first`` (unit, score, reason) in order, then every unit by dense + ``bonus``, best first
+    (ties by position). Candidates are the top K units by dense plus the bonus units; only a candidate scoring
+    above the K-th dense score is placed before K grows (x4), so the order equals ranking all units."""
+    K = _first(index, beta) + len(first)
+    while True:
+        f = _Filler(index, beta, stop_on_overflow=False)
+        for u, score, why in first:
+            f.add(u, score, why)
+        top = sc.top(K)
+        exhaustive = len(top) >= sc.n
+        floor = -np.inf if exhaustive else float(sc.of(top[-1:])[0])
+        if bonus:
+            bonus_units = np.fromiter(bonus, dtype=np.int64, count=len(bonus))
+            pool = np.union1d(top, bonus_units)
+            final = sc.of(pool).astype(np.float64)
+            final[np.searchsorted(pool, bonus_units)] += np.fromiter(bonus.values(), dtype=np.float64, count=len(bonus))
+            order = np.lexsort((pool, -final))
+            units, scores = pool[order].tolist(), final[order].tolist()
+        else:  # ``top`` is already in rank order
+            units, scores = top.tolist(), sc.of(top).astype(np.float64).tolist()
+        for u, score in zip(units, scores, strict=True):
+            if f.full or f.used >= beta or (not exhaustive and score <= floor):
+                break
+            f.add(u, score, reason(u))
+        if f.full or f.used >= beta or exhaustive:
+            return f.items
+        K *= 4
+
+
+def _query_vector(v: Any, dim: int) -> np.ndarray:
+    try:
+        qv = np.asarray(v, dtype=np.float32)
+    except (TypeError, ValueError) as e:
+        raise InputError(f"query_vector is not a numeric vector: {e}") from None
+    if qv.shape != (dim,):
+        raise InputError(f"query_vector has shape {qv.shape}, expected ({dim},)")
+    if not np.isfinite(qv).all():
+        raise InputError("query_vector contains NaN or infinite values")
+    if not np.any(qv):
+        raise InputError("query_vector is all zeros")
+    return qv
 
 
 def _bfs(A: sp.csr_matrix, seeds: Sequence[int] | np.ndarray, hops: int) -> dict[int, int]:
@@ -193,7 +279,7 @@ def _bfs(A: sp.csr_matrix, seeds: Sequence[int] | np.ndarray, hops: int) -> dict
     return hop_of
 
 
-def _paper(index: G2ConSIndex, qv: np.ndarray, dense: np.ndarray, beta: int) -> list[RetrievedItem]:
+def _paper(index: Snapshot, qv: np.ndarray, dense: np.ndarray, beta: int) -> list[RetrievedItem]:
     cfg, dv = index.config, index.derived
     sims = dv.concept_vecs @ qv
     seeds = _stable_desc(sims)[: cfg.k]
@@ -230,7 +316,7 @@ def _row(M: sp.csr_matrix, i: int) -> np.ndarray:
     return M.indices[M.indptr[i] : M.indptr[i + 1]]
 
 
-def _bridge(index: G2ConSIndex, dense: np.ndarray, beta: int) -> list[RetrievedItem]:
+def _bridge(index: Snapshot, sc: DenseScores, beta: int) -> list[RetrievedItem]:
     cfg, dv = index.config, index.derived
     if cfg.bridge_vocab == "all_words":
         vocab, unit_x, x_units, df = dv.names, dv.unit_names, dv.name_units, dv.name_df
@@ -238,9 +324,10 @@ def _bridge(index: G2ConSIndex, dense: np.ndarray, beta: int) -> list[RetrievedI
     else:
         vocab, unit_x, x_units, df = dv.vocab, dv.unit_inc, dv.unit_concepts, dv.df
         is_name = dv.name_share >= 0.5
-    it = _iter_desc(dense, cfg.n_seed_units)
-    seeds = [next(it) for _ in range(min(cfg.n_seed_units, len(dense)))]
-    ref = max(float(dense[seeds[0]]), 1e-6) if seeds else 1.0
+    seeds = sc.top(cfg.n_seed_units).tolist()
+    seed_scores = sc.of(np.asarray(seeds, dtype=np.int64))
+    ref = max(float(seed_scores[0]), 1e-6) if seeds else 1.0
+    score_of: dict[int, float] = dict(zip(seeds, seed_scores.tolist(), strict=True))
     bonus: dict[int, float] = {}  # unit -> bonus
     hop_of: dict[int, int] = {}
     round_bridges: list[set[int]] = []
@@ -249,7 +336,7 @@ def _bridge(index: G2ConSIndex, dense: np.ndarray, beta: int) -> list[RetrievedI
     for rnd in range(1, cfg.bridge_rounds + 1):
         bw: dict[int, float] = {}  # bridge concept -> weight of the best frontier unit holding it
         for u in frontier:
-            w = float(dense[u]) / ref if cfg.bridge_link == "seed_score" else 1.0
+            w = score_of[u] / ref if cfg.bridge_link == "seed_score" else 1.0
             for c in _row(unit_x, u).tolist():
                 if 2 <= df[c] <= cfg.bridge_max_df and (is_name is None or is_name[c]) and w > bw.get(c, 0.0):
                     bw[c] = w
@@ -262,31 +349,26 @@ def _bridge(index: G2ConSIndex, dense: np.ndarray, beta: int) -> list[RetrievedI
                 if w > reached.get(u, 0.0):
                     reached[u] = w
         new = [u for u in reached if u not in taken and u not in bonus and reached[u] > 0]
+        score_of.update(zip(new, sc.of(np.asarray(new, dtype=np.int64)).tolist(), strict=True))
         for u in new:
             bonus[u] = cfg.bridge_bonus * reached[u]
             hop_of[u] = rnd
-        new.sort(key=lambda u: (-(dense[u] + bonus[u]), u))
+        new.sort(key=lambda u: (-(score_of[u] + bonus[u]), u))
         frontier = new[: cfg.n_seed_units]
         taken.update(frontier)
-    f = _Filler(index, beta, stop_on_overflow=False)
-    for rank, u in enumerate(seeds):
-        f.add(u, dense[u], {"via": "seed", "seed_rank": rank, "hop": 0})
-    final = dense.astype(np.float64)
-    if bonus:
-        final[np.fromiter(bonus, dtype=np.int64)] += np.fromiter(bonus.values(), dtype=np.float64)
-    for u in _iter_desc(final, _first(index, beta) + len(seeds)):
-        if f.full or f.used >= beta:
-            break
-        if u in hop_of:
-            hop = hop_of[u]
-            names = [vocab[c] for c in _row(unit_x, u).tolist() if c in round_bridges[hop - 1]]
-            f.add(u, final[u], {"via": "bridge", "bridge_concepts": names[:5], "hop": hop})
-        else:
-            f.add(u, final[u], {"via": "dense", "hop": 0})
-    return f.items
+
+    def reason(u: int) -> dict[str, Any]:
+        if u not in hop_of:
+            return {"via": "dense", "hop": 0}
+        hop = hop_of[u]
+        names = [vocab[c] for c in _row(unit_x, u).tolist() if c in round_bridges[hop - 1]]
+        return {"via": "bridge", "bridge_concepts": names[:5], "hop": hop}
+
+    first = [(u, score_of[u], {"via": "seed", "seed_rank": rank, "hop": 0}) for rank, u in enumerate(seeds)]
+    return _ranked(index, sc, bonus, first, beta, reason)
 
 
-def _ppr(index: G2ConSIndex, query: str, dense: np.ndarray, beta: int) -> list[RetrievedItem]:
+def _ppr(index: Snapshot, query: str, dense: np.ndarray, beta: int) -> list[RetrievedItem]:
     cfg, dv, st = index.config, index.derived, index.stored
     n_c, n_u = len(dv.vocab), len(st.units)
     qc = query_concepts(index, query)
@@ -313,7 +395,7 @@ def _ppr(index: G2ConSIndex, query: str, dense: np.ndarray, beta: int) -> list[R
     return f.items
 
 
-def _e2(index: G2ConSIndex, query: str, dense: np.ndarray, beta: int) -> list[RetrievedItem]:
+def _e2(index: Snapshot, query: str, dense: np.ndarray, beta: int) -> list[RetrievedItem]:
     """E2GraphRAG's adaptive router on G2ConS structures, three modes as the paper's Algorithm 2:
 
     * ``local``: two query concepts E_q (lexical match) lie within h hops on the concept graph; the units holding

@@ -16,7 +16,8 @@ Selectors (``G2ConSConfig.selector``):
 kappa is a share of chunks (``kappa_by="chunks"``, ceil(kappa * n)) or of tokens (``"tokens"``: chunks are taken
 in rank order while they fit in kappa x (total tokens + prompt_tokens_per_call per chunk), each costing its
 tokens plus the prompt; a chunk that does not fit is skipped and the next tried).
-Ties are broken by input order. Selection deletes nothing: dropped chunks stay in the concept graph and
+Ties are broken by chunk id (chunks are stored sorted by id), never by
+input order. Selection deletes nothing: dropped chunks stay in the concept graph and
 stay retrievable.
 """
 
@@ -25,16 +26,15 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from .errors import InputError
 from .graph import pagerank
-
-if TYPE_CHECKING:
-    from .index import G2ConSIndex
+from .snapshot import HasSnapshot, as_snapshot
+from .validate import non_negative_float, non_negative_int, unit_interval
 
 SELECTORS = ("coverage", "concept_coverage", "pagerank", "shortest", "uniform", "knn_pagerank")
 
@@ -92,8 +92,9 @@ class SelectionReport:
         )
 
 
-def chunk_scores(index: G2ConSIndex, how: str = "sum") -> np.ndarray:
+def chunk_scores(index: HasSnapshot, how: str = "sum") -> np.ndarray:
     """Chunk score from its concepts' PageRank: sum, max or mean."""
+    index = as_snapshot(index)
     C, pr = index.derived.chunk_inc, index.derived.pagerank
     if how == "sum":
         return np.asarray(C @ pr).ravel()
@@ -140,8 +141,9 @@ def coverage_order(C: sp.csr_matrix, weights: np.ndarray, tokens: np.ndarray) ->
     return order + rest
 
 
-def knn_pagerank_order(index: G2ConSIndex, damping: float = 0.85) -> list[int]:
+def knn_pagerank_order(index: HasSnapshot, damping: float = 0.85) -> list[int]:
     """KET-RAG's selector: chunk graph with one lexical and one semantic neighbour per chunk, PageRank."""
+    index = as_snapshot(index)
     st, C = index.stored, index.derived.chunk_inc
     n = C.shape[0]
     # chunk vectors: token-weighted mean of their units' vectors
@@ -170,8 +172,9 @@ def knn_pagerank_order(index: G2ConSIndex, damping: float = 0.85) -> list[int]:
     return _desc(pagerank(A.tocsr(), damping=damping))
 
 
-def rank_chunks(index: G2ConSIndex, selector: str, chunk_score: str = "sum", seed: int = 42) -> list[int]:
+def rank_chunks(index: HasSnapshot, selector: str, chunk_score: str = "sum", seed: int = 42) -> list[int]:
     """Chunk positions, best first, for one selector."""
+    index = as_snapshot(index)
     st, dv = index.stored, index.derived
     n = len(st.chunks)
     if selector == "pagerank":
@@ -197,8 +200,7 @@ def rank_chunks(index: G2ConSIndex, selector: str, chunk_score: str = "sum", see
 
 def take(order: list[int], tokens: np.ndarray, kappa: float, by: str) -> list[int]:
     """Positions kept at kappa, in rank order (see module doc)."""
-    if not 0.0 <= kappa <= 1.0:
-        raise InputError(f"kappa must be in [0, 1], got {kappa}")
+    kappa = unit_interval("kappa", kappa)
     if by == "chunks":
         return order[: math.ceil(kappa * len(order) - 1e-9)]
     if by != "tokens":
@@ -213,7 +215,7 @@ def take(order: list[int], tokens: np.ndarray, kappa: float, by: str) -> list[in
 
 
 def select(
-    index: G2ConSIndex,
+    index: HasSnapshot,
     kappa: float | None = None,
     kappa_by: str | None = None,
     selector: str | None = None,
@@ -226,12 +228,14 @@ def select(
     ``prompt_tokens_per_call``: tokens of the host's extraction prompt template, sent with every chunk. With
     ``kappa_by="tokens"`` kappa is the share of the extraction's input tokens (chunk + prompt per call), so the
     KG build is sent kappa of the full build's tokens whatever the prompt size."""
+    index = as_snapshot(index)
     cfg, st = index.config, index.stored
-    kappa = cfg.kappa if kappa is None else kappa
+    kappa = cfg.kappa if kappa is None else unit_interval("kappa", kappa)
     by = kappa_by or cfg.kappa_by
-    order = rank_chunks(
-        index, selector or cfg.selector, chunk_score or cfg.chunk_score, cfg.seed if seed is None else seed
-    )
+    price_per_mtok = non_negative_float("price_per_mtok", price_per_mtok)
+    prompt_tokens_per_call = non_negative_int("prompt_tokens_per_call", prompt_tokens_per_call)
+    seed = cfg.seed if seed is None else non_negative_int("seed", seed)
+    order = rank_chunks(index, selector or cfg.selector, chunk_score or cfg.chunk_score, seed)
     # kappa by tokens is a share of the extraction's input: each kept chunk costs its tokens plus the prompt
     kept = take(order, st.chunk_tokens + int(prompt_tokens_per_call), kappa, by)
     keep_set = set(kept)

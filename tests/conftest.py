@@ -60,13 +60,13 @@ def read_jsonl(path: Path, limit: int | None = None) -> list[dict[str, object]]:
 
 @pytest.fixture
 def context_answerer(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Replace ``g2cons_plugins.answering.Answerer`` by one whose fake chat client answers a question of the
+    """Replace ``g2cons_plugins.eval.answering.Answerer`` by one whose fake chat client answers a question of the
     bundled MuSiQue excerpt with a gold answer iff its context holds one (so EM equals Context Recall); every
     call reports 10 prompt tokens and 1 completion token."""
     from types import SimpleNamespace
 
-    from g2cons_plugins import answering
-    from g2cons_plugins.evaluation import answer_in_context, load_questions
+    from g2cons_plugins.eval import answering
+    from g2cons_plugins.eval.evaluation import answer_in_context, load_questions
 
     data = Path(__file__).resolve().parents[1] / "examples" / "data" / "musique_excerpt_questions.jsonl"
     gold = {q["question"]: q["answers"] for q in load_questions(data)}

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from g2cons_plugins.answering import DEFAULT_PROMPT, Answerer, evaluate_answers, exact_match, f1_score
 from g2cons_plugins.errors import InputError
+from g2cons_plugins.eval.answering import DEFAULT_PROMPT, Answerer, evaluate_answers, exact_match, f1_score
 
 
 class FakeCompletions:

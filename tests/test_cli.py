@@ -11,7 +11,7 @@ import pytest
 
 from g2cons_plugins import G2ConSIndex
 from g2cons_plugins.cli import main
-from g2cons_plugins.evaluation import answer_in_context, load_questions, normalize_answer, read_jsonl
+from g2cons_plugins.eval.evaluation import answer_in_context, load_questions, normalize_answer, read_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "examples" / "data" / "musique_excerpt_corpus.jsonl"
@@ -149,7 +149,7 @@ def test_eval_report_writes_markdown_and_plots(tmp_path: Path) -> None:
 
 def test_table4_ablations_are_eval_methods(corpus: list[dict[str, str]]) -> None:
     """ablation-A..D are the paper walk with one change each (Table 4), measured like any other method."""
-    from g2cons_plugins.evaluation import ABLATIONS, METHODS, _method_fn
+    from g2cons_plugins.eval.evaluation import ABLATIONS, METHODS, _method_fn
 
     index = G2ConSIndex.build(corpus, embedder="hash")
     cache: dict[str, object] = {}

@@ -23,6 +23,7 @@ import pytest
 from g2cons_plugins import G2ConSIndex
 from g2cons_plugins.cli import main
 from g2cons_plugins.corpus_io import chunk_documents, read_corpus, split_tokens
+from g2cons_plugins.persistence import is_index_dir
 from g2cons_plugins.text import get_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,8 +59,11 @@ def _ntok(text: str) -> int:
 
 
 def _chunks_of(graph: Path) -> dict[str, dict[str, Any]]:
-    rows = [json.loads(x) for x in (graph / "chunks.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
-    return {r["id"]: r for r in rows}
+    idx = G2ConSIndex.load(graph)
+    tokens = dict(zip((c.id for c in idx.chunks), idx.stored.chunk_tokens.tolist(), strict=True))
+    return {
+        c.id: {"id": c.id, "text": c.text, "metadata": dict(c.metadata), "n_tokens": tokens[c.id]} for c in idx.chunks
+    }
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +72,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 # ---------------------------------------------------------------------------------------------- help
-@pytest.mark.parametrize("cmd", ["eval", "build", "select", "query", "fuse", "add", "remove"])
+@pytest.mark.parametrize("cmd", ["eval", "build", "select", "query", "fuse", "add", "remove", "export", "show"])
 def test_help_on_every_subcommand(cmd: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as e:
         main([cmd, "--help"])
@@ -85,15 +89,16 @@ def test_select_folder_roundtrip_exact_chunks_and_tokens(
     assert main(["select", str(folder), "--kappa", "0.6", "--out", str(out), *HASH]) == 0
     printed = capsys.readouterr().out
     assert "kept" in printed and "dropped" in printed and "LLM calls" in printed and "$" in printed
-    report = json.loads((out / "selection_report.json").read_text())
+    report = json.loads(out.with_name("core.selection_report.json").read_text())
     graph = tmp_path / "core.g2cons"
-    assert report["graph"] == str(graph) and (graph / "manifest.json").is_file()
+    assert report["graph"] == str(graph) and is_index_dir(graph)
     chunks = _chunks_of(graph)
     assert set(chunks) == set(report["kept_ids"]) | set(report["dropped_ids"])
     assert any("#" in cid for cid in chunks)  # long.txt was split like MS GraphRAG does
 
     written = {p.relative_to(out).as_posix(): p.read_text(encoding="utf-8") for p in out.rglob("*") if p.is_file()}
-    written.pop("selection_report.json")
+    marker = json.loads(written.pop(".g2cons-output"))  # what g2cons wrote here, so a rerun may replace it
+    assert set(marker["files"]) == set(written)  # the report lies beside the output, not in it
     # exactly the kept chunks, one file each, text byte for byte
     assert len(written) == len(report["kept_ids"]) == report["n_kept"]
     assert sorted(written.values()) == sorted(chunks[i]["text"] for i in report["kept_ids"])
@@ -116,7 +121,7 @@ def test_select_folder_roundtrip_exact_chunks_and_tokens(
 
     # running again into the same output replaces it (it is an earlier g2cons output)
     assert main(["select", str(folder), "--kappa", "0.3", "--out", str(out), *HASH]) == 0
-    again = json.loads((out / "selection_report.json").read_text())
+    again = json.loads(out.with_name("core.selection_report.json").read_text())
     assert len([p for p in out.rglob("*.txt")] + [p for p in out.rglob("*.md")]) == again["n_kept"]
 
 
@@ -146,7 +151,7 @@ def test_select_csv_keeps_columns_and_counts(tmp_path: Path, capsys: pytest.Capt
     args = ["select", str(src), "--text-column", "body", "--kappa", "0.5", "--out", str(out), "--graph", str(graph)]
     assert main([*args, *HASH]) == 0
     report = json.loads((tmp_path / "core.selection_report.json").read_text())
-    assert report["graph"] == str(graph) and (graph / "manifest.json").is_file()
+    assert report["graph"] == str(graph) and is_index_dir(graph)
     with src.open(encoding="utf-8", newline="") as fh:
         by_id = {r["id"]: r for r in csv.DictReader(fh)}
     with out.open(encoding="utf-8", newline="") as fh:
@@ -230,8 +235,12 @@ def test_unwritable_output_fails_before_any_work(tmp_path: Path, capsys: pytest.
     full.mkdir()
     (full / "mine.txt").write_text("keep me", encoding="utf-8")
     _fails(["select", str(src), "--out", str(full)], capsys, "not empty")
-    _fails(["select", str(src), "--out", str(src / "core")], capsys, "inside the input")
-    _fails(["select", str(src), "--out", str(tmp_path / "ok"), "--graph", str(full)], capsys, "not a g2cons graph")
+    _fails(["select", str(src), "--out", str(src / "core")], capsys, "is inside INPUT")
+    _fails(
+        ["select", str(src), "--out", str(tmp_path / "ok"), "--graph", str(full)],
+        capsys,
+        "not a graph written by the g2cons",
+    )
     if hasattr(os, "geteuid") and os.geteuid() != 0:  # root ignores permission bits
         ro = tmp_path / "ro"
         ro.mkdir()
@@ -269,15 +278,20 @@ def test_build_query_fuse(folder: Path, tmp_path: Path, capsys: pytest.CaptureFi
 
 
 # ---------------------------------------------------------------------------------------------- add / remove
-def _same_graph(a: Path, b: Path) -> None:
+def _same_graph(a: Path, b: Path, ids: dict[str, str] | None = None) -> None:
+    """Same chunks (ids mapped by ``ids``: added files keep their path as id), same graph."""
     ia, ib = G2ConSIndex.load(a), G2ConSIndex.load(b)
-    ca, cb = {c.id: c.text for c in ia.chunks}, {c.id: c.text for c in ib.chunks}
+    ids = ids or {}
+    ca, cb = {ids.get(c.id, c.id): c.text for c in ia.chunks}, {c.id: c.text for c in ib.chunks}
     assert ca == cb
     assert ia.stats.to_dict() == ib.stats.to_dict()
     assert sorted(ia.derived.vocab) == sorted(ib.derived.vocab)
 
 
-def test_add_and_remove_change_the_graph_and_equal_a_build(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_add_and_remove_change_the_graph_and_equal_a_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # paths given relative, as a user types them
     rows = _passages(36)
     full = _write_folder(tmp_path / "full", rows, long_doc=12)
     part = tmp_path / "part"
@@ -287,26 +301,30 @@ def test_add_and_remove_change_the_graph_and_equal_a_build(tmp_path: Path, capsy
     graph = tmp_path / "g"
     assert main(["build", str(part), "--graph", str(graph), *HASH]) == 0
     n0 = len(_chunks_of(graph))
-    extra = tmp_path / "extra"  # a folder given to add: ids relative to it
+    extra = tmp_path / "extra"  # a folder given to add: ids are the files' paths as given (extra/long.txt)
     extra.mkdir()
     shutil.copy(full / "p032.txt", extra / "p032.txt")
     shutil.copy(full / "long.txt", extra / "long.txt")
-    args = ["add", str(graph), str(full / "p030.txt"), str(full / "p031.txt"), str(extra), "--quiet"]
+    args = ["add", str(graph), "full/p030.txt", "./full//p031.txt", "extra/", "--quiet"]
     assert main(args) == 0
     assert "added 4 documents" in capsys.readouterr().out
+    added = {c: c.split("/", 1)[1] for c in _chunks_of(graph) if c.startswith(("full/", "extra/"))}
+    assert {c.split("#")[0] for c in added} == {"full/p030.txt", "full/p031.txt", "extra/p032.txt", "extra/long.txt"}
     assert len(_chunks_of(graph)) > n0 + 4  # long.txt is several chunks
     rebuilt = tmp_path / "rebuilt"
     assert main(["build", str(full), "--graph", str(rebuilt), *HASH]) == 0
-    _same_graph(graph, rebuilt)
-    _fails(["add", str(graph), str(full / "p030.txt")], capsys, "already in the index")
+    _same_graph(graph, rebuilt, added)
+    _fails(["add", str(graph), "full/p030.txt"], capsys, "already in")
 
-    # remove a whole document by its id (all of long.txt's chunks) and one chunk by chunk id
-    assert main(["remove", str(graph), "long.txt", "p031.txt"]) == 0
-    assert not any(c.startswith("long.txt") for c in _chunks_of(graph)) and "p031.txt" not in _chunks_of(graph)
+    # remove a whole document by the path it was added with (all of long.txt's chunks) and one by chunk id
+    assert main(["remove", str(graph), "extra/long.txt", "full/p031.txt"]) == 0
+    assert not any(c.startswith("extra/long.txt") for c in _chunks_of(graph)) and "full/p031.txt" not in _chunks_of(
+        graph
+    )
     (full / "long.txt").unlink()
     (full / "p031.txt").unlink()
     assert main(["build", str(full), "--graph", str(rebuilt), *HASH]) == 0
-    _same_graph(graph, rebuilt)
+    _same_graph(graph, rebuilt, added)
     _fails(["remove", str(graph), "nope.txt"], capsys, "unknown chunk or document ids")
 
 
@@ -316,7 +334,7 @@ def test_output_folder_is_ms_graphrag_text_input(folder: Path, tmp_path: Path) -
     exactly the kept chunks as .txt (plus .md kept as .md) and the report as .json, which that pattern skips."""
     out = tmp_path / "core"
     assert main(["select", str(folder), "--kappa", "0.5", "--out", str(out), *HASH]) == 0
-    report = json.loads((out / "selection_report.json").read_text())
+    report = json.loads(out.with_name("core.selection_report.json").read_text())
     pattern = re.compile(r".*\.txt$")  # graphrag's default file_pattern for input type "text"
     txt = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file() and pattern.match(p.name))
     md = [i for i in report["kept_ids"] if i.endswith(".md")]
@@ -344,7 +362,7 @@ def test_lightrag_llm_calls_drop_to_the_selected_share(tmp_path: Path) -> None:
     out = tmp_path / "core"
     args = ["select", str(src), "--kappa", "0.5", "--kappa-by", "chunks", "--out", str(out), *HASH]
     assert main(args) == 0
-    report = json.loads((out / "selection_report.json").read_text())
+    report = json.loads(out.with_name("core.selection_report.json").read_text())
     assert report["n_kept"] == 10 and report["n_dropped"] == 10
 
     class Cl100k:  # LightRAG's default tokenizer downloads o200k_base; cl100k ships with g2cons

@@ -60,7 +60,15 @@ def text_match(h: HostItem, c: RetrievedItem) -> bool:
 
 
 def host_tokens(h: HostItem) -> int:
-    return h.n_tokens if h.n_tokens is not None else len((h.text or "").split())
+    """What fuse charges a host text: its count with TOK, whatever n_tokens the host claims."""
+    return len((h.text or "").split())
+
+
+def _pad(text: str, n: int) -> str:
+    """``text`` padded with filler words to exactly ``n`` TOK tokens."""
+    k = len(text.split())
+    assert k <= n
+    return text + " pad" * (n - k)
 
 
 def both_cost(f: FusedItem) -> int:
@@ -306,8 +314,8 @@ def _unit(uid: str, parent: str, text: str, n: int) -> RetrievedItem:
 
 
 def test_overlap_beats_many_higher_ranked_items() -> None:
-    hosts = [HostItem(chunk_id=f"h{k}", text=f"host passage number {k}", n_tokens=10) for k in range(20)]
-    hosts.append(HostItem(chunk_id="doc7", text="The whole of document seven, about Alice in Paris.", n_tokens=10))
+    hosts = [HostItem(chunk_id=f"h{k}", text=_pad(f"host passage number {k}", 10), n_tokens=10) for k in range(20)]
+    hosts.append(HostItem(chunk_id="doc7", text=_pad("The whole of document seven, about Alice in Paris.", 10)))
     concept = [_unit(f"c{k}::0", f"c{k}", f"concept unit number {k}", 10) for k in range(20)]
     concept.append(_unit("doc7::1", "doc7", "Alice in Paris.", 4))
     out = fuse(hosts, concept, beta=30, lambda_=0.5, tokenizer=TOK, spill=False)
@@ -432,13 +440,16 @@ def test_missing_host_token_counts_use_the_tokenizer() -> None:
     assert [f.text for f in out] == texts[:2]
     out = fuse([HostItem(text=t) for t in texts], [], beta=sum(counts), lambda_=1.0)
     assert [f.text for f in out] == texts
-    # a given count is trusted as is
-    out = fuse([HostItem(text=texts[0], n_tokens=3)], [], beta=100, lambda_=1.0)
-    assert out[0].n_tokens == 3
+    # a host's count is never trusted: the text is recounted, so the budget holds whatever it claims
+    for claim in (3, -500, 10**6):
+        out = fuse([HostItem(text=texts[0], n_tokens=claim)], [], beta=100, lambda_=1.0)
+        assert out[0].n_tokens == counts[0]
+    out = fuse([HostItem(text=t, n_tokens=-1000) for t in texts], [], beta=counts[0], lambda_=1.0)
+    assert [f.text for f in out] == texts[:1]
 
 
 def test_spill_fills_up_to_beta_and_no_further() -> None:
-    hosts = [HostItem(chunk_id="h0", text="host zero", n_tokens=30)]
+    hosts = [HostItem(chunk_id="h0", text=_pad("host zero", 30))]
     for n1, spilled in ((38, True), (41, False)):  # 30 + 30 + 2 = 62 used; 38 more fill beta exactly, 41 overflow
         concept = [_unit("c0", "c0", "unit zero", 30), _unit("c1", "c1", "unit one", n1), _unit("c2", "c2", "two", 2)]
         hard = fuse(hosts, concept, beta=100, lambda_=0.5, tokenizer=TOK, spill=False)
@@ -460,9 +471,9 @@ def test_spill_never_repeats_a_unit_inside_a_too_big_host_chunk() -> None:
 
 def test_a_chunk_the_host_repeats_is_placed_once() -> None:
     """Two sub-retrievers returning one chunk (different fact lines in front): one item, at its best rank."""
-    a = HostItem(chunk_id="h1", text="facts A\nthe chunk text", n_tokens=10)
-    a2 = HostItem(chunk_id="h1", text="facts B\nthe chunk text", n_tokens=10)
-    b = HostItem(chunk_id="h2", text="other chunk", n_tokens=10)
+    a = HostItem(chunk_id="h1", text=_pad("facts A\nthe chunk text", 10))
+    a2 = HostItem(chunk_id="h1", text=_pad("facts B\nthe chunk text", 10))
+    b = HostItem(chunk_id="h2", text=_pad("other chunk", 10))
     out = fuse([a, b, a2], [], beta=100, lambda_=1.0, tokenizer=TOK)
     assert [(f.chunk_id, f.text) for f in out] == [("h1", a.text), ("h2", b.text)]
     assert sum(f.n_tokens for f in out) == 20
@@ -470,7 +481,7 @@ def test_a_chunk_the_host_repeats_is_placed_once() -> None:
 
 def test_defaults_are_the_library_fusion_not_the_papers() -> None:
     """fuse() defaults: lambda 0.4 with spill (G2ConSConfig); a path's unused share goes to the other path."""
-    hosts = [HostItem(chunk_id=f"h{i}", text=f"host {i}", n_tokens=10) for i in range(10)]
+    hosts = [HostItem(chunk_id=f"h{i}", text=_pad(f"host {i}", 10)) for i in range(10)]
     concept = [RetrievedItem(f"c{i}", f"c{i}", f"unit {i}", 0.0, 10, {}) for i in range(2)]
     default = fuse(hosts, concept, beta=100, tokenizer=TOK)
     paper = fuse(hosts, concept, beta=100, lambda_=0.6, tokenizer=TOK, spill=False)

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from g2cons_plugins import G2ConSIndex, HostItem
-from g2cons_plugins.entity_graph import EntityGraphSearch
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.host_eval import evaluate_host
-from g2cons_plugins.hosts import HostBuildCost, HostKG, available_hosts, load_host
+from g2cons_plugins.eval.entity_graph import EntityGraphSearch
+from g2cons_plugins.eval.host_eval import evaluate_host
+from g2cons_plugins.eval.hosts import HostBuildCost, HostKG, available_hosts, load_host
 from g2cons_plugins.selection import SelectionReport
 
 MENTIONS = {
@@ -161,7 +161,7 @@ def test_evaluate_host_sweep_with_an_oracle_host(corpus: list[dict[str, str]]) -
 
 
 def test_host_pivot_and_kept_contexts(corpus: list[dict[str, str]]) -> None:
-    from g2cons_plugins.report import host_pivot
+    from g2cons_plugins.eval.report import host_pivot
 
     index = G2ConSIndex.build(corpus, embedder="hash")
     questions = [{"question": "Where was Marie Curie born?", "answers": ["Warsaw"]}]
@@ -178,7 +178,7 @@ def test_host_pivot_and_kept_contexts(corpus: list[dict[str, str]]) -> None:
 
 
 def test_report_verdicts_say_where_fusion_wins_and_where_not() -> None:
-    from g2cons_plugins.report import cr_pivot, verdicts
+    from g2cons_plugins.eval.report import cr_pivot, verdicts
 
     rows = [
         {"method": m, "budget": b, "context_recall": v}

@@ -22,7 +22,7 @@ from g2cons_plugins.config import G2ConSConfig
 from g2cons_plugins.embedders import HashEmbedder
 from g2cons_plugins.errors import PersistError
 from g2cons_plugins.index import G2ConSIndex
-from g2cons_plugins.persistence import FILES, FORMAT_VERSION, load_index, read_manifest, save_index
+from g2cons_plugins.persistence import FILES, FORMAT_VERSION, POINTER, load_index, read_manifest, save_index
 
 CONFIG = G2ConSConfig(theta_co=2, unit_tokens=40)
 
@@ -175,6 +175,11 @@ def saved(original: G2ConSIndex, tmp_path_factory: pytest.TempPathFactory) -> Pa
     return path
 
 
+def V(path: Path) -> Path:
+    """The folder of the current version of the index at ``path``."""
+    return path / json.loads((path / POINTER).read_text(encoding="utf-8"))["data"]
+
+
 @pytest.fixture
 def copy(saved: Path, tmp_path: Path) -> Path:
     """A private copy of the saved index, free to corrupt."""
@@ -208,13 +213,15 @@ def test_load_accepts_str_and_path(saved: Path, original: G2ConSIndex) -> None:
 
 
 def test_no_pickle_and_manifest(saved: Path, original: G2ConSIndex) -> None:
-    names = sorted(p.name for p in saved.rglob("*"))
+    top = sorted(p.name for p in saved.iterdir())
+    assert top == sorted([".lock", POINTER, V(saved).name])
+    names = sorted(p.name for p in V(saved).iterdir())
     assert names == sorted([*FILES, "manifest.json"])
     assert not [n for n in names if n.endswith((".pkl", ".pickle"))]
-    for npy in saved.glob("*.npy"):
+    for npy in V(saved).glob("*.npy"):
         arr = np.load(npy, allow_pickle=False)
         assert arr.dtype == np.float32 and arr.ndim == 2 and arr.shape[1] == 32
-    manifest = json.loads((saved / "manifest.json").read_text(encoding="utf-8"))
+    manifest = json.loads((V(saved) / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["format"] == "g2cons-index"
     assert manifest["version"] == FORMAT_VERSION
     assert manifest["embedder"] == {"name": "hash-32", "dim": 32}
@@ -224,8 +231,10 @@ def test_no_pickle_and_manifest(saved: Path, original: G2ConSIndex) -> None:
         "sentences": len(original.stored.sentences),
     }
     for name in FILES:
-        assert manifest["files"][name] == hashlib.sha256((saved / name).read_bytes()).hexdigest()
+        assert manifest["files"][name] == hashlib.sha256((V(saved) / name).read_bytes()).hexdigest()
     assert read_manifest(saved) == manifest
+    pointer = json.loads((saved / POINTER).read_text(encoding="utf-8"))
+    assert pointer["manifest_sha256"] == hashlib.sha256((V(saved) / "manifest.json").read_bytes()).hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------- atomic writes
@@ -236,7 +245,9 @@ def test_overwrite_replaces_and_leaves_nothing_behind(tmp_path: Path) -> None:
     first.save(target)
     second = build(CORPUS[5:])
     second.save(target)
-    assert [p.name for p in parent.iterdir()] == ["idx"]  # no .idx.tmp-* / .idx.old-* left
+    assert [p.name for p in parent.iterdir()] == ["idx"]
+    inside = sorted(p.name for p in target.iterdir())
+    assert not [n for n in inside if n.startswith(".tmp-")] and len(inside) <= 4  # lock, pointer, <= 2 versions
     loaded = G2ConSIndex.load(target)
     assert [c.id for c in loaded.chunks] == [c.id for c in second.chunks]
     assert results(loaded) == results(second)
@@ -285,7 +296,7 @@ def test_failed_save_keeps_the_old_index(tmp_path: Path, monkeypatch: pytest.Mon
     real_rename = os.rename
 
     def failing_rename(src: Any, dst: Any) -> None:
-        if Path(src).name.startswith(".idx.tmp-"):
+        if Path(src).name.startswith(".tmp-v-"):
             raise OSError("disk full")
         real_rename(src, dst)
 
@@ -294,6 +305,7 @@ def test_failed_save_keeps_the_old_index(tmp_path: Path, monkeypatch: pytest.Mon
         build(CORPUS[8:]).save(target)
     monkeypatch.undo()
     assert [p.name for p in tmp_path.iterdir()] == ["idx"]
+    assert not [p for p in target.iterdir() if p.name.startswith(".tmp-")]
     assert [c.id for c in G2ConSIndex.load(target).chunks] == [c.id for c in old.chunks]
 
 
@@ -310,7 +322,7 @@ def test_unserialisable_metadata_fails_cleanly(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------------------------------------- bad directories
 def test_flipped_bytes_in_vectors(copy: Path) -> None:
-    f = copy / "unit_vectors.npy"
+    f = V(copy) / "unit_vectors.npy"
     data = bytearray(f.read_bytes())
     data[-3] ^= 0xFF
     f.write_bytes(bytes(data))
@@ -319,7 +331,7 @@ def test_flipped_bytes_in_vectors(copy: Path) -> None:
 
 
 def test_truncated_chunks(copy: Path) -> None:
-    f = copy / "chunks.jsonl"
+    f = V(copy) / "chunks.jsonl"
     data = f.read_bytes()
     f.write_bytes(data[: len(data) // 2])
     with pytest.raises(PersistError, match="chunks.jsonl"):
@@ -328,30 +340,40 @@ def test_truncated_chunks(copy: Path) -> None:
 
 @pytest.mark.parametrize("name", FILES)
 def test_missing_file(copy: Path, name: str) -> None:
-    (copy / name).unlink()
+    (V(copy) / name).unlink()
     with pytest.raises(PersistError, match=name.replace(".", r"\.")):
         G2ConSIndex.load(copy)
 
 
 @pytest.mark.parametrize("name", FILES)
 def test_modified_file(copy: Path, name: str) -> None:
-    with (copy / name).open("ab") as fh:
+    with (V(copy) / name).open("ab") as fh:
         fh.write(b"\n")
     with pytest.raises(PersistError, match=name.replace(".", r"\.")):
         G2ConSIndex.load(copy)
 
 
 def test_missing_manifest(copy: Path) -> None:
-    (copy / "manifest.json").unlink()
+    (V(copy) / "manifest.json").unlink()
     with pytest.raises(PersistError, match="manifest.json"):
         G2ConSIndex.load(copy)
 
 
-def _edit_manifest(path: Path, **changes: Any) -> None:
-    mf = path / "manifest.json"
+def _edit_manifest(path: Path, recompute: bool = True, **changes: Any) -> None:
+    """Edit the manifest of the current version; ``recompute``: also fix the pointer's checksum (a deliberate
+    forgery), else the edit is caught by the checksum."""
+    mf = V(path) / "manifest.json"
     manifest = json.loads(mf.read_text(encoding="utf-8"))
     manifest.update(changes)
-    mf.write_text(json.dumps(manifest), encoding="utf-8")
+    _write_manifest(path, json.dumps(manifest).encode("utf-8"), recompute)
+
+
+def _write_manifest(path: Path, data: bytes, recompute: bool = True) -> None:
+    (V(path) / "manifest.json").write_bytes(data)
+    if recompute:
+        ptr = json.loads((path / POINTER).read_text(encoding="utf-8"))
+        ptr["manifest_sha256"] = hashlib.sha256(data).hexdigest()
+        (path / POINTER).write_text(json.dumps(ptr), encoding="utf-8")
 
 
 def test_foreign_manifest(copy: Path) -> None:
@@ -368,10 +390,10 @@ def test_other_version(copy: Path, version: Any) -> None:
 
 
 def test_manifest_not_json(copy: Path) -> None:
-    (copy / "manifest.json").write_text("{not json")
+    _write_manifest(copy, b"{not json")
     with pytest.raises(PersistError, match="manifest.json"):
         G2ConSIndex.load(copy)
-    (copy / "manifest.json").write_text("[1, 2]")
+    _write_manifest(copy, b"[1, 2]")
     with pytest.raises(PersistError, match="manifest.json"):
         G2ConSIndex.load(copy)
 
@@ -386,7 +408,7 @@ def test_not_a_directory(tmp_path: Path, saved: Path) -> None:
 
 
 def test_errors_are_oserrors(copy: Path) -> None:
-    (copy / "units.jsonl").unlink()
+    (V(copy) / "units.jsonl").unlink()
     with pytest.raises(OSError):
         G2ConSIndex.load(copy)
 
@@ -473,4 +495,4 @@ def test_resave_after_update_round_trips(saved: Path, tmp_path: Path) -> None:
 def test_save_index_function_matches_method(original: G2ConSIndex, saved: Path, tmp_path: Path) -> None:
     save_index(original, tmp_path / "fn")
     for name in FILES:
-        assert (tmp_path / "fn" / name).read_bytes() == (saved / name).read_bytes()
+        assert (V(tmp_path / "fn") / name).read_bytes() == (V(saved) / name).read_bytes()

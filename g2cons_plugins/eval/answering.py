@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import InputError
+from ..errors import InputError
 from .evaluation import normalize_answer
 
 DEFAULT_PROMPT = (

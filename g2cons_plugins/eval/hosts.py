@@ -15,12 +15,12 @@ import importlib
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from .errors import InputError
+from ..errors import InputError
 
 if TYPE_CHECKING:
-    from .ensemble import HostItem
-    from .index import G2ConSIndex
-    from .selection import SelectionReport
+    from ..ensemble import HostItem
+    from ..index import G2ConSIndex
+    from ..selection import SelectionReport
 
 HOST_GROUP = "g2cons_plugins.hosts"
 

@@ -26,8 +26,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .errors import InputError
-from .text import english_stopwords
+from ..errors import InputError
+from ..text import english_stopwords
 
 _WORD = re.compile(r"\w+")
 

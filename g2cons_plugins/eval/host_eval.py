@@ -5,7 +5,7 @@ recorded (calls, input/output tokens, USD at the stated prices, share of the ful
 and budget beta: the host alone (its results in rank order, within beta), the concept path alone (once; it does
 not depend on kappa) and the fusion ``ensemble.fuse(host, concept, beta, lambda, spill)`` for every lambda and
 both budget rules (hard caps, the paper's; ``spill``: a path's unused share goes to the other). Context Recall and
-supporting-passage recall as in :mod:`g2cons_plugins.evaluation`.
+supporting-passage recall as in :mod:`g2cons_plugins.eval.evaluation`.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from .ensemble import fuse
-from .errors import InputError
+from ..ensemble import fuse
+from ..errors import InputError
+from ..index import G2ConSIndex
+from ..retrieval import retrieve
 from .evaluation import answer_in_context
 from .hosts import HostKG
-from .index import G2ConSIndex
-from .retrieval import retrieve
 
 HOST_BUILD_COLUMNS = (
     "kappa",

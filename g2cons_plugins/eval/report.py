@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from ..errors import InputError
 from .evaluation import RESULT_COLUMNS, SELECTION_COLUMNS, format_table
 
 COLORS = {"concept": "C1", "dense": "C4", "bm25": "C0", "keyword": "C5", "concept-paper": "C2", "concept-ppr": "C3"}

@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from .config import G2ConSConfig
-from .errors import InputError
-from .index import G2ConSIndex
-from .retrieval import RetrievedItem, fill_ranked, retrieve
-from .text import english_stopwords
+from ..config import G2ConSConfig
+from ..errors import InputError
+from ..index import G2ConSIndex
+from ..retrieval import RetrievedItem, fill_ranked, retrieve
+from ..text import english_stopwords
 
 # the paper's Table 4 ablations of its own walk (mode="paper"), as config changes
 ABLATIONS: dict[str, dict[str, Any]] = {
@@ -256,7 +256,7 @@ def selection_quality(
     """Answer (and gold-passage) coverage of the kept chunks, by tokens, against (a) uniform random selections
     of the same token size and (b) random selections with the same chunk-length profile as the selector's
     pick (each kept chunk replaced by a random chunk of the same length decile), mean of ``n_seeds`` seeds."""
-    from .selection import rank_chunks, take
+    from ..selection import rank_chunks, take
 
     st = index.stored
     texts = [normalize_answer(c.text) for c in st.chunks]

@@ -1,0 +1,262 @@
+"""Scale benchmark: build (by stage), save, load, add 1%, remove 1%, query latency and peak memory per corpus size.
+
+    nice -n 10 python benchmarks/scale/bench.py --sizes 10000,100000,1000000 --embedder wordllama \\
+        --out benchmarks/scale/results/scale_wordllama
+
+Corpora come from ``corpus.py`` (seeded recombinations of real sentences). Each size runs in two fresh processes:
+``build`` (build, save, add 1%, remove 1%) and ``load`` (load the saved index, then queries), so every peak-RSS
+figure belongs to that size alone. Peak RSS per phase is sampled every 20 ms by a thread (``/proc/self/statm``);
+``ru_maxrss`` is the process-wide peak. Query latency includes embedding the question (real MuSiQue questions,
+default ``retrieve`` settings). Writes ``OUT.json``, ``OUT.md`` (a table) and ``OUT.png`` (a plot).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import corpus  # noqa: E402
+
+N_QUERIES = 200
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+class PeakRSS:
+    """Samples the resident set size in a daemon thread; ``phase()`` returns and resets the peak since last call."""
+
+    def __init__(self, interval: float = 0.02) -> None:
+        self._peak = 0
+        self._interval = interval
+        self._lock = threading.Lock()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    @staticmethod
+    def now() -> int:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * PAGE
+
+    def _run(self) -> None:
+        while True:
+            rss = self.now()
+            with self._lock:
+                self._peak = max(self._peak, rss)
+            time.sleep(self._interval)
+
+    def phase(self) -> float:
+        """Peak RSS in MB since the previous call (then reset to the current RSS)."""
+        rss = self.now()
+        with self._lock:
+            peak, self._peak = max(self._peak, rss), rss
+        return round(peak / 2**20, 1)
+
+
+def _dir_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def _ru_maxrss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def job_build(n: int, embedder: str, seed: int, path: Path) -> dict[str, Any]:
+    """Build on ``n`` passages, save to ``path``, add the next 1%, remove 1% of the original ids."""
+    import random
+
+    from g2cons_plugins import G2ConSIndex
+
+    mem = PeakRSS()
+    delta = max(1, n // 100)
+    rows = list(corpus.passages(n + delta, seed))
+    base, extra = rows[:n], rows[n:]
+    out: dict[str, Any] = {"n_passages": n, "embedder": embedder, "seed": seed, "rss_inputs_mb": mem.phase()}
+    t0 = time.perf_counter()
+    idx = G2ConSIndex.build(base, embedder=embedder)
+    out["build_s"] = round(time.perf_counter() - t0, 2)
+    out["build_stages_s"] = {k: round(v, 2) for k, v in idx.timings.items()}
+    out["peak_rss_build_mb"] = mem.phase()
+    out["n_units"] = len(idx.units)
+    out["n_tokens"] = int(idx.stored.chunk_tokens.sum())
+    out["n_sentences"] = len(idx.stored.sentences)
+    out["graph"] = idx.stats.to_dict()
+    t0 = time.perf_counter()
+    idx.save(path)
+    out["save_s"] = round(time.perf_counter() - t0, 2)
+    out["save_bytes"] = _dir_bytes(path)
+    out["peak_rss_save_mb"] = mem.phase()
+    t0 = time.perf_counter()
+    idx.add(extra)
+    out["add_1pct_s"] = round(time.perf_counter() - t0, 2)
+    out["peak_rss_add_mb"] = mem.phase()
+    drop = random.Random(seed).sample([r["id"] for r in base], delta)
+    t0 = time.perf_counter()
+    idx.remove(drop)
+    out["remove_1pct_s"] = round(time.perf_counter() - t0, 2)
+    out["peak_rss_remove_mb"] = mem.phase()
+    out["ru_maxrss_build_process_mb"] = _ru_maxrss_mb()
+    return out
+
+
+def job_load(path: Path, n_queries: int) -> dict[str, Any]:
+    """Load the saved index and time ``n_queries`` real questions (query embedding included)."""
+    import numpy as np
+
+    from g2cons_plugins import G2ConSIndex
+
+    mem = PeakRSS()
+    t0 = time.perf_counter()
+    idx = G2ConSIndex.load(path)
+    out: dict[str, Any] = {"load_s": round(time.perf_counter() - t0, 2), "peak_rss_load_mb": mem.phase()}
+    with open(corpus.DATA / "musique/ketrag500_questions.jsonl", encoding="utf-8") as f:
+        questions = [json.loads(line)["question"] for line in f if line.strip()][: n_queries + 10]
+    for q in questions[:10]:  # warm-up: lazy imports, first-call allocations
+        idx.retrieve(q)
+    lat = []
+    for q in questions[10:]:
+        t = time.perf_counter()
+        idx.retrieve(q)
+        lat.append((time.perf_counter() - t) * 1000)
+    out["n_queries"] = len(lat)
+    out["query_p50_ms"] = round(float(np.percentile(lat, 50)), 2)
+    out["query_p95_ms"] = round(float(np.percentile(lat, 95)), 2)
+    out["peak_rss_query_mb"] = mem.phase()
+    out["ru_maxrss_load_process_mb"] = _ru_maxrss_mb()
+    return out
+
+
+def _subprocess(args: list[str]) -> dict[str, Any]:
+    res = subprocess.run([sys.executable, __file__, *args], capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"job {args} failed:\n{res.stderr[-4000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def run_size(n: int, embedder: str, seed: int, n_queries: int, workdir: Path) -> dict[str, Any]:
+    path = workdir / f"index_{n}"
+    row = _subprocess(
+        ["--job", "build", "--n", str(n), "--embedder", embedder, "--seed", str(seed), "--path", str(path)]
+    )
+    row.update(_subprocess(["--job", "load", "--path", str(path), "--queries", str(n_queries)]))
+    row["loadavg_1min_after"] = round(os.getloadavg()[0], 2)  # other work on the machine skews every timing
+    shutil.rmtree(path, ignore_errors=True)
+    return row
+
+
+def _fmt(x: float, digits: int = 1) -> str:
+    return f"{x:,.{digits}f}"
+
+
+def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    lines = [
+        f"Scale benchmark ({meta['embedder']}, {meta['cpus']} CPUs, commit {meta['commit']}, {meta['date']}; "
+        f"1-min load average after each size: {', '.join(str(r.get('loadavg_1min_after', '?')) for r in rows)}).",
+        "",
+        "| passages | tokens | build s (split+count / embed / derive) | save MB | load s | add 1% s | remove 1% s "
+        "| query p50 / p95 ms | peak RSS MB (build / add / load+query) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        st = r["build_stages_s"]
+        stages = " / ".join(_fmt(st.get(k, float("nan"))) for k in ("split_and_count", "embed", "derive"))
+        lines.append(
+            f"| {r['n_passages']:,} | {r['n_tokens']:,} | {_fmt(r['build_s'])} ({stages}) | "
+            f"{_fmt(r['save_bytes'] / 2**20)} | {_fmt(r['load_s'])} | {_fmt(r['add_1pct_s'])} | "
+            f"{_fmt(r['remove_1pct_s'])} | {_fmt(r['query_p50_ms'])} / {_fmt(r['query_p95_ms'])} | "
+            f"{r['peak_rss_build_mb']:,.0f} / {r['peak_rss_add_mb']:,.0f} / "
+            f"{max(r['peak_rss_load_mb'], r['peak_rss_query_mb']):,.0f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = [r["n_passages"] for r in rows]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    series = (("build_s", "build"), ("load_s", "load"), ("add_1pct_s", "add 1%"), ("remove_1pct_s", "remove 1%"))
+    for key, label in series:
+        a.plot(n, [r[key] for r in rows], marker="o", label=label)
+    a.plot(n, [r["query_p50_ms"] / 1000 for r in rows], marker="s", label="query p50")
+    a.set(xscale="log", yscale="log", xlabel="passages", ylabel="seconds", title=title)
+    a.legend()
+    b.plot(n, [r["peak_rss_build_mb"] for r in rows], marker="o", label="build")
+    b.plot(n, [r["peak_rss_add_mb"] for r in rows], marker="o", label="add 1%")
+    b.plot(n, [max(r["peak_rss_load_mb"], r["peak_rss_query_mb"]) for r in rows], marker="o", label="load + query")
+    b.set(xscale="log", yscale="log", xlabel="passages", ylabel="peak RSS (MB)", title="memory")
+    b.legend()
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=110)
+    os.replace(tmp, path)
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="10000,100000,1000000", help="comma-separated passage counts")
+    ap.add_argument("--embedder", default="wordllama")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--queries", type=int, default=N_QUERIES)
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).parent / "results" / "scale_wordllama",
+        help="output prefix: writes OUT.json, OUT.md, OUT.png",
+    )
+    ap.add_argument("--workdir", type=Path, help="where indexes are saved (default: a temporary directory)")
+    ap.add_argument("--job", choices=("build", "load"), help=argparse.SUPPRESS)
+    ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--path", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.job == "build":
+        print(json.dumps(job_build(args.n, args.embedder, args.seed, args.path)))
+        return
+    if args.job == "load":
+        print(json.dumps(job_load(args.path, args.queries)))
+        return
+    sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=Path(__file__).parent
+    ).stdout.strip()
+    meta = {
+        "embedder": args.embedder,
+        "cpus": os.cpu_count(),
+        "commit": commit or "?",
+        "date": time.strftime("%Y-%m-%d"),
+        "python": sys.version.split()[0],
+    }
+    rows: list[dict[str, Any]] = []
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=args.workdir) as work:
+        for n in sizes:
+            t0 = time.perf_counter()
+            rows.append(run_size(n, args.embedder, args.seed, args.queries, Path(work)))
+            print(f"{n:,} passages done in {time.perf_counter() - t0:.0f} s: {json.dumps(rows[-1])}", file=sys.stderr)
+            _write(args.out.with_suffix(".json"), json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+            _write(args.out.with_suffix(".md"), markdown(rows, meta))
+            plot(rows, args.out.with_suffix(".png"), f"G2ConS scale ({args.embedder})")
+    print(markdown(rows, meta))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,250 @@
+"""Helpers shared by the ``g2cons`` subcommands: argument types, common options, reading and chunking the
+input, building and saving a graph."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..config import G2ConSConfig
+from ..errors import InputError
+
+FMT = argparse.RawDescriptionHelpFormatter
+
+
+def _ints(s: str) -> list[int]:
+    try:
+        out = [int(x) for x in s.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {s!r}") from None
+    if not out or any(x <= 0 for x in out):
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {s!r}")
+    return out
+
+
+def _floats(s: str) -> list[float]:
+    try:
+        out = [float(x) for x in s.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {s!r}") from None
+    if not out or not all(math.isfinite(x) for x in out):
+        raise argparse.ArgumentTypeError(f"expected comma-separated finite numbers, got {s!r}")
+    return out
+
+
+def _number(s: str) -> float:
+    try:
+        x = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {s!r}") from None
+    if not math.isfinite(x):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {s!r}")
+    return x
+
+
+def share(s: str) -> float:
+    """argparse type: a number in [0, 1] (kappa, lambda)."""
+    x = _number(s)
+    if not 0.0 <= x <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {s!r}")
+    return x
+
+
+def shares(s: str) -> list[float]:
+    """argparse type: comma-separated numbers in [0, 1]."""
+    out = _floats(s)
+    if any(not 0.0 <= x <= 1.0 for x in out):
+        raise argparse.ArgumentTypeError(f"every value must be in [0, 1], got {s!r}")
+    return out
+
+
+def price(s: str) -> float:
+    """argparse type: a USD price, finite and >= 0."""
+    x = _number(s)
+    if x < 0:
+        raise argparse.ArgumentTypeError(f"a price must be >= 0, got {s!r}")
+    return x
+
+
+def _int(s: str) -> int:
+    try:
+        return int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {s!r}") from None
+
+
+def count(s: str) -> int:
+    """argparse type: an integer >= 0 (token counts)."""
+    x = _int(s)
+    if x < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {s!r}")
+    return x
+
+
+def positive(s: str) -> int:
+    """argparse type: an integer >= 1 (budgets)."""
+    x = _int(s)
+    if x < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {s!r}")
+    return x
+
+
+def _config(args: argparse.Namespace) -> G2ConSConfig:
+    unit = None if args.unit_tokens == 0 else args.unit_tokens
+    return G2ConSConfig(mode=args.mode, unit_tokens=unit)
+
+
+def _peak_rss_mb() -> float:
+    try:
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    except ImportError:  # pragma: no cover - Windows
+        return float("nan")
+
+
+# ---------------------------------------------------------------------------------------------- input helpers
+SIDECAR = "g2cons_input.json"  # chunking settings of a graph built from the CLI (read back by ``add``)
+
+
+def _show(args: argparse.Namespace) -> bool:
+    return not getattr(args, "quiet", False)
+
+
+def _info(args: argparse.Namespace, msg: str) -> None:
+    if _show(args):
+        print(msg, file=sys.stderr)
+
+
+def _embedder(args: argparse.Namespace) -> Any:
+    from ..embedders import get_embedder
+
+    spec = args.embedder
+    if spec.strip().lower() == "minilm" and _show(args):
+        return get_embedder(spec, show_progress=True)
+    return get_embedder(spec)
+
+
+def _read_input(args: argparse.Namespace, path: Path) -> Any:
+    from ..corpus_io import read_corpus
+
+    _info(args, f"reading {path}")
+    return read_corpus(
+        path,
+        text_column=args.text_column,
+        encoding=args.encoding,
+        skip_empty=args.skip_empty,
+        show_progress=_show(args),
+    )
+
+
+def _chunk(args: argparse.Namespace, docs: Sequence[Any], chunk_tokens: int, chunk_overlap: int) -> list[Any]:
+    from ..corpus_io import chunk_documents
+
+    return chunk_documents(docs, chunk_tokens, chunk_overlap, show_progress=_show(args) and len(docs) > 50)
+
+
+def _chunking(args: argparse.Namespace, saved: dict[str, Any] | None = None) -> tuple[int, int]:
+    from ..corpus_io import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_TOKENS, check_chunking
+
+    saved = saved or {}
+    size = args.chunk_tokens if args.chunk_tokens is not None else saved.get("chunk_tokens", DEFAULT_CHUNK_TOKENS)
+    overlap = (
+        args.chunk_overlap if args.chunk_overlap is not None else saved.get("chunk_overlap", DEFAULT_CHUNK_OVERLAP)
+    )
+    check_chunking(int(size), int(overlap))
+    return int(size), int(overlap)
+
+
+def _is_index_dir(path: Path) -> bool:
+    from ..persistence import is_index_dir
+
+    return is_index_dir(path)
+
+
+def _check_graph_dir(path: Path) -> None:
+    """Fail before any work when ``path`` cannot take a saved index: it must be absent, empty, or a graph the
+    g2cons command line wrote (a saved index with its ``g2cons_input.json``)."""
+    from ..corpus_io import _check_writable
+
+    if path.exists() and not path.is_dir():
+        raise InputError(f"--graph {path}: exists and is not a folder; --graph needs a folder")
+    if path.is_dir() and any(path.iterdir()) and not (_is_index_dir(path) and (path / SIDECAR).is_file()):
+        raise InputError(
+            f"--graph {path}: non-empty folder that is not a graph written by the g2cons command line; g2cons never "
+            "deletes what it did not create: choose another --graph"
+        )
+    _check_writable(path.parent)
+
+
+def _save_graph(index: Any, path: Path, settings: dict[str, Any]) -> None:
+    from ..outputs import atomic_write_text
+
+    index.save(path)
+    atomic_write_text(path / SIDECAR, json.dumps(settings, indent=2))
+
+
+def _read_sidecar(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((path / SIDECAR).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _build_index(args: argparse.Namespace, chunks: list[Any]) -> Any:
+    from ..index import G2ConSIndex
+
+    _info(args, f"building the concept graph over {len(chunks):,} chunks (embedder {args.embedder})")
+    return G2ConSIndex.build(
+        chunks, embedder=_embedder(args), config=_config(args), cache_dir=args.cache_dir, show_progress=_show(args)
+    )
+
+
+def fusion_opts(p: argparse.ArgumentParser, what: str) -> None:
+    """``--lambda`` and ``--spill``: None means the config's (0.4 and on; paper mode 0.6 and off)."""
+    p.add_argument(
+        "--lambda",
+        dest="lambda_",
+        type=share,
+        default=None,
+        help=f"host share of the budget {what} (default: the config's, 0.4; paper mode 0.6)",
+    )
+    p.add_argument(
+        "--spill",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=f"unused budget of one path goes to the other, {what} (default: the config's, on; paper mode off)",
+    )
+
+
+def common_opts(sp_: argparse.ArgumentParser) -> None:
+    sp_.add_argument("--embedder", default="wordllama", help="wordllama | minilm | openai[:model] | hash")
+    sp_.add_argument("--mode", default="default", choices=["default", "paper"])
+    sp_.add_argument("--unit-tokens", type=count, default=150, help="retrieval unit size; 0 = whole chunks")
+    sp_.add_argument("--cache-dir", default=None, help="embedding cache directory (reruns are cheap)")
+    sp_.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def input_opts(sp_: argparse.ArgumentParser, defaults: bool = True) -> None:
+    g = sp_.add_argument_group("input and chunking")
+    g.add_argument(
+        "--text-column",
+        default="text" if defaults else None,
+        help="CSV column / JSON field holding the text (default: text)",
+    )
+    g.add_argument("--encoding", default="utf-8" if defaults else None, help="text encoding (default: utf-8)")
+    g.add_argument("--skip-empty", action="store_true", help="skip empty files/records instead of failing")
+    g.add_argument(
+        "--chunk-tokens",
+        type=count,
+        default=None,
+        help="chunk size in cl100k tokens, as the host chunks (default 1200, MS GraphRAG and LightRAG); "
+        "0 = one chunk per document",
+    )
+    g.add_argument("--chunk-overlap", type=count, default=None, help="token overlap of chunks (default 100)")

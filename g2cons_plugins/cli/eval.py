@@ -1,0 +1,244 @@
+"""``g2cons eval``: Context Recall of several methods side by side (the benchmark harness in
+:mod:`g2cons_plugins.eval`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..outputs import atomic_write_text, check_disjoint, check_replaceable_file, record_written
+from ._common import _config, _ints, _peak_rss_mb, common_opts, count, fusion_opts, positive, price, share, shares
+
+
+def _earlier_eval_output(path: Path) -> bool:
+    """A JSON file with the results and settings an earlier ``g2cons eval --out`` wrote."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and {"results", "settings"} <= set(data)
+
+
+def _check_eval_paths(args: argparse.Namespace) -> None:
+    """Before any work: outputs apart from the inputs and each other; never overwrite what eval did not write."""
+    check_disjoint(
+        {"--corpus": args.corpus, "--questions": args.questions}, {"--out": args.out, "--report": args.report}
+    )
+    if args.out is not None and not _earlier_eval_output(args.out):
+        check_replaceable_file(args.out, "--out")
+    rep = args.report
+    if rep is not None and rep.exists():
+        if not rep.is_dir():
+            raise InputError(f"--report {rep}: exists and is not a folder")
+        md = rep / "report.md"
+        earlier = md.is_file() and md.read_text(encoding="utf-8", errors="replace").startswith("# g2cons eval report")
+        if any(rep.iterdir()) and not earlier:
+            raise InputError(
+                f"--report {rep}: folder is not empty and is not an earlier g2cons eval report; g2cons never "
+                "overwrites what it did not create: choose another folder"
+            )
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from ..eval.evaluation import (
+        METHODS,
+        RESULT_COLUMNS,
+        SELECTION_COLUMNS,
+        evaluate_retrieval,
+        format_table,
+        load_questions,
+        read_jsonl,
+        selection_quality,
+    )
+    from ..index import G2ConSIndex
+
+    _check_eval_paths(args)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    bad = [m for m in methods if m not in METHODS]
+    if bad:
+        raise InputError(f"unknown methods {bad}; choose from {list(METHODS)}")
+    corpus: list[Any] = read_jsonl(args.corpus)
+    if args.pack_tokens:
+        from ..chunks import make_chunks, pack_chunks
+        from ..text import get_tokenizer
+
+        corpus = pack_chunks(make_chunks(corpus), args.pack_tokens, get_tokenizer())
+    questions = load_questions(args.questions)
+    if args.limit:
+        questions = questions[: args.limit]
+    t0 = time.perf_counter()
+    index = G2ConSIndex.build(
+        corpus,
+        embedder=args.embedder,
+        config=_config(args),
+        cache_dir=args.cache_dir,
+        show_progress=not args.quiet,
+    )
+    build_s = time.perf_counter() - t0
+    print(index.stats, file=sys.stderr)
+    results = evaluate_retrieval(index, questions, methods, args.budgets, show_progress=not args.quiet)
+    out: dict[str, Any] = {
+        "results": results,
+        "settings": {
+            "corpus": str(args.corpus),
+            "pack_tokens": args.pack_tokens,
+            "unit_tokens": args.unit_tokens,
+            "questions": str(args.questions),
+            "n_questions": len(questions),
+            "embedder": index.embedder.name,
+            "tokenizer": index.tokenizer.name,
+            "config": index.config.to_dict(),
+            "graph": index.stats.to_dict(),
+            "build_seconds": round(build_s, 3),
+            "build_timings": {k: round(v, 3) for k, v in index.timings.items()},
+            "cpu": platform.processor() or platform.machine(),
+            "python": platform.python_version(),
+        },
+    }
+    if args.selection:
+        out["selection"] = selection_quality(index, questions, kappas=args.kappas)
+    extra = _eval_host(args, index, questions, out) if args.host else {}
+    if args.answer_model:
+        _eval_answers(args, index, questions, out, extra)
+    out["settings"]["peak_rss_mb"] = round(_peak_rss_mb(), 1)
+    print(format_table(results, RESULT_COLUMNS))
+    if "selection" in out:
+        print()
+        print(format_table(out["selection"], SELECTION_COLUMNS))
+    if "host" in out:
+        from ..eval.host_eval import HOST_BUILD_COLUMNS
+        from ..eval.report import host_pivot
+
+        print(f"\n{out['host']['host']['label']}\n")
+        print(format_table(out["host"]["builds"], HOST_BUILD_COLUMNS))
+        print()
+        print(format_table(*host_pivot(out["host"])))
+    if "answers" in out:
+        print()
+        print(format_table(out["answers"]["rows"], ("method", "budget", "em", "f1", "n")))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        digest = atomic_write_text(args.out, json.dumps(out, indent=2))
+        record_written(Path(args.out).parent, {Path(args.out).name: digest}, "eval")
+    if args.report:
+        from ..eval.report import write_report
+
+        path = write_report(out, Path(args.report), command="g2cons " + " ".join(sys.argv[1:]))
+        print(f"report: {path}", file=sys.stderr)
+    return 0
+
+
+def _eval_host(
+    args: argparse.Namespace, index: Any, questions: list[dict[str, Any]], out: dict[str, Any]
+) -> dict[tuple[str, int], list[str]]:
+    """Host KG and fused G2ConS (``--host``): the kappa x lambda sweep, and host/fused rows in the main table.
+    Returns the host and fused contexts of the main setting (for EM/F1)."""
+    from ..eval.host_eval import evaluate_host
+    from ..eval.hosts import load_host
+
+    kappas = sorted(set(args.host_kappas) | {args.host_kappa})
+    lam = index.config.fusion_lambda if args.lambda_ is None else args.lambda_
+    spill = index.config.fusion_spill if args.spill is None else args.spill
+    lambdas = sorted(set(args.lambdas) | {lam})
+    host = load_host(args.host)
+    res = evaluate_host(
+        index,
+        questions,
+        host,
+        kappas,
+        lambdas,
+        args.budgets,
+        price_in_per_mtok=args.price_in,
+        price_out_per_mtok=args.price_out,
+        show_progress=not args.quiet,
+        keep=(args.host_kappa, lam, spill),
+    )
+    contexts = res.pop("contexts")
+    res["main"] = {"kappa": args.host_kappa, "lambda": lam, "spill": spill}
+    out["host"] = res
+    for r in res["sweep"]:
+        if r["kappa"] != args.host_kappa:
+            continue
+        if r["method"] == "host" or (r["lambda"] == lam and r["spill"] == spill):
+            row = {k: v for k, v in r.items() if k not in ("kappa", "lambda", "spill", "method")}
+            row["method"] = "host-kg" if r["method"] == "host" else "fused"
+            out["results"].append(row)
+    out["settings"]["host"] = {"name": host.name, "label": host.label, **res["main"]}
+    return contexts
+
+
+def _eval_answers(
+    args: argparse.Namespace,
+    index: Any,
+    questions: list[dict[str, Any]],
+    out: dict[str, Any],
+    extra: dict[tuple[str, int], list[str]],
+) -> None:
+    """EM/F1 of an answering LLM on each method's context at one budget (``--answer-model``); with ``--host``
+    also on the host-KG and fused contexts of the main setting."""
+    from ..eval.answering import Answerer, evaluate_answers
+    from ..eval.evaluation import method_contexts
+
+    beta = args.answer_budget or min(args.budgets)
+    answerer = Answerer(model=args.answer_model)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    contexts = method_contexts(index, questions, methods, beta)
+    contexts.update({m: c for (m, b), c in extra.items() if b == beta})
+    rows = [
+        {"method": method, "budget": beta, **evaluate_answers(answerer, questions, ctx)}
+        for method, ctx in contexts.items()
+    ]
+    out["answers"] = {"model": args.answer_model, "budget": beta, "rows": rows}
+
+
+def register(sub: Any) -> None:
+    """Add the ``eval`` subcommand."""
+    e = sub.add_parser("eval", help="Context Recall of several methods side by side")
+    e.add_argument("--corpus", required=True, type=Path)
+    e.add_argument("--questions", required=True, type=Path)
+    e.add_argument("--methods", default="dense,bm25,keyword,concept,concept-paper")
+    e.add_argument("--budgets", type=_ints, default=[2000, 4000, 12000])
+    e.add_argument("--limit", type=count, default=0, help="only the first N questions (smoke runs)")
+    e.add_argument("--out", type=Path, default=None)
+    e.add_argument("--selection", action="store_true", help="also measure core-chunk selection vs random")
+    e.add_argument("--kappas", type=shares, default=[0.2, 0.8])
+    e.add_argument("--report", type=Path, default=None, help="write a Markdown report with PNG plots to this folder")
+    e.add_argument(
+        "--host",
+        default=None,
+        metavar="NAME",
+        help="also measure a host KG path and fused G2ConS: an installed host plug-in (llama-index-ner: "
+        "PropertyGraphIndex with spaCy NER, no LLM; llama-index-llm: SimpleLLMPathExtractor) or module:factory",
+    )
+    e.add_argument("--host-kappas", type=shares, default=[0.2, 0.4, 0.6, 0.8, 1.0], help="host KG kappa sweep")
+    e.add_argument("--lambdas", type=shares, default=[0.0, 0.2, 0.4, 0.6, 0.8, 1.0], help="fusion lambda sweep")
+    e.add_argument("--host-kappa", type=share, default=0.8, help="kappa of the host/fused rows of the main table")
+    fusion_opts(e, "of the fused row of the main table")
+    e.add_argument("--price-in", type=price, default=0.15, help="USD per 1M LLM input tokens (default 0.15)")
+    e.add_argument("--price-out", type=price, default=0.60, help="USD per 1M LLM output tokens (default 0.60)")
+    e.add_argument(
+        "--answer-model",
+        default=None,
+        help="also answer with this OpenAI(-compatible) chat model and report EM/F1 (needs OPENAI_API_KEY or "
+        "OPENAI_BASE_URL)",
+    )
+    e.add_argument(
+        "--answer-budget",
+        type=positive,
+        default=None,
+        help="budget of the EM/F1 contexts (one of --budgets; default: smallest)",
+    )
+    e.add_argument(
+        "--pack-tokens",
+        type=count,
+        default=0,
+        help="first pack passages into chunks of this many tokens (MS GraphRAG: 1200); 0 = no packing",
+    )
+    common_opts(e)
+    e.set_defaults(func=cmd_eval)

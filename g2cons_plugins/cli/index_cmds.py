@@ -1,0 +1,329 @@
+"""``g2cons build``, ``query``, ``fuse``, ``add`` and ``remove``: a saved concept graph from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..corpus_io import _check_writable, check_text, path_id
+from ..errors import InputError
+from ..outputs import check_disjoint
+from ._common import (
+    FMT,
+    _build_index,
+    _check_graph_dir,
+    _chunk,
+    _chunking,
+    _read_input,
+    _read_sidecar,
+    _save_graph,
+    _show,
+    common_opts,
+    fusion_opts,
+    input_opts,
+    positive,
+)
+
+
+# ---------------------------------------------------------------------------------------------- build
+def cmd_build(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    check_disjoint({"INPUT": args.input}, {"--graph": args.graph})
+    _check_graph_dir(args.graph)
+    size, overlap = _chunking(args)
+    corpus = _read_input(args, args.input)
+    chunks = _chunk(args, corpus.documents, size, overlap)
+    index = _build_index(args, chunks)
+    settings = {
+        "input": str(args.input),
+        "kind": corpus.kind,
+        "chunk_tokens": size,
+        "chunk_overlap": overlap,
+        "text_column": args.text_column,
+        "encoding": args.encoding,
+    }
+    _save_graph(index, args.graph, settings)
+    print(index.stats)
+    print(
+        f"{len(corpus.documents):,} documents -> {len(chunks):,} chunks; graph saved to {args.graph} "
+        f"({time.perf_counter() - t0:.1f} s)"
+    )
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- query
+def cmd_query(args: argparse.Namespace) -> int:
+    from ..index import G2ConSIndex
+
+    check_text(args.question, "QUESTION", "the question")
+    index = G2ConSIndex.load(args.graph)
+    items = index.retrieve(args.question, beta=args.budget)
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "unit_id": x.unit_id,
+                        "chunk_id": x.parent_id,
+                        "score": x.score,
+                        "n_tokens": x.n_tokens,
+                        "reason": x.reason,
+                        "text": x.text,
+                    }
+                    for x in items
+                ],
+                indent=2,
+            )
+        )
+    else:
+        for x in items:
+            print(f"[{x.parent_id}] {x.n_tokens} tok, score {x.score:.3f}, {x.reason.get('via')}: {x.text[:100]!r}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- fuse
+def _read_host(path: Path) -> list[Any]:
+    if not path.is_file():
+        raise InputError(f"{path}: no such host results file")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"{path}: not valid JSON ({e})") from None
+    if isinstance(data, dict):
+        data = data.get("items", data.get("results"))
+    if not isinstance(data, list):
+        raise InputError(f"{path}: expected a JSON list of items (or {{'items': [...]}})")
+    return data
+
+
+def _resolve_host(args: argparse.Namespace, raw: list[Any], index: Any) -> list[dict[str, Any]]:
+    """Validate the host's items and give id-only items their text from the graph.
+
+    Every item is a string (its text) or an object with ``chunk_id`` (or ``id``) and/or ``text``, optionally
+    ``score``; ``n_tokens`` is recounted, never trusted. An id-only item whose id is a chunk of the graph gets that
+    chunk's text; an unknown id is left out with a warning naming it (nothing is dropped silently)."""
+    texts = {c.id: c.text for c in index.chunks}
+    out: list[dict[str, Any]] = []
+    unknown: list[str] = []
+    for pos, it in enumerate(raw):
+        where = f"{args.host} item #{pos}"
+        if isinstance(it, str):
+            it = {"text": it}
+        if not isinstance(it, dict):
+            raise InputError(f"{where}: expected an object with chunk_id and/or text, or a string")
+        cid = it.get("chunk_id", it.get("id"))
+        text = it.get("text")
+        if cid is not None and (isinstance(cid, bool) or not isinstance(cid, (str, int))):
+            raise InputError(f"{where}: chunk_id must be a string, got {type(cid).__name__}")
+        if text is not None and not isinstance(text, str):
+            raise InputError(f"{where}: text must be a string, got {type(text).__name__}")
+        score = it.get("score")
+        if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
+            raise InputError(f"{where}: score must be a number, got {type(score).__name__}")
+        cid = None if cid is None else str(cid)
+        if text is None or not text.strip():
+            if cid is None:
+                raise InputError(f"{where}: has neither a chunk_id nor text")
+            if cid not in texts:
+                unknown.append(cid)
+                continue
+            text = texts[cid]
+        check_text(text, where)
+        item: dict[str, Any] = {"text": text, "score": score, "metadata": it.get("metadata") or {}}
+        if cid is not None:
+            check_text(cid, where, "chunk_id")
+            item["chunk_id"] = cid
+        out.append(item)
+    if unknown:
+        print(
+            f"g2cons: warning: {len(unknown)} host item(s) with an id but no text name no chunk of {args.graph}, "
+            f"left out: {unknown[:5]}",
+            file=sys.stderr,
+        )
+    return out
+
+
+def cmd_fuse(args: argparse.Namespace) -> int:
+    from ..index import G2ConSIndex
+
+    check_text(args.question, "QUESTION", "the question")
+    raw = _read_host(args.host)
+    index = G2ConSIndex.load(args.graph)
+    host = _resolve_host(args, raw, index)
+    fused = index.fuse(host, args.question, beta=args.budget, lambda_=args.lambda_, spill=args.spill)
+    used = sum(f.n_tokens for f in fused)
+    counts = {s: sum(f.source == s for f in fused) for s in ("both", "host", "concept")}
+    if args.json:
+        rows = [
+            {
+                "source": f.source,
+                "chunk_id": f.chunk_id,
+                "unit_id": f.unit_id,
+                "score": f.score,
+                "n_tokens": f.n_tokens,
+                "reason": f.concept.reason if f.concept is not None else None,
+                "text": f.text,
+            }
+            for f in fused
+        ]
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+    else:
+        for f in fused:
+            print(f"[{f.source}] {f.chunk_id} {f.n_tokens} tok, score {f.score:.3f}: {f.text[:100]!r}")
+    print(
+        f"fused {len(fused)} items, {used:,} tokens <= budget {args.budget:,} "
+        f"(both {counts['both']}, host {counts['host']}, concept {counts['concept']})",
+        file=sys.stderr,
+    )
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- add / remove
+def cmd_add(args: argparse.Namespace) -> int:
+    from ..corpus_io import chunk_documents, read_many
+    from ..index import G2ConSIndex
+
+    t0 = time.perf_counter()
+    check_disjoint({"FILES": args.files}, {"DIR": args.graph})
+    _check_writable(args.graph.parent)
+    index = G2ConSIndex.load(args.graph)
+    saved = _read_sidecar(args.graph)
+    size, overlap = _chunking(args, saved)
+    if args.text_column is None:
+        args.text_column = saved.get("text_column", "text")
+    if args.encoding is None:
+        args.encoding = saved.get("encoding", "utf-8")
+    corpora = read_many(args.files, args.text_column, args.encoding, args.skip_empty, _show(args))
+    docs = [d for c in corpora for d in c.documents]
+    chunks = chunk_documents(docs, size, overlap, tokenizer=index.tokenizer)
+    have = {c.id for c in index.chunks}
+    clash = sorted({c.id for c in chunks} & have)
+    if clash:  # before any embedding
+        raise InputError(f"already in {args.graph}: {clash[:5]}; remove them first (g2cons remove DIR ID)")
+    before = len(index.chunks)
+    index.add(chunks, show_progress=_show(args))
+    _save_graph(index, args.graph, {**saved, "chunk_tokens": size, "chunk_overlap": overlap})
+    print(index.stats)
+    print(
+        f"added {len(docs):,} documents ({len(chunks):,} chunks): {before:,} -> {len(index.chunks):,} chunks "
+        f"({time.perf_counter() - t0:.1f} s)"
+    )
+    return 0
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    from ..index import G2ConSIndex
+
+    index = G2ConSIndex.load(args.graph)
+    ids = {c.id for c in index.chunks}
+    by_source: dict[str, list[str]] = {}
+    for c in index.chunks:
+        by_source.setdefault(str(c.metadata.get("source", c.id)), []).append(c.id)
+    drop: list[str] = []
+    unknown: list[str] = []
+    for raw in args.ids:
+        x = raw if raw in ids or raw in by_source else path_id(raw)  # new/./a.txt names what add stored
+        if x in ids:
+            drop.append(x)
+        elif x in by_source:
+            drop.extend(by_source[x])
+        else:
+            unknown.append(raw)
+    if unknown:
+        raise InputError(f"unknown chunk or document ids: {unknown[:5]} (not in the graph at {args.graph})")
+    before = len(index.chunks)
+    index.remove(sorted(set(drop)))
+    _save_graph(index, args.graph, _read_sidecar(args.graph))
+    print(index.stats)
+    print(f"removed {len(set(drop)):,} chunks: {before:,} -> {len(index.chunks):,} chunks")
+    return 0
+
+
+def register_build(sub: Any) -> None:
+    """Add the ``build`` subcommand."""
+    b = sub.add_parser(
+        "build",
+        help="build a concept graph from a folder/CSV/JSONL input and save it",
+        description="Read INPUT (folder of .txt/.md, .csv, .jsonl or .json), chunk it like the host, build the "
+        "concept graph and save it to --graph DIR.",
+        epilog="example:\n  g2cons build ragtest/input --graph ragtest/g2cons --embedder wordllama",
+        formatter_class=FMT,
+    )
+    b.add_argument("input", type=Path, metavar="INPUT")
+    b.add_argument("--graph", required=True, type=Path, metavar="DIR", help="folder to save the graph to")
+    input_opts(b)
+    common_opts(b)
+    b.set_defaults(func=cmd_build)
+
+
+def register_query(sub: Any) -> None:
+    """Add the ``query`` subcommand."""
+    q = sub.add_parser(
+        "query",
+        help="concept-path retrieval from a saved graph",
+        description="Retrieve the concept path for a question under a token budget, with the reason for each chunk.",
+        epilog='example:\n  g2cons query ragtest/g2cons "Who founded the APA?" --budget 4000 --json',
+        formatter_class=FMT,
+    )
+    q.add_argument("graph", type=Path, metavar="DIR")
+    q.add_argument("question")
+    q.add_argument("--budget", type=positive, default=4000, help="token budget (default 4000)")
+    q.add_argument("--json", action="store_true", help="print JSON items (chunk_id, score, reason, text)")
+    q.set_defaults(func=cmd_query)
+
+
+def register_fuse(sub: Any) -> None:
+    """Add the ``fuse`` subcommand."""
+    f = sub.add_parser(
+        "fuse",
+        help="fuse a host's retrieved context with the concept path under a budget",
+        description="Weighted context ensemble: items retrieved by both paths first; host items take at most "
+        "lambda x budget tokens, concept items the rest; never more than --budget tokens.",
+        epilog="HOST.json: a list of items, each with chunk_id and/or text, optionally score and n_tokens,\n"
+        'e.g. [{"chunk_id": "a.txt", "score": 0.9}, {"text": "..."}] (or {"items": [...]}).\n'
+        'example:\n  g2cons fuse ragtest/g2cons "Who founded the APA?" --host host.json --budget 4000 --json',
+        formatter_class=FMT,
+    )
+    f.add_argument("graph", type=Path, metavar="DIR")
+    f.add_argument("question")
+    f.add_argument("--host", required=True, type=Path, metavar="HOST.json", help="the host's retrieved items")
+    f.add_argument("--budget", type=positive, default=4000, help="token budget beta (default 4000)")
+    fusion_opts(f, "of the fused context")
+    f.add_argument("--json", action="store_true", help="print JSON items")
+    f.set_defaults(func=cmd_fuse)
+
+
+def register_add(sub: Any) -> None:
+    """Add the ``add`` subcommand."""
+    a = sub.add_parser(
+        "add",
+        help="add documents to a saved graph without a rebuild",
+        description="Read FILES (.txt/.md files, folders, .csv, .jsonl, .json), chunk them with the graph's "
+        "settings, and add them; nothing already in the graph is embedded again. Equals a rebuild.",
+        epilog="example:\n  g2cons add ragtest/g2cons new/report.txt new/more_docs/",
+        formatter_class=FMT,
+    )
+    a.add_argument("graph", type=Path, metavar="DIR")
+    a.add_argument("files", nargs="+", type=Path, metavar="FILES")
+    input_opts(a, defaults=False)
+    a.add_argument("--quiet", action="store_true", help="no progress bars")
+    a.set_defaults(func=cmd_add)
+
+
+def register_remove(sub: Any) -> None:
+    """Add the ``remove`` subcommand."""
+    r = sub.add_parser(
+        "remove",
+        help="remove chunks or whole documents from a saved graph without a rebuild",
+        description="Remove by chunk id or by document id (a file's relative path, a record's id): a document "
+        "id removes all its chunks. Equals a rebuild without them.",
+        epilog="example:\n  g2cons remove ragtest/g2cons old/report.txt 'big.txt#3'",
+        formatter_class=FMT,
+    )
+    r.add_argument("graph", type=Path, metavar="DIR")
+    r.add_argument("ids", nargs="+", metavar="IDS")
+    r.set_defaults(func=cmd_remove)

@@ -1,0 +1,97 @@
+"""The concept graph as a networkx graph, and as GraphML, GEXF, JSON or CSV files (``g2cons export``).
+
+Nodes are concepts (node id: the concept string) with ``kind="concept"``, ``pagerank``, ``df`` (|T_w|, chunks that
+contain it), ``sentences`` (|S_w|), ``name_share`` (share of capitalised occurrences) and ``is_name`` (in the bridge
+vocabulary of names). Edges are the concept graph's edges with ``weight`` = ``dice`` (r = 2 Co / (|T_i| + |T_j|)),
+``co`` (Co, the co-occurrence count) and ``cosine``. So the node and edge counts equal ``index.stats``
+(``n_concepts``, ``n_edges``).
+
+With ``chunks=True`` every chunk is a node too (id ``"chunk:" + chunk id``, ``kind="chunk"``, ``n_tokens`` and,
+when ``kept_ids`` is given, ``kept``), joined to the concepts it contains by ``kind="contains"`` edges.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import networkx as nx
+
+from .errors import InputError
+
+FORMATS = ("graphml", "gexf", "json", "csv")
+
+
+def to_networkx(index: Any, chunks: bool = False, kept_ids: Iterable[str] | None = None) -> nx.Graph:
+    """The concept graph of a :class:`~g2cons_plugins.G2ConSIndex` (or a snapshot with ``.stored``/``.derived``)
+    as an undirected ``networkx.Graph`` (see module doc)."""
+    dv, st = index.derived, index.stored
+    names = set(dv.names)
+    g = nx.Graph()
+    for i, w in enumerate(dv.vocab):
+        g.add_node(
+            w,
+            kind="concept",
+            pagerank=float(dv.pagerank[i]),
+            df=int(dv.df[i]),
+            sentences=int(dv.sentence_counts[i]),
+            name_share=float(dv.name_share[i]),
+            is_name=w in names,
+        )
+    e = dv.edges
+    for r, c, co, dice, cos in zip(e.rows, e.cols, e.co, e.dice, e.cosine, strict=True):
+        g.add_edge(
+            dv.vocab[int(r)],
+            dv.vocab[int(c)],
+            kind="concept",
+            weight=float(dice),
+            dice=float(dice),
+            co=int(co),
+            cosine=float(cos),
+        )
+    if chunks:
+        kept = None if kept_ids is None else set(kept_ids)
+        inc = dv.chunk_inc.tocsr()
+        for k, ch in enumerate(st.chunks):
+            node = f"chunk:{ch.id}"
+            attrs: dict[str, Any] = {"kind": "chunk", "n_tokens": int(st.chunk_tokens[k])}
+            if kept is not None:
+                attrs["kept"] = ch.id in kept
+            g.add_node(node, **attrs)
+            for j in inc.indices[inc.indptr[k] : inc.indptr[k + 1]]:
+                g.add_edge(node, dv.vocab[int(j)], kind="contains", weight=1.0)
+    return g
+
+
+def _csv(rows: list[dict[str, Any]], fields: list[str]) -> bytes:
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore")
+    w.writeheader()
+    w.writerows(rows)
+    return buf.getvalue().encode("utf-8")
+
+
+def serialize(graph: nx.Graph, fmt: str) -> dict[str, bytes]:
+    """File contents for ``fmt``: ``{"": data}`` for one file; for ``csv`` ``{"": edges, ".nodes": nodes}``
+    (the second written beside the first as ``STEM.nodes.csv``)."""
+    if fmt == "graphml":
+        buf = io.BytesIO()
+        nx.write_graphml(graph, buf)
+        return {"": buf.getvalue()}
+    if fmt == "gexf":
+        buf = io.BytesIO()
+        nx.write_gexf(graph, buf)
+        return {"": buf.getvalue()}
+    if fmt == "json":
+        data = nx.node_link_data(graph, edges="edges")
+        return {"": json.dumps(data, indent=1, ensure_ascii=False).encode("utf-8")}
+    if fmt == "csv":
+        node_fields = ["id", "kind", "pagerank", "df", "sentences", "name_share", "is_name", "n_tokens", "kept"]
+        edge_fields = ["source", "target", "kind", "weight", "dice", "co", "cosine"]
+        nodes = [{"id": n, **a} for n, a in graph.nodes(data=True)]
+        edges = [{"source": u, "target": v, **a} for u, v, a in graph.edges(data=True)]
+        return {"": _csv(edges, edge_fields), ".nodes": _csv(nodes, node_fields)}
+    raise InputError(f"unknown export format {fmt!r}; choose one of {FORMATS}")

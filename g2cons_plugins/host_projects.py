@@ -1,0 +1,360 @@
+"""A host pipeline's own settings, read so that ``g2cons select`` chunks and prices exactly as the host does.
+
+- **MS GraphRAG** (:func:`read_graphrag`): ``PROJECT/settings.yaml`` (or ``.yml``/``.json``) as ``graphrag init``
+  writes it. Current layout: ``input.type`` (text | csv | json | jsonl), ``input.file_pattern``, ``input.encoding``,
+  ``input.text_column``/``id_column``, ``input_storage.base_dir`` (default ``input``), ``chunking.size``/
+  ``overlap``/``encoding_model`` (defaults 1200 / 100 / ``o200k_base``), ``extract_graph.prompt`` (a prompt file
+  relative to the project), ``entity_types`` and ``max_gleanings`` (default 1). Older layout: ``input.file_type``,
+  ``input.base_dir``, ``input.file_encoding``, ``chunks.size``/``overlap``/``encoding_model``, a top-level
+  ``encoding_model`` (default ``cl100k_base``), ``entity_extraction`` instead of ``extract_graph``. ``${VAR}``
+  placeholders are left alone (only the keys above are read). Unknown top-level keys give a warning.
+- **LightRAG** (:func:`lightrag_profile`): its defaults, ``chunk_token_size`` 1200, ``chunk_overlap_token_size`` 100,
+  its default tokenizer (``o200k_base``, the one of ``gpt-4o-mini``), its default gleaning count, and its entity
+  extraction prompt, taken at run time from the installed ``lightrag`` package (``lightrag.prompt.PROMPTS``).
+
+Calls: GraphRAG sends one extraction call per chunk, then for ``max_gleanings = g`` up to ``g`` continuation calls
+and ``g - 1`` "more entities?" calls (``1 + g + max(g - 1, 0)`` per chunk; 2 at the default ``g = 1``); LightRAG
+sends one call and, when gleaning is on, one gleaning call. Input tokens of the first call are exact: the tokens
+of the prompt with the chunk filled in, counted with the host's encoding model. A later call of the same chunk
+re-sends that prompt plus the model's earlier answers, which are not known before the run: it is counted as the
+first call's tokens (a lower bound).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+from .text import Tokenizer, get_tokenizer
+
+GRAPHRAG_SETTINGS = ("settings.yaml", "settings.yml", "settings.json")
+GRAPHRAG_DEFAULT_ENTITY_TYPES = ("organization", "person", "geo", "event")
+# graph_extractor's delimiters (older prompt files use them as placeholders; current ones hold them literally)
+_GRAPHRAG_FORMAT = {"tuple_delimiter": "<|>", "record_delimiter": "##", "completion_delimiter": "<|COMPLETE|>"}
+_GRAPHRAG_KEYS = {
+    "models", "completion_models", "embedding_models", "input", "input_storage", "chunking", "chunks",
+    "output", "output_storage", "update_output_storage", "reporting", "cache", "vector_store", "workflows",
+    "embed_text", "embed_graph", "embeddings", "extract_graph", "entity_extraction", "summarize_descriptions",
+    "extract_graph_nlp", "prune_graph", "cluster_graph", "cluster_graph_nlp", "extract_claims", "claim_extraction",
+    "community_reports", "snapshots", "umap", "local_search", "global_search", "drift_search", "basic_search",
+    "encoding_model", "skip_workflows", "root_dir", "llm", "parallelization", "async_mode", "storage",
+    "update_index_storage", "concurrent_requests", "logging",
+}  # fmt: skip
+_SECTION_KEYS = {
+    "chunking": {"type", "size", "overlap", "encoding_model", "prepend_metadata"},
+    "chunks": {"size", "overlap", "encoding_model", "group_by_columns", "strategy", "prepend_metadata",
+               "chunk_size_includes_metadata"},
+    "extract_graph": {"prompt", "entity_types", "max_gleanings", "completion_model_id", "model_instance_name",
+                      "model_id", "strategy", "encoding_model", "llm", "parallelization", "async_mode"},
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class HostProfile:
+    """How a host reads, chunks and prices its input (see module doc)."""
+
+    host: str  # "graphrag" | "lightrag"
+    input_path: Path  # folder (text) or file (csv/json/jsonl)
+    input_type: str  # "text" | "csv" | "json" | "jsonl"
+    chunk_size: int
+    chunk_overlap: int
+    encoding_model: str
+    gleanings: int
+    calls_per_chunk: int
+    prompt_source: str
+    messages: Callable[[str], list[str]] = field(repr=False)  # chunk text -> the messages of its first call
+    file_pattern: str | None = None
+    file_encoding: str = "utf-8"
+    text_column: str = "text"
+    root: Path | None = None
+    settings_path: Path | None = None
+    settings_raw: dict[str, Any] | None = field(default=None, repr=False)
+    base_dir_keys: tuple[str, ...] = ()  # where the input folder is named in the settings
+
+    def tokenizer(self) -> Tokenizer:
+        """The host's encoding model (fails clearly when tiktoken cannot load it offline)."""
+        return host_tokenizer(self.encoding_model)
+
+    def call_tokens(self, texts: Sequence[str], tokenizer: Tokenizer | None = None) -> list[int]:
+        """Input tokens of the first extraction call for each chunk text: its messages, host encoding."""
+        tok = tokenizer or self.tokenizer()
+        return [sum(len(tok.encode(m)) for m in self.messages(t)) for t in texts]
+
+    def prompt_tokens(self, tokenizer: Tokenizer | None = None) -> int:
+        """Tokens of one call without a chunk (the prompt overhead, for kappa by tokens)."""
+        return self.call_tokens([""], tokenizer)[0]
+
+
+def host_tokenizer(name: str) -> Tokenizer:
+    try:
+        return get_tokenizer(name)
+    except Exception as e:  # tiktoken downloads encodings other than the bundled cl100k_base
+        raise InputError(
+            f"encoding model {name!r}: tiktoken cannot load it here ({type(e).__name__}); run once with network "
+            "access (tiktoken caches it, see TIKTOKEN_CACHE_DIR), or pass --encoding-model cl100k_base if your "
+            "host is set to count with cl100k_base"
+        ) from None
+
+
+# ---------------------------------------------------------------------------------------------- GraphRAG
+def _settings_file(root: Path) -> Path:
+    if not root.is_dir():
+        raise InputError(f"--root {root}: no such project folder")
+    for name in GRAPHRAG_SETTINGS:
+        if (root / name).is_file():
+            return root / name
+    raise InputError(f"--root {root}: no settings.yaml (or .yml/.json) in this folder; run `graphrag init` first")
+
+
+def load_settings(path: Path) -> dict[str, Any]:
+    """The settings file as a dict (YAML or JSON), with an error naming the file and line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: cannot read ({e})") from None
+    try:
+        if path.suffix == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except Exception as e:  # yaml.YAMLError / json.JSONDecodeError
+        raise InputError(f"{path}: not valid {path.suffix[1:].upper()} ({str(e).splitlines()[0]})") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a mapping of settings at the top, got {type(data).__name__}")
+    return data
+
+
+def _section(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
+    sec = data.get(key)
+    if sec is None:
+        return {}
+    if not isinstance(sec, dict):
+        raise InputError(f"{path}: {key} must be a mapping, got {type(sec).__name__}")
+    return sec
+
+
+def _int(value: Any, where: str, path: Path, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InputError(f"{path}: {where} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _str(value: Any, where: str, path: Path) -> str:
+    if not isinstance(value, str) or not value:
+        raise InputError(f"{path}: {where} must be a non-empty string, got {value!r}")
+    return value
+
+
+def read_graphrag(root: str | Path) -> HostProfile:
+    """Read an MS GraphRAG project's settings (see module doc)."""
+    root = Path(root)
+    path = _settings_file(root)
+    data = load_settings(path)
+    unknown = sorted(str(k) for k in data if k not in _GRAPHRAG_KEYS)
+    if unknown:
+        warnings.warn(f"{path}: unknown settings {unknown} (not used by g2cons; check the spelling)", stacklevel=2)
+    for sec_name, known in _SECTION_KEYS.items():
+        extra = sorted(str(k) for k in _section(data, sec_name, path) if k not in known)
+        if extra:
+            warnings.warn(f"{path}: unknown keys in {sec_name}: {extra}", stacklevel=2)
+    inp = _section(data, "input", path)
+    storage = _section(data, "input_storage", path)
+    new_layout = "chunking" in data or "input_storage" in data or "file_type" not in inp
+    # input type and folder
+    itype = str(inp.get("file_type") or inp.get("type") or "text")
+    if itype in ("file", "blob"):  # older layout: input.type is the storage, file_type the format
+        if itype == "blob":
+            raise InputError(f"{path}: input.type blob: only file inputs can be read")
+        itype = str(inp.get("file_type") or "text")
+    if itype not in ("text", "csv", "json", "jsonl"):
+        raise InputError(f"{path}: input type {itype!r} is not supported (text, csv, json or jsonl)")
+    stype = storage.get("type", "file")
+    if stype not in (None, "file"):
+        raise InputError(f"{path}: input_storage.type {stype!r}: only file storage can be read")
+    if "base_dir" in storage:
+        base, keys = storage["base_dir"], ("input_storage", "base_dir")
+    elif "base_dir" in inp:
+        base, keys = inp["base_dir"], ("input", "base_dir")
+    else:
+        base, keys = "input", ("input_storage", "base_dir") if new_layout else ("input", "base_dir")
+    base_dir = root / _str(base, ".".join(keys), path)
+    pattern = inp.get("file_pattern")
+    if pattern is None:
+        pattern = {"text": r".*\.txt$", "csv": r".*\.csv$", "json": r".*\.json$", "jsonl": r".*\.jsonl$"}[itype]
+    try:
+        re.compile(pattern)
+    except (re.error, TypeError) as e:
+        raise InputError(f"{path}: input.file_pattern {pattern!r} is not a regular expression ({e})") from None
+    file_encoding = inp.get("encoding") or inp.get("file_encoding") or "utf-8"
+    text_column = inp.get("text_column") or "text"
+    # chunking
+    chunking = _section(data, "chunking", path) if "chunking" in data else _section(data, "chunks", path)
+    ckey = "chunking" if "chunking" in data else "chunks"
+    ctype = chunking.get("type", "tokens")
+    if ctype != "tokens":
+        raise InputError(f"{path}: {ckey}.type {ctype!r}: only the token chunker is supported")
+    if chunking.get("prepend_metadata"):
+        raise InputError(f"{path}: {ckey}.prepend_metadata is set: chunks with metadata are not supported yet")
+    size = _int(chunking.get("size", 1200), f"{ckey}.size", path, 1)
+    overlap = _int(chunking.get("overlap", 100), f"{ckey}.overlap", path)
+    if overlap >= size:
+        raise InputError(f"{path}: {ckey}.overlap ({overlap}) must be smaller than {ckey}.size ({size})")
+    default_enc = "o200k_base" if "chunking" in data else str(data.get("encoding_model") or "cl100k_base")
+    encoding_model = _str(chunking.get("encoding_model") or default_enc, f"{ckey}.encoding_model", path)
+    # extraction prompt and gleanings
+    ekey = "extract_graph" if "extract_graph" in data or "entity_extraction" not in data else "entity_extraction"
+    extract = _section(data, ekey, path)
+    gleanings = _int(extract.get("max_gleanings", 1), f"{ekey}.max_gleanings", path)
+    types = extract.get("entity_types", list(GRAPHRAG_DEFAULT_ENTITY_TYPES))
+    if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+        raise InputError(f"{path}: {ekey}.entity_types must be a list of strings, got {types!r}")
+    template, source = _graphrag_prompt(extract.get("prompt"), root, path, ekey)
+    fmt = {**_GRAPHRAG_FORMAT, "entity_types": ",".join(types)}
+
+    def messages(text: str) -> list[str]:
+        return [template.format(**fmt, input_text=text)]
+
+    try:
+        messages("")
+    except (KeyError, IndexError, ValueError) as e:
+        raise InputError(f"{source}: the prompt template cannot be filled ({type(e).__name__}: {e})") from None
+    return HostProfile(
+        host="graphrag",
+        input_path=base_dir,
+        input_type=itype,
+        chunk_size=size,
+        chunk_overlap=overlap,
+        encoding_model=encoding_model,
+        gleanings=gleanings,
+        calls_per_chunk=1 + gleanings + max(gleanings - 1, 0),
+        prompt_source=source,
+        messages=messages,
+        file_pattern=pattern,
+        file_encoding=str(file_encoding),
+        text_column=str(text_column),
+        root=root,
+        settings_path=path,
+        settings_raw=data,
+        base_dir_keys=keys,
+    )
+
+
+def _graphrag_prompt(prompt: Any, root: Path, path: Path, ekey: str) -> tuple[str, str]:
+    if prompt:
+        file = root / _str(prompt, f"{ekey}.prompt", path)
+        if not file.is_file():
+            raise InputError(f"{path}: {ekey}.prompt names {file}, which does not exist")
+        try:
+            return file.read_text(encoding="utf-8"), str(file)
+        except (OSError, UnicodeDecodeError) as e:
+            raise InputError(f"{file}: cannot read the prompt ({e})") from None
+    try:  # no prompt file: GraphRAG uses its built-in prompt
+        from graphrag.prompts.index.extract_graph import GRAPH_EXTRACTION_PROMPT  # type: ignore[import-not-found]
+    except ImportError:
+        raise InputError(
+            f"{path}: {ekey}.prompt is not set, so GraphRAG uses its built-in prompt, and graphrag is not "
+            "installed here to read it; set the prompt file (graphrag init writes prompts/extract_graph.txt)"
+        ) from None
+    return str(GRAPH_EXTRACTION_PROMPT), "graphrag.prompts.index.extract_graph"
+
+
+def graphrag_files(profile: HostProfile) -> list[Path]:
+    """The input files GraphRAG reads: files under the input folder whose path matches ``file_pattern``."""
+    base = profile.input_path
+    if not base.is_dir():
+        raise InputError(f"{base}: the input folder named by {'.'.join(profile.base_dir_keys)} does not exist")
+    rx = re.compile(profile.file_pattern or r".*\.txt$")
+    files = sorted(
+        p
+        for p in base.rglob("*")
+        if p.is_file() and rx.search(p.relative_to(base).as_posix()) and not p.name.startswith(".")
+    )
+    if not files:
+        raise InputError(f"{base}: no file matches input.file_pattern {rx.pattern!r}")
+    return files
+
+
+def core_settings(profile: HostProfile, core_dir: str, new_root: Path) -> dict[str, Any]:
+    """The settings for a new GraphRAG root ``new_root``: the input folder is ``core_dir`` (relative to it), and
+    every relative prompt file (keys ``prompt`` / ``*_prompt``) points back at the project's file. Nothing else
+    changes (``${VAR}`` placeholders included); relative output, cache and report folders land in the new root."""
+    assert profile.settings_raw is not None and profile.root is not None
+    data = json.loads(json.dumps(profile.settings_raw))
+    root = profile.root
+
+    def fix(node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if (k == "prompt" or str(k).endswith("_prompt")) and isinstance(v, str) and not Path(v).is_absolute():
+                    if (root / v).is_file():
+                        node[k] = Path(os.path.relpath(root / v, new_root)).as_posix()
+                else:
+                    fix(v)
+        elif isinstance(node, list):
+            for v in node:
+                fix(v)
+
+    fix(data)
+    sec, key = profile.base_dir_keys
+    if not isinstance(data.get(sec), dict):
+        data[sec] = {}
+    data[sec][key] = core_dir  # the core file(s) keep the input's names and suffixes: file_pattern still matches
+    return data
+
+
+# ---------------------------------------------------------------------------------------------- LightRAG
+def lightrag_profile(input_path: Path, encoding_model: str | None = None) -> HostProfile:
+    """LightRAG's defaults, its prompt read from the installed package (see module doc)."""
+    try:
+        from lightrag import constants as lc
+        from lightrag.prompt import PROMPTS, resolve_entity_extraction_prompt_profile
+    except ImportError:
+        raise InputError("--host lightrag needs the lightrag-hku package (pip install lightrag-hku)") from None
+    profile = resolve_entity_extraction_prompt_profile({}, False)
+    language = lc.DEFAULT_SUMMARY_LANGUAGE
+    delims = {
+        "tuple_delimiter": PROMPTS["DEFAULT_TUPLE_DELIMITER"],
+        "completion_delimiter": PROMPTS["DEFAULT_COMPLETION_DELIMITER"],
+    }
+    guidance = profile["entity_types_guidance"]
+    examples = "\n".join(profile["entity_extraction_examples"]).format(
+        **delims, entity_types_guidance=guidance, language=language
+    )
+    ctx = dict(
+        **delims,
+        entity_types_guidance=guidance,
+        examples=examples,
+        language=language,
+        max_total_records=lc.DEFAULT_MAX_EXTRACTION_RECORDS,
+        max_entity_records=lc.DEFAULT_MAX_EXTRACTION_ENTITIES,
+    )
+    system = PROMPTS["entity_extraction_system_prompt"].format(**ctx)
+    user = PROMPTS["entity_extraction_user_prompt"]
+
+    def messages(text: str) -> list[str]:
+        return [system, user.format(**ctx, input_text=text, heading_context_block="")]
+
+    gleanings = int(lc.DEFAULT_MAX_GLEANING)
+    return HostProfile(
+        host="lightrag",
+        input_path=input_path,
+        input_type="text",
+        chunk_size=1200,
+        chunk_overlap=100,
+        encoding_model=encoding_model or "o200k_base",
+        gleanings=gleanings,
+        calls_per_chunk=1 + (1 if gleanings > 0 else 0),
+        prompt_source="lightrag.prompt.PROMPTS['entity_extraction_system_prompt' + 'entity_extraction_user_prompt']",
+        messages=messages,
+    )

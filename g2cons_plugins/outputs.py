@@ -1,0 +1,199 @@
+"""What the command line may write, and how: paths that must not overlap, output markers, atomic writes.
+
+Users' files are sacred. The rules (:mod:`g2cons_plugins.cli` applies them before any work):
+
+- **No overlap.** The input(s) and every output path (``--out``, ``--graph``, ``--report``, derived defaults) are
+  resolved (symlinks followed); no two may be equal or one inside the other (:func:`check_disjoint`).
+- **Replace only what g2cons wrote.** Every folder the CLI writes into holds a marker, :data:`MARKER`
+  (``.g2cons-output``: JSON without a suffix, so no host file pattern reads it as input), listing the files
+  g2cons wrote there with their SHA-256. An existing file may be replaced only if the marker of its folder lists
+  it with its current content (:func:`check_replaceable_file`); an existing non-empty output folder may be
+  replaced only if its own marker lists every file in it, unchanged (:func:`check_replaceable_folder`).
+  Anything else is refused, naming the path: nothing the user made (or changed since) is deleted or overwritten.
+- **Atomic.** Files are written to a temporary sibling, flushed, and renamed into place
+  (:func:`atomic_write_text`); folders are built aside and renamed in. File modes follow the umask.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+
+MARKER = ".g2cons-output"  # JSON, but no .json suffix: host file patterns (.*\\.json$) never pick it up
+_MARKER_KIND = "g2cons-output"
+
+
+# ---------------------------------------------------------------------------------------------- modes
+def current_umask() -> int:
+    """The process umask (read by setting and restoring it)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def apply_umask(path: str | Path, directory: bool = False) -> None:
+    """Give ``path`` the mode a plain ``open``/``mkdir`` would (``mkstemp``/``mkdtemp`` make 0600/0700)."""
+    os.chmod(path, (0o777 if directory else 0o666) & ~current_umask())
+
+
+def make_temp_dir(parent: Path, prefix: str) -> Path:
+    """A fresh hidden folder in ``parent`` (same file system as the target), with umask permissions."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    apply_umask(tmp, directory=True)
+    return tmp
+
+
+# ---------------------------------------------------------------------------------------------- hashing, writing
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> str:
+    """Write ``data`` to ``path`` atomically (temporary sibling, fsync, rename); returns its SHA-256."""
+    path = Path(path)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        apply_umask(name)
+        os.replace(name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        raise
+    return sha256_bytes(data)
+
+
+def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> str:
+    """:func:`atomic_write_bytes` of ``text`` encoded with ``encoding``."""
+    return atomic_write_bytes(path, text.encode(encoding))
+
+
+# ---------------------------------------------------------------------------------------------- markers
+def read_marker(folder: Path) -> dict[str, str]:
+    """The files (relative path -> SHA-256) that g2cons recorded as written in ``folder``; {} without a marker
+    (or with one that is not g2cons's)."""
+    try:
+        data = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    files = data.get("files") if isinstance(data, dict) and data.get("kind") == _MARKER_KIND else None
+    if not isinstance(files, dict):
+        return {}
+    return {str(k): str(v) for k, v in files.items() if isinstance(v, str)}
+
+
+def marker_text(files: Mapping[str, str], command: str = "") -> str:
+    """The marker's JSON for ``files`` (relative path -> SHA-256)."""
+    body: dict[str, Any] = {"kind": _MARKER_KIND, "command": command, "files": dict(sorted(files.items()))}
+    return json.dumps(body, indent=1, ensure_ascii=False) + "\n"
+
+
+def record_written(folder: Path, files: Mapping[str, str], command: str = "") -> None:
+    """Add ``files`` (relative path -> SHA-256) to ``folder``'s marker (atomically)."""
+    merged = {**read_marker(folder), **files}
+    atomic_write_text(folder / MARKER, marker_text(merged, command))
+
+
+def _owned(path: Path) -> bool:
+    folder = path.parent
+    digest = read_marker(folder).get(path.name)
+    return digest is not None and path.is_file() and not path.is_symlink() and sha256_file(path) == digest
+
+
+def check_replaceable_file(path: Path, flag: str) -> None:
+    """Fail unless ``path`` is absent, or a file g2cons wrote there (listed, unchanged, in its folder's marker)."""
+    if not os.path.lexists(path):
+        return
+    if path.is_dir() and not path.is_symlink():
+        raise InputError(f"{flag} {path}: is a folder; give a file path")
+    if not _owned(path):
+        raise InputError(
+            f"{flag} {path}: exists and was not written by g2cons (or was changed since); g2cons never overwrites "
+            "a file it did not create: remove it or choose another path"
+        )
+
+
+def foreign_entries(folder: Path) -> list[str]:
+    """Entries of ``folder`` (relative paths) that its marker does not prove g2cons wrote, unchanged."""
+    listed = read_marker(folder)
+    allowed_dirs = {p.as_posix() for rel in listed for p in Path(rel).parents if p.as_posix() != "."}
+    foreign: list[str] = []
+    for p in sorted(folder.rglob("*")):
+        rel = p.relative_to(folder).as_posix()
+        if rel == MARKER:
+            continue
+        if p.is_dir() and not p.is_symlink():
+            if rel not in allowed_dirs:
+                foreign.append(rel + "/")
+        elif rel not in listed or p.is_symlink() or sha256_file(p) != listed[rel]:
+            foreign.append(rel)
+    return foreign
+
+
+def check_replaceable_folder(folder: Path, flag: str) -> None:
+    """Fail unless ``folder`` is absent, empty, or an earlier g2cons output whose marker lists every file in it,
+    unchanged."""
+    if not os.path.lexists(folder):
+        return
+    if not folder.is_dir() or folder.is_symlink():
+        raise InputError(f"{flag} {folder}: exists and is not a folder")
+    if not any(folder.iterdir()):
+        return
+    if not (folder / MARKER).is_file():
+        raise InputError(
+            f"{flag} {folder}: folder is not empty and is not an earlier g2cons output (no {MARKER}); "
+            "g2cons never deletes what it did not create: choose another path"
+        )
+    foreign = foreign_entries(folder)
+    if foreign:
+        raise InputError(
+            f"{flag} {folder}: holds files g2cons did not write (or that changed since): {foreign[:5]}; "
+            "g2cons never deletes what it did not create: move them or choose another path"
+        )
+
+
+# ---------------------------------------------------------------------------------------------- overlap
+def _resolved(p: Path) -> Path:
+    return Path(os.path.realpath(p))
+
+
+def check_disjoint(inputs: Mapping[str, Path | Iterable[Path] | None], outputs: Mapping[str, Path | None]) -> None:
+    """Fail (naming both paths) when an output equals or contains or lies inside an input or another output.
+
+    ``inputs``/``outputs``: flag or role (``"INPUT"``, ``"--out"``) -> path (or several paths for inputs)."""
+    named: list[tuple[str, Path, Path, bool]] = []
+    for role, value in inputs.items():
+        paths = [value] if isinstance(value, (str, Path)) else list(value or [])
+        named.extend((role, Path(p), _resolved(Path(p)), False) for p in paths)
+    named.extend((role, Path(p), _resolved(Path(p)), True) for role, p in outputs.items() if p is not None)
+    for i, (ra, pa, a, out_a) in enumerate(named):
+        for rb, pb, b, out_b in named[i + 1 :]:
+            if not (out_a or out_b):
+                continue  # two inputs may overlap: both are only read
+            if a == b:
+                raise InputError(f"{ra} {pa} and {rb} {pb} are the same path; outputs must be separate")
+            if a in b.parents or b in a.parents:
+                outer, inner = ((ra, pa), (rb, pb)) if a in b.parents else ((rb, pb), (ra, pa))
+                raise InputError(
+                    f"{inner[0]} {inner[1]} is inside {outer[0]} {outer[1]}; inputs and outputs must not contain "
+                    "one another"
+                )

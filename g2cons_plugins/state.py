@@ -1,0 +1,326 @@
+"""The index state, as plain immutable data, and the functions that make it.
+
+State is split in two (nano-graphrag style):
+- :class:`Stored`, the only thing ever embedded or split: chunks (sorted by id), their retrieval units, the
+  distinct sentences, and the sentence and unit vectors;
+- :class:`Derived`, recomputed from the stored state by :func:`derive` with sparse algebra in seconds:
+  TF-IDF concepts, incidences, concept vectors (Eq. 1), edges, PageRank, the bridge-name index.
+
+A build, an incremental ``add``/``remove`` and a ``load`` all end in the same ``derive`` call, so an updated
+index equals a full rebuild on the same chunks, and nothing known is ever re-embedded. Chunks are kept sorted by
+id (:func:`store` sorts them), so every position, every tie and therefore every result is independent of the
+order the chunks were given in. Arrays are made read-only: a snapshot is shared by concurrent readers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from .chunks import Chunk, Unit, check_unit_ids, split_units
+from .config import G2ConSConfig
+from .embedders import Embedder, validate_embeddings
+from .errors import InputError
+from .graph import EdgeSet, GraphStats, adjacency, build_edges, concept_vectors, degree_stats, pagerank
+from .terms import TermIndex, analyze, share, top_concepts
+from .text import Tokenizer, count_tokens_batch
+
+__all__ = ["Derived", "DegenerateEmbeddingWarning", "Stored", "derive", "store"]
+
+log = logging.getLogger("g2cons_plugins")
+
+
+class DegenerateEmbeddingWarning(UserWarning):
+    """The embedder gives (nearly) the same vector for different texts (a mock or constant embedder): cosine
+    scores carry no information, theta_sem calibration keeps every candidate pair, dense ranking is arbitrary."""
+
+
+@dataclass(frozen=True)
+class Derived:
+    """Everything recomputed from the stored state (see module doc)."""
+
+    vocab: list[str]
+    concept_index: dict[str, int]
+    extracted: sp.csr_matrix  # chunks x concepts: concept was a top-n keyword of the chunk
+    sent_inc: sp.csr_matrix  # sentences x concepts
+    unit_inc: sp.csr_matrix  # units x concepts
+    chunk_inc: sp.csr_matrix  # chunks x concepts (T_w as columns)
+    unit_concepts: sp.csr_matrix  # concepts x units (transpose of unit_inc, csr for fast row access)
+    concept_vecs: np.ndarray
+    sentence_counts: np.ndarray  # |S_w|
+    df: np.ndarray  # |T_w|: number of chunks containing w
+    edges: EdgeSet
+    A: sp.csr_matrix
+    pagerank: np.ndarray
+    name_share: np.ndarray  # per concept: share of capitalised occurrences
+    names: list[str]  # bridge vocabulary (see concepts.name_vocabulary)
+    name_df: np.ndarray
+    unit_names: sp.csr_matrix  # units x names
+    name_units: sp.csr_matrix  # names x units
+    stats: GraphStats
+    terms: TermIndex  # per-sentence word counts: an add analyses only new sentences
+
+
+@dataclass(frozen=True)
+class Stored:
+    """Chunks (sorted by id), units, distinct sentences and their vectors; see module doc."""
+
+    chunks: list[Chunk]
+    chunk_tokens: np.ndarray
+    units: list[Unit]
+    unit_parent: np.ndarray
+    unit_tokens: np.ndarray
+    sentences: list[str]
+    sent_unit: sp.csr_matrix  # sentences x units membership
+    sent_vecs: np.ndarray
+    unit_vecs: np.ndarray
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+    @cached_property
+    def median_unit_tokens(self) -> float:
+        """Median unit size in tokens (>= 1)."""
+        return max(float(np.median(self.unit_tokens)), 1.0) if len(self.unit_tokens) else 1.0
+
+
+def derive(st: Stored, config: G2ConSConfig, terms: TermIndex | None = None) -> Derived:
+    """Concepts, incidences, Eq. 1 vectors, edges and PageRank from the stored state (deterministic). All text
+    analysis is in ``terms`` (:mod:`g2cons_plugins.terms`; analysed here unless given, e.g. updated by an add);
+    the rest is sparse algebra."""
+    if terms is None:
+        terms = analyze(st.sentences, config)
+    elif terms.n_sentences != len(st.sentences):
+        raise InputError(f"term index has {terms.n_sentences} rows for {len(st.sentences)} sentences")
+    unit_chunk = sp.csr_matrix(
+        (np.ones(len(st.units), np.float32), (np.arange(len(st.units)), st.unit_parent)),
+        shape=(len(st.units), len(st.chunks)),
+    )
+    chunk_counts = (unit_chunk.T @ st.sent_unit.T).tocsr() @ terms.counts  # chunk term counts, via sentences
+    cols, extracted = top_concepts(sp.csr_matrix(chunk_counts), config)
+    vocab = [terms.words[j] for j in cols.tolist()]
+    sent_inc = binary(terms.counts[:, cols])
+    unit_inc = binary(st.sent_unit.T @ sent_inc)
+    chunk_inc = binary(unit_chunk.T @ unit_inc)
+    if config.incidence == "extracted":
+        chunk_inc = binary(chunk_inc.multiply(extracted))
+        unit_inc = binary(unit_inc.multiply(unit_chunk @ extracted))
+        sent_chunk = binary(st.sent_unit @ unit_chunk)
+        sent_inc = binary(sent_inc.multiply(sent_chunk @ extracted))
+    if config.vector_level == "chunk":  # ablation C: mean of the (sub-)chunk vectors instead of Eq. 1
+        vecs, counts = concept_vectors(unit_inc, st.unit_vecs)
+    else:
+        vecs, counts = concept_vectors(sent_inc, st.sent_vecs)
+    co_inc = sent_inc if config.cooccurrence == "sentence" else chunk_inc  # ablation A: sentence windows
+    edges = build_edges(co_inc, vecs, config.theta_co, config.theta_sem, config.theta_sem_percentile)
+    A = adjacency(edges, len(vocab))
+    pr = pagerank(A, damping=config.pagerank_damping)
+    names, unit_names, name_df = _names(st, terms, unit_chunk)
+    isolated, mean_deg, max_deg = degree_stats(A)
+    stats = GraphStats(
+        n_chunks=len(st.chunks),
+        n_units=len(st.units),
+        n_sentences=len(st.sentences),
+        n_concepts=len(vocab),
+        n_candidate_pairs=edges.n_candidates,
+        n_edges=len(edges.rows),
+        theta_sem=edges.theta_sem,
+        isolated_share=isolated,
+        mean_degree=mean_deg,
+        max_degree=max_deg,
+    )
+    return Derived(
+        vocab=vocab,
+        concept_index={w: i for i, w in enumerate(vocab)},
+        extracted=extracted,
+        sent_inc=sent_inc,
+        unit_inc=unit_inc,
+        chunk_inc=chunk_inc,
+        unit_concepts=unit_inc.T.tocsr(),
+        concept_vecs=vecs,
+        sentence_counts=counts,
+        df=np.asarray(chunk_inc.sum(axis=0)).ravel().astype(np.int64),
+        edges=edges,
+        A=A,
+        pagerank=pr,
+        name_share=share(terms, cols),
+        terms=terms,
+        names=names,
+        name_df=name_df,
+        unit_names=unit_names,
+        name_units=unit_names.T.tocsr(),
+        stats=stats,
+    )
+
+
+def _names(st: Stored, terms: TermIndex, unit_chunk: sp.csr_matrix) -> tuple[list[str], sp.csr_matrix, np.ndarray]:
+    """Bridge vocabulary: every word (KET-RAG's all-words vocabulary, unigrams) that is a *name* (written
+    capitalised in at least half of its non-sentence-initial occurrences) and occurs in >= 2 chunks; returns the
+    names, the units x names 0/1 matrix and each name's chunk frequency |T_w|."""
+    words = np.flatnonzero(np.fromiter((" " not in w for w in terms.words), dtype=bool, count=len(terms.words)))
+    U = binary(st.sent_unit.T @ terms.counts[:, words])
+    df = np.asarray(binary(unit_chunk.T @ U).sum(axis=0)).ravel().astype(np.int64)
+    keep = np.flatnonzero((share(terms, words) >= 0.5) & (df >= 2))
+    return [terms.words[j] for j in words[keep].tolist()], U[:, keep].tocsr(), df[keep]
+
+
+def binary(M: Any) -> sp.csr_matrix:
+    """``M`` as a 0/1 float32 csr matrix."""
+    M = sp.csr_matrix(M, dtype=np.float32)
+    M.eliminate_zeros()
+    M.data[:] = 1.0
+    return M
+
+
+def store(
+    chunks: Iterable[Chunk],
+    emb: Embedder,
+    tok: Tokenizer,
+    config: G2ConSConfig,
+    show_progress: bool,
+    previous: Stored | None = None,
+    engine: Any = None,
+) -> Stored:
+    """Split chunks into units and sentences, count tokens, embed what is not known yet.
+
+    Chunks are sorted by id first. With ``previous``, a chunk id already there keeps its units and token count,
+    and a sentence or unit text already there keeps its vector (nothing known is split, counted or embedded
+    again). ``engine``: None (here, in this process) or an object with ``split(chunks, tokenizer_name,
+    unit_tokens) -> list[list[Unit]]``, ``count(texts, tokenizer_name) -> list[int]`` and ``embed(texts,
+    embedder_spec) -> array`` that runs those stages elsewhere (e.g. on Ray); the result is the same."""
+    chunks = sorted(chunks, key=lambda c: c.id)
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    old_units: dict[str, list[Unit]] = {}
+    if previous is not None:
+        for u in previous.units:
+            old_units.setdefault(u.parent_id, []).append(u)
+    units: list[Unit] = []
+    parents: list[int] = []
+    iterator: Iterable[tuple[int, Chunk]] = enumerate(chunks)
+    if show_progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(iterator, total=len(chunks), desc="split", unit="chunk")
+    split_by_engine: dict[str, list[Unit]] = {}
+    if engine is not None:
+        todo = [c for c in chunks if c.id not in old_units]
+        split_by_engine = dict(zip((c.id for c in todo), engine.split(todo, tok.name, config.unit_tokens), strict=True))
+    for i, ch in iterator:
+        us = old_units.get(ch.id) or split_by_engine.get(ch.id) or split_units(ch, tok, config.unit_tokens)
+        units.extend(us)
+        parents.extend([i] * len(us))
+    check_unit_ids(units, {c.id for c in chunks})
+    sent_pos: dict[str, int] = {}
+    rows, cols = [], []
+    for j, u in enumerate(units):
+        for s in u.sentences:
+            rows.append(sent_pos.setdefault(s, len(sent_pos)))
+            cols.append(j)
+    sentences = list(sent_pos)
+    sent_unit = binary(
+        sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(len(sentences), len(units)))
+    )
+    if previous is not None:
+        old_tok = dict(zip((c.id for c in previous.chunks), previous.chunk_tokens.tolist(), strict=True))
+        missing = [c.text for c in chunks if c.id not in old_tok]
+        fresh = iter(_count(engine, tok, missing))
+        chunk_tokens = np.array([old_tok[c.id] if c.id in old_tok else next(fresh) for c in chunks], dtype=np.int64)
+    else:
+        chunk_tokens = np.array(_count(engine, tok, [c.text for c in chunks]), dtype=np.int64)
+    timings["split_and_count"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    unit_texts = [u.text for u in units]
+    if previous is not None:
+        sent_vecs = _reuse_or_embed(
+            emb, sentences, previous.sentences, previous.sent_vecs, "sentences", show_progress, engine
+        )
+        unit_vecs = _reuse_or_embed(
+            emb, unit_texts, [u.text for u in previous.units], previous.unit_vecs, "units", show_progress, engine
+        )
+    else:
+        sent_vecs = _embed(emb, sentences, "sentences", show_progress, engine)
+        unit_vecs = _embed(emb, unit_texts, "units", show_progress, engine)
+        check_degenerate(sent_vecs, emb.name)
+    timings["embed"] = time.perf_counter() - t0
+    if previous is not None:
+        timings = {**previous.timings, **{f"update_{k}": v for k, v in timings.items()}}
+    return Stored(
+        chunks=chunks,
+        chunk_tokens=_frozen(chunk_tokens),
+        units=units,
+        unit_parent=_frozen(np.asarray(parents, dtype=np.int64)),
+        unit_tokens=_frozen(np.array([u.n_tokens for u in units], dtype=np.int64)),
+        sentences=sentences,
+        sent_unit=sent_unit,
+        sent_vecs=_frozen(sent_vecs),
+        unit_vecs=_frozen(unit_vecs),
+        timings=dict(timings),
+    )
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    """``a`` made read-only (shared by concurrent readers; a writer must build a new array)."""
+    a.flags.writeable = False
+    return a
+
+
+def _reuse_or_embed(
+    emb: Embedder,
+    texts: list[str],
+    old_texts: list[str],
+    old_vecs: np.ndarray,
+    what: str,
+    show_progress: bool,
+    engine: Any = None,
+) -> np.ndarray:
+    """Vectors of ``texts``: copied from ``old_vecs`` where the text is known, embedded otherwise."""
+    old = {t: i for i, t in enumerate(old_texts)}
+    src = np.fromiter((old.get(t, -1) for t in texts), dtype=np.int64, count=len(texts))
+    out = np.empty((len(texts), old_vecs.shape[1] if old_vecs.ndim == 2 else emb.dim), dtype=np.float32)
+    known = src >= 0
+    out[known] = old_vecs[src[known]]
+    new = np.flatnonzero(~known)
+    if len(new):
+        out[new] = _embed(emb, [texts[i] for i in new.tolist()], what, show_progress, engine)
+    return out
+
+
+def check_degenerate(vecs: np.ndarray, source: str, sample: int = 512) -> bool:
+    """Warn (:class:`DegenerateEmbeddingWarning`) when ``vecs`` of different texts have rank <= 1 (e.g. a
+    constant mock embedder); returns True then. Checked on an evenly spaced sample of at most ``sample`` rows."""
+    n = len(vecs)
+    if n < 2:
+        return False
+    X = np.asarray(vecs[np.linspace(0, n - 1, min(n, sample)).astype(np.int64)], dtype=np.float64)
+    X = X - X.mean(axis=0, keepdims=True)
+    if float(np.abs(X).max(initial=0.0)) > 1e-6:  # not constant
+        if len(X) < 8:
+            return False
+        s = np.linalg.svd(X, compute_uv=False)
+        if s[1] > 1e-6 * s[0]:  # rank >= 2 (a real embedder of >= 8 texts)
+            return False
+    warnings.warn(
+        f"embedder {source!r} gives (nearly) the same vector, or vectors on one line, for different texts: "
+        "semantic edges (theta_sem) and dense scores carry no information; use a real embedder",
+        DegenerateEmbeddingWarning,
+        stacklevel=3,
+    )
+    return True
+
+
+def _count(engine: Any, tok: Tokenizer, texts: list[str]) -> list[int]:
+    return count_tokens_batch(tok, texts) if engine is None or not texts else list(engine.count(texts, tok.name))
+
+
+def _embed(emb: Embedder, texts: list[str], what: str, show_progress: bool, engine: Any = None) -> np.ndarray:
+    if show_progress:
+        log.info("embedding %d %s with %s", len(texts), what, emb.name)
+    raw = emb.embed(texts) if engine is None or not texts else engine.embed(texts, emb.name)
+    return validate_embeddings(raw, len(texts), emb.dim, emb.name)

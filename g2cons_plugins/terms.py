@@ -1,0 +1,169 @@
+"""Per-sentence term counts: the one text analysis a derive needs, kept so an add analyses only new sentences.
+
+A :class:`TermIndex` holds, for every distinct sentence of the corpus, the counts of its words (the concept
+analyzer of :mod:`g2cons_plugins.concepts`: lower-cased words of two or more word characters, stop words
+removed) and how often each word occurs after the first word of the sentence, in all and written capitalised
+(the ``name_share`` of a word). Everything else a derive needs is sparse algebra over these matrices:
+
+- chunk term counts = (chunk x sentence occurrences) @ counts, hence TF-IDF and the top-n concepts per chunk;
+- sentence / unit / chunk incidences of the concepts and of the bridge names;
+- each word's name share = capitalised / non-initial occurrences, over distinct sentences.
+
+:func:`update` re-uses the rows of known sentences and analyses only new ones; the result equals
+:func:`analyze` of the new sentence list exactly (same words, same order, same counts), which is what keeps an
+incrementally updated index equal to a fresh build. Unigrams only: with ``ngram_max > 1`` a derive analyses the
+texts themselves (n-grams cross sentence boundaries).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.feature_extraction.text import CountVectorizer
+
+from .concepts import _WORD, _vectorizer_kwargs
+from .config import G2ConSConfig
+from .errors import InputError
+
+__all__ = ["TermIndex", "analyze", "update"]
+
+
+@dataclass(frozen=True)
+class TermIndex:
+    """Word counts of each distinct sentence (rows aligned with ``Stored.sentences``)."""
+
+    words: tuple[str, ...]  # sorted
+    counts: sp.csr_matrix  # sentences x words, occurrences
+    noninit: sp.csr_matrix  # sentences x words, occurrences after the sentence's first word
+    caps: sp.csr_matrix  # sentences x words, of those, written with a capital first letter
+
+    @property
+    def n_sentences(self) -> int:
+        """Rows."""
+        return int(self.counts.shape[0])
+
+
+def _analyzer(config: G2ConSConfig):  # type: ignore[no-untyped-def]
+    kw = _vectorizer_kwargs(config)
+    kw["ngram_range"] = (1, 1)
+    return CountVectorizer(**kw).build_analyzer()  # type: ignore[arg-type]
+
+
+def analyze(sentences: Sequence[str], config: G2ConSConfig) -> TermIndex:
+    """Analyse every sentence once (see module doc)."""
+    analyzer = _analyzer(config)
+    vocab: dict[str, int] = {}
+    rows: list[list[int]] = [[], [], []]
+    cols: list[list[int]] = [[], [], []]
+    for i, s in enumerate(sentences):
+        for w in analyzer(s):
+            rows[0].append(i)
+            cols[0].append(vocab.setdefault(w, len(vocab)))
+        for m in list(_WORD.finditer(s))[1:]:
+            word = m.group()
+            j = vocab.get(word.lower())
+            if j is None:  # a stop word (or a word the analyzer does not keep)
+                continue
+            rows[1].append(i)
+            cols[1].append(j)
+            if word[0].isupper():
+                rows[2].append(i)
+                cols[2].append(j)
+    words = sorted(vocab)
+    remap = np.empty(len(vocab), dtype=np.int64)
+    remap[[vocab[w] for w in words]] = np.arange(len(words))
+    mats = []
+    for r, c in zip(rows, cols, strict=True):
+        M = sp.csr_matrix(
+            (np.ones(len(r), np.int32), (np.asarray(r, np.int64), remap[np.asarray(c, np.int64)])),
+            shape=(len(sentences), len(words)),
+        )
+        M.sum_duplicates()
+        M.sort_indices()
+        mats.append(M)
+    return TermIndex(tuple(words), mats[0], mats[1], mats[2])
+
+
+def update(prev: TermIndex, prev_sentences: Sequence[str], sentences: Sequence[str], config: G2ConSConfig) -> TermIndex:
+    """The TermIndex of ``sentences``, re-using the rows of ``prev`` (aligned with ``prev_sentences``) and
+    analysing only the new sentences. Equals ``analyze(sentences, config)``."""
+    if prev.n_sentences != len(prev_sentences):
+        raise InputError(f"term index has {prev.n_sentences} rows for {len(prev_sentences)} sentences")
+    old = {s: i for i, s in enumerate(prev_sentences)}
+    src = np.fromiter((old.get(s, -1) for s in sentences), dtype=np.int64, count=len(sentences))
+    new_pos = np.flatnonzero(src < 0)
+    fresh = analyze([sentences[i] for i in new_pos.tolist()], config)
+    words = sorted(set(prev.words).union(fresh.words))
+    col = {w: j for j, w in enumerate(words)}
+    old_cols = np.fromiter((col[w] for w in prev.words), dtype=np.int64, count=len(prev.words))
+    new_cols = np.fromiter((col[w] for w in fresh.words), dtype=np.int64, count=len(fresh.words))
+    known_pos = np.flatnonzero(src >= 0)
+    mats = []
+    for a, b in ((prev.counts, fresh.counts), (prev.noninit, fresh.noninit), (prev.caps, fresh.caps)):
+        A = a[src[known_pos]].tocoo()
+        B = b.tocoo()
+        M = sp.csr_matrix(
+            (
+                np.concatenate([A.data, B.data]).astype(np.int32),
+                (
+                    np.concatenate([known_pos[A.row], new_pos[B.row]]),
+                    np.concatenate([old_cols[A.col], new_cols[B.col]]),
+                ),
+            ),
+            shape=(len(sentences), len(words)),
+        )
+        M.sort_indices()
+        mats.append(M)
+    present = np.flatnonzero(np.asarray(mats[0].sum(axis=0)).ravel() > 0)  # words of removed sentences go
+    if len(present) < len(words):
+        mats = [M[:, present].tocsr() for M in mats]
+        for M in mats:
+            M.sort_indices()
+        words = [words[j] for j in present.tolist()]
+    return TermIndex(tuple(words), mats[0], mats[1], mats[2])
+
+
+def share(terms: TermIndex, cols: np.ndarray) -> np.ndarray:
+    """Name share of the words ``cols``: capitalised / non-initial occurrences over distinct sentences (0 for a
+    word never seen after a sentence's first word, and for n-grams)."""
+    caps = np.asarray(terms.caps[:, cols].sum(axis=0)).ravel().astype(np.float64)
+    total = np.asarray(terms.noninit[:, cols].sum(axis=0)).ravel().astype(np.float64)
+    return np.divide(caps, total, out=np.zeros(len(cols)), where=total > 0).astype(np.float32)
+
+
+def top_concepts(chunk_counts: sp.csr_matrix, config: G2ConSConfig) -> tuple[np.ndarray, sp.csr_matrix]:
+    """Concept columns (sorted) and the chunk x concept 'extracted' mask from chunk term counts.
+
+    ``tfidf``: the words kept by ``min_df``/``max_df`` (scikit-learn's rules), scored TF-IDF (smooth idf, l2
+    rows: scikit-learn's ``TfidfTransformer``), the ``top_n`` best of each chunk (ties by word order); the union
+    is the vocabulary. ``all_words``: every word kept by the df filters."""
+    from sklearn.feature_extraction.text import TfidfTransformer
+
+    n = chunk_counts.shape[0]
+    present = chunk_counts.copy()
+    present.data[:] = 1
+    df = np.asarray(present.sum(axis=0)).ravel()
+    max_count = config.max_df * n if n * config.max_df >= max(config.min_df, 1) else n
+    keep = np.flatnonzero((df >= max(config.min_df, 1)) & (df <= max_count))
+    if len(keep) == 0:
+        raise InputError(
+            "no concepts could be extracted from the corpus: every word is a stop word or fails min_df/max_df"
+        )
+    if config.concept_mode == "all_words":
+        mask = present[:, keep].tocsr().astype(np.float32)
+        return keep, mask
+    T = TfidfTransformer().fit_transform(chunk_counts[:, keep].astype(np.float32)).tocsr()
+    T.sort_indices()
+    row_of = np.repeat(np.arange(n), np.diff(T.indptr))
+    order = np.lexsort((T.indices, -T.data, row_of))  # by chunk, score desc, then word order
+    rank = np.arange(len(order)) - T.indptr[row_of[order]]
+    sel = order[rank < config.top_n]
+    rows, local = row_of[sel], T.indices[sel]
+    used = np.unique(local)
+    remap = np.full(len(keep), -1, dtype=np.int64)
+    remap[used] = np.arange(len(used))
+    mask = sp.csr_matrix((np.ones(len(sel), np.float32), (rows, remap[local])), shape=(n, len(used)))
+    return keep[used], mask

@@ -1,0 +1,284 @@
+"""``g2cons select --root PROJECT`` (MS GraphRAG settings) and ``--host lightrag``: chunks exactly as the host,
+prices each call exactly as the host would send it, never touches the project's files, and bad settings fail
+clearly. GraphRAG's own config loader, input reader and chunker check the result where installed."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from g2cons_plugins import G2ConSIndex
+from g2cons_plugins.cli import main
+from g2cons_plugins.text import get_tokenizer
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "examples" / "data" / "musique_excerpt_corpus.jsonl"
+HASH = ["--embedder", "hash", "--quiet"]
+# a prompt template with GraphRAG's placeholders (written for this test, not GraphRAG's prompt text)
+PROMPT = (
+    '-Goal-\nFind entities of types [{entity_types}] and their relations.\nRecords: ("entity"<|>NAME<|>TYPE) '
+    'joined by ##, end with <|COMPLETE|>. Literal braces: {{"a": 1}}\n-Real Data-\nText: {input_text}\nOutput:'
+)
+# the document-processing part of settings.yaml as `graphrag init` (3.x) writes it, encoding set to cl100k_base
+# (o200k_base, the init default, needs a download that tiktoken cannot make offline)
+SETTINGS = """\
+completion_models:
+  default_completion_model:
+    model_provider: openai
+    model: gpt-4.1
+    auth_method: api_key # or azure_managed_identity
+    api_key: ${GRAPHRAG_API_KEY} # set this in the generated .env file, or remove if managed identity
+    retry:
+      type: exponential_backoff
+
+input:
+  type: text # [csv, text, json, jsonl]
+
+chunking:
+  type: tokens
+  size: 300
+  overlap: 50
+  encoding_model: cl100k_base
+
+input_storage:
+  type: file # [file, blob, cosmosdb]
+  base_dir: "input"
+
+output_storage:
+  type: file # [file, blob, cosmosdb]
+  base_dir: "output"
+
+extract_graph:
+  completion_model_id: default_completion_model
+  prompt: "prompts/extract_graph.txt"
+  entity_types: [organization,person,geo,event]
+  max_gleanings: 1
+
+summarize_descriptions:
+  completion_model_id: default_completion_model
+  prompt: "prompts/summarize_descriptions.txt"
+  max_length: 500
+"""
+
+
+def _rows(n: int) -> list[dict[str, str]]:
+    return [json.loads(x) for x in CORPUS.read_text(encoding="utf-8").splitlines() if x.strip()][:n]
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _project(root: Path, settings: str = SETTINGS, n: int = 24) -> Path:
+    (root / "input").mkdir(parents=True)
+    (root / "prompts").mkdir()
+    rows = _rows(n)
+    for i, r in enumerate(rows):
+        (root / "input" / f"doc{i:02d}.txt").write_text(f"{r['title']}\n{r['text']}\n", encoding="utf-8")
+    (root / "input" / "long.txt").write_text("\n\n".join(r["text"] for r in rows[:20]), encoding="utf-8")
+    (root / "input" / "notes.md").write_text("not matched by .*\\.txt$", encoding="utf-8")
+    (root / "prompts" / "extract_graph.txt").write_text(PROMPT, encoding="utf-8")
+    (root / "prompts" / "summarize_descriptions.txt").write_text("Summarize {description_list}", encoding="utf-8")
+    (root / "settings.yaml").write_text(settings, encoding="utf-8")
+    return root
+
+
+def _ntok(text: str) -> int:
+    return len(get_tokenizer("cl100k_base").encode(text))
+
+
+def test_graphrag_root_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any) -> None:
+    proj = _project(tmp_path / "proj")
+    before = _snapshot(proj)
+    assert main(["select", "--root", str(proj), "--kappa", "0.6", "--price-per-mtok", "2.0", *HASH]) == 0
+    printed = capsys.readouterr().out
+    assert "graphrag index --root" in printed and "2 calls per chunk" in printed
+    core = proj / "g2cons"
+    assert {k: v for k, v in _snapshot(proj).items() if not k.startswith("g2cons/")} == before  # user's files
+    rep = json.loads((core / "selection_report.json").read_text(encoding="utf-8"))
+    hc = rep["host_cost"]
+    assert rep["chunk_tokens"] == 300 and rep["chunk_overlap"] == 50 and hc["encoding_model"] == "cl100k_base"
+    assert rep["n_documents"] == 25  # 24 .txt + long.txt; notes.md does not match input.file_pattern
+
+    # GraphRAG's own chunker on each document gives exactly the chunks g2cons selected from
+    gchunk = pytest.importorskip("graphrag_chunking.token_chunker")
+    tok = get_tokenizer("cl100k_base")
+    texts = [p.read_text(encoding="utf-8") for p in sorted((proj / "input").glob("*.txt"))]
+    host_chunks = [c for t in texts for c in gchunk.split_text_on_tokens(t, 300, 50, tok.encode, tok.decode)]
+    graph_chunks = [{"id": c.id, "text": c.text} for c in G2ConSIndex.load(core / "graph").chunks]
+    assert sorted(c["text"] for c in graph_chunks) == sorted(host_chunks)
+    assert rep["n_kept"] + rep["n_dropped"] == len(host_chunks)
+
+    # the core input: exactly the kept chunks, and GraphRAG's reader + chunker turn it into exactly those chunks
+    kept_texts = sorted(c["text"] for c in graph_chunks if c["id"] in set(rep["kept_ids"]))
+    written = sorted(p.read_text(encoding="utf-8") for p in (core / "input").glob("*.txt"))
+    assert written == kept_texts
+    # the first call of each chunk: the prompt filled in as GraphRAG fills it, counted with tiktoken
+    first = [_ntok(PROMPT.format(input_text=t, entity_types="organization,person,geo,event")) for t in kept_texts]
+    assert hc["selected"]["first_call_input_tokens"] == sum(first)
+    assert hc["selected"]["calls"] == 2 * rep["n_kept"] and hc["full"]["calls"] == 2 * len(host_chunks)
+    assert hc["selected"]["input_tokens"] == 2 * sum(first)
+    assert hc["selected"]["usd_input"] == pytest.approx(2 * sum(first) / 1e6 * 2.0, abs=1e-6)
+    assert hc["prompt_tokens_per_call"] == _ntok(
+        PROMPT.format(input_text="", entity_types=",".join(["organization", "person", "geo", "event"]))
+    )
+
+    # settings.yaml of the core root: GraphRAG's own loader reads it; only the input folder and prompt paths change
+    lc = pytest.importorskip("graphrag_common.config.load_config")
+    monkeypatch.setenv("GRAPHRAG_API_KEY", "sk-test")
+    cfg = lc.load_config(lambda **kw: kw, config_path=core, set_cwd=False)
+    assert cfg["input_storage"]["base_dir"] == "input" and cfg["input"]["type"] == "text"
+    assert cfg["extract_graph"]["prompt"] == "../prompts/extract_graph.txt"
+    assert (core / cfg["extract_graph"]["prompt"]).read_text(encoding="utf-8") == PROMPT
+    assert cfg["completion_models"]["default_completion_model"]["api_key"] == "sk-test"  # placeholder kept
+    assert cfg["output_storage"]["base_dir"] == "output" and cfg["chunking"]["size"] == 300
+    gi = pytest.importorskip("graphrag_input")
+    from graphrag_storage.file_storage import FileStorage
+
+    reader = gi.create_input_reader(gi.InputConfig(**cfg["input"]), FileStorage(base_dir=str(core / "input")))
+    docs = asyncio.run(reader.read_files())
+    assert sorted(d.text for d in docs) == kept_texts
+    rechunked = [c for d in docs for c in gchunk.split_text_on_tokens(d.text, 300, 50, tok.encode, tok.decode)]
+    assert sorted(rechunked) == kept_texts  # the host's run on the core input makes exactly the kept chunks
+
+    # a rerun replaces g2cons's own outputs
+    assert main(["select", "--root", str(proj), "--kappa", "0.3", *HASH]) == 0
+    assert json.loads((core / "selection_report.json").read_text())["kappa"] == 0.3
+
+
+def test_graphrag_older_layout(tmp_path: Path) -> None:
+    old = """\
+encoding_model: cl100k_base
+input:
+  type: file
+  file_type: text
+  base_dir: "input"
+  file_encoding: utf-8
+  file_pattern: ".*\\\\.txt$"
+chunks:
+  size: 200
+  overlap: 20
+entity_extraction:
+  prompt: "prompts/extract_graph.txt"
+  max_gleanings: 2
+"""
+    proj = _project(tmp_path / "proj", old, n=10)
+    assert main(["select", "--root", str(proj), "--kappa", "0.5", *HASH]) == 0
+    rep = json.loads((proj / "g2cons" / "selection_report.json").read_text())
+    assert rep["chunk_tokens"] == 200 and rep["chunk_overlap"] == 20
+    assert rep["host_cost"]["gleanings"] == 2 and rep["host_cost"]["calls_per_chunk"] == 4  # 1 + 2 + 1 loop check
+    import yaml
+
+    core = yaml.safe_load((proj / "g2cons" / "settings.yaml").read_text())
+    assert (
+        core["input"]["base_dir"] == "input" and core["entity_extraction"]["prompt"] == "../prompts/extract_graph.txt"
+    )
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (lambda p: (p / "settings.yaml").unlink(), "no settings.yaml"),
+        (lambda p: (p / "settings.yaml").write_text("input: [unclosed\n"), "settings.yaml: not valid YAML"),
+        (lambda p: (p / "settings.yaml").write_text("- a list\n"), "expected a mapping"),
+        (lambda p: (p / "prompts" / "extract_graph.txt").unlink(), "extract_graph.prompt names"),
+        (lambda p: (p / "settings.yaml").write_text(SETTINGS.replace("type: text", "type: parquet")), "parquet"),
+        (lambda p: (p / "settings.yaml").write_text(SETTINGS.replace("overlap: 50", "overlap: 400")), "overlap"),
+        (lambda p: (p / "settings.yaml").write_text(SETTINGS.replace("size: 300", "size: big")), "chunking.size"),
+        (lambda p: (p / "settings.yaml").write_text(SETTINGS.replace('"input"', '"missing"')), "does not exist"),
+        (lambda p: (p / "settings.yaml").write_text(SETTINGS.replace('"input"', '"."')), "inside"),
+        (lambda p: (p / "prompts" / "extract_graph.txt").write_text("Text: {input_text} {unknown}"), "cannot be"),
+        (
+            lambda p: (p / "settings.yaml").write_text(SETTINGS.replace("max_gleanings: 1", "max_gleanings: -1")),
+            "max_gleanings",
+        ),
+    ],
+)
+def test_graphrag_bad_settings_fail_clearly(
+    tmp_path: Path, edit: Any, needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proj = _project(tmp_path / "proj", n=4)
+    edit(proj)
+    before = _snapshot(proj)
+    assert main(["select", "--root", str(proj), *HASH]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("g2cons: error:") and needle in err, err
+    assert _snapshot(proj) == before
+
+
+def test_graphrag_unknown_keys_warn(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    proj = _project(tmp_path / "proj", SETTINGS + "chunkin:\n  size: 10\n", n=4)
+    assert main(["select", "--root", str(proj), "--dry-run", *HASH]) == 0
+    assert "unknown settings ['chunkin']" in capsys.readouterr().err
+
+
+def test_graphrag_default_o200k_fails_clearly_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        get_tokenizer("o200k_base")
+        pytest.skip("o200k_base is available here")
+    except Exception:
+        pass
+    proj = _project(tmp_path / "proj", SETTINGS.replace("encoding_model: cl100k_base", "encoding_model: o200k_base"))
+    assert main(["select", "--root", str(proj), "--dry-run", *HASH]) == 2
+    err = capsys.readouterr().err
+    assert "o200k_base" in err and "--encoding-model" in err
+
+
+def test_lightrag_report_counts_what_lightrag_sends(tmp_path: Path) -> None:
+    lightrag = pytest.importorskip("lightrag")
+    import numpy as np
+    from lightrag.utils import EmbeddingFunc, Tokenizer
+
+    src = tmp_path / "input"
+    src.mkdir()
+    for i, r in enumerate(_rows(12)):
+        (src / f"p{i:02d}.txt").write_text(f"{r['title']}\n{r['text']}\n", encoding="utf-8")
+    out = tmp_path / "core"
+    args = ["select", str(src), "--host", "lightrag", "--encoding-model", "cl100k_base", "--kappa", "0.5"]
+    assert main([*args, "--out", str(out), "--report", str(tmp_path / "r.json"), *HASH]) == 0
+    rep = json.loads((tmp_path / "r.json").read_text())
+    assert rep["chunk_tokens"] == 1200 and rep["chunk_overlap"] == 100 and rep["host_cost"]["host"] == "lightrag"
+
+    class Cl100k:
+        def encode(self, s: str) -> list[int]:
+            return get_tokenizer().encode(s)
+
+        def decode(self, ids: list[int]) -> str:
+            return get_tokenizer().decode(ids)
+
+    async def embed(texts: list[str], **kw: Any) -> Any:
+        v = np.array([np.frombuffer(hashlib.sha256(t.encode()).digest(), np.uint8)[:32] for t in texts], np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    sent: list[int] = []
+
+    async def run() -> None:
+        async def llm(prompt: str, system_prompt: str | None = None, history_messages: Any = None, **kw: Any) -> str:
+            sent.append(_ntok(system_prompt or "") + _ntok(prompt))
+            return ""
+
+        rag = lightrag.LightRAG(
+            working_dir=str(tmp_path / "rag"),
+            workspace="g2cons_test_hosts",
+            llm_model_func=llm,
+            embedding_func=EmbeddingFunc(embedding_dim=32, func=embed, max_token_size=8192),
+            tokenizer=Tokenizer("cl100k_base", Cl100k()),
+            entity_extract_max_gleaning=0,
+        )
+        await rag.initialize_storages()
+        files = sorted(out.glob("*.txt"))
+        await rag.ainsert(
+            [p.read_text(encoding="utf-8") for p in files],
+            ids=[p.name for p in files],
+            file_paths=[p.name for p in files],
+        )
+        await rag.finalize_storages()
+
+    asyncio.run(run())
+    assert len(sent) == rep["n_kept"]
+    assert sum(sent) == rep["host_cost"]["selected"]["first_call_input_tokens"]  # exactly what LightRAG sends

@@ -1,0 +1,67 @@
+"""``g2cons show`` (concept path picture) and ``g2cons select --plot``: real images, self-contained HTML."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from g2cons_plugins import G2ConSIndex
+from g2cons_plugins.cli import main
+
+pytest.importorskip("matplotlib")
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "examples" / "data" / "musique_excerpt_corpus.jsonl"
+HASH = ["--embedder", "hash", "--quiet"]
+QUESTION = "What country was the author of Brand a citizen of?"
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("show")
+    src = root / "input"
+    src.mkdir()
+    rows = [json.loads(x) for x in CORPUS.read_text(encoding="utf-8").splitlines() if x.strip()][:80]
+    for i, r in enumerate(rows):
+        (src / f"p{i:02d}.txt").write_text(f"{r['title']}\n{r['text']}\n", encoding="utf-8")
+    assert main(["build", str(src), "--graph", str(root / "g"), *HASH]) == 0
+    return root
+
+
+def test_show_png_and_self_contained_html(project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    g = project / "g"
+    assert main(["show", str(g), QUESTION, "--out", str(tmp_path / "v.png"), "--budget", "1500"]) == 0
+    assert (tmp_path / "v.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    capsys.readouterr()
+    assert main(["show", str(g), QUESTION, "--out", str(tmp_path / "v.html"), "--budget", "1500"]) == 0
+    printed = capsys.readouterr().out
+    page = (tmp_path / "v.html").read_text(encoding="utf-8")
+    assert "<svg" in page and "<script" not in page.lower()
+    assert not re.search(r"""(src|href)\s*=\s*["']https?:""", page)  # nothing fetched: works offline
+    items = G2ConSIndex.load(g).retrieve(QUESTION, beta=1500)
+    assert page.count("<tr>") == len(items) + 1 and f"{len(items)} units" in printed
+    assert "What country was the author of Brand" in page
+
+
+def test_show_refuses_bad_paths(project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    g = project / "g"
+    assert main(["show", str(g), QUESTION, "--out", str(g / "v.html")]) == 2
+    assert main(["show", str(g), QUESTION, "--out", str(tmp_path / "v.txt")]) == 2
+    (tmp_path / "mine.png").write_bytes(b"mine")
+    assert main(["show", str(g), QUESTION, "--out", str(tmp_path / "mine.png")]) == 2
+    assert (tmp_path / "mine.png").read_bytes() == b"mine"
+    assert "--out" in capsys.readouterr().err
+
+
+def test_select_plot(project: Path, tmp_path: Path) -> None:
+    out = tmp_path / "core"
+    plot = tmp_path / "sel.html"
+    assert (
+        main(["select", str(project / "input"), "--out", str(out), "--kappa", "0.5", "--plot", str(plot), *HASH]) == 0
+    )
+    page = plot.read_text(encoding="utf-8")
+    rep = json.loads(out.with_name("core.selection_report.json").read_text())
+    assert "<svg" in page and page.count("<tr>") == rep["n_documents"] + 1 and rep["plot"] == str(plot)
+    assert main(["select", str(project / "input"), "--dry-run", "--plot", str(project / "input" / "x.png"), *HASH]) == 2

@@ -1,0 +1,74 @@
+"""Engines: LocalEngine and RayEngine (Ray's local mode) give the same units, counts and vectors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from g2cons_plugins.chunks import Chunk, make_chunks
+from g2cons_plugins.engines import LocalEngine, RayEngine, get_engine
+from g2cons_plugins.errors import InputError
+
+LONG = " ".join(["Radium"] + ["glows"] * 60) + ". It was found in Paris."  # one sentence longer than a unit
+
+
+@pytest.fixture(scope="module")
+def chunks(corpus) -> list[Chunk]:  # type: ignore[no-untyped-def]
+    extra = [{"id": "long", "text": LONG}, {"id": "blank", "text": "First block.\n\nSecond block here."}]
+    return make_chunks(list(corpus) + extra)
+
+
+def test_get_engine_and_bad_arguments() -> None:
+    assert isinstance(get_engine(None), LocalEngine)
+    assert isinstance(get_engine("ray", num_workers=1), RayEngine)
+    for bad in (lambda: get_engine("spark"), lambda: RayEngine(num_workers=0), lambda: LocalEngine(batch_size=0)):
+        with pytest.raises(InputError):
+            bad()
+
+
+def test_local_engine_batches_do_not_change_vectors(chunks: list[Chunk]) -> None:
+    texts = [c.text for c in chunks]
+    whole = LocalEngine(batch_size=10_000).embed(texts, "hash")
+    assert np.array_equal(LocalEngine(batch_size=3).embed(texts, "hash"), whole)
+    split = LocalEngine().split(chunks, "cl100k_base", 16)
+    assert any(len(us) > 1 for us in split)  # the test corpus does exercise multi-unit chunks
+
+
+ray = pytest.importorskip("ray", reason="the Ray engine needs the 'ray' extra")
+
+
+@pytest.fixture(scope="module")
+def engine():  # type: ignore[no-untyped-def]
+    started = not ray.is_initialized()
+    yield RayEngine(num_workers=2, batch_size=4, num_cpus=2)
+    if started:
+        ray.shutdown()
+
+
+def test_ray_split_equals_local(engine: RayEngine, chunks: list[Chunk]) -> None:
+    for unit_tokens in (16, None):
+        assert engine.split(chunks, "cl100k_base", unit_tokens) == LocalEngine().split(
+            chunks, "cl100k_base", unit_tokens
+        )
+
+
+def test_ray_count_and_embed_equal_local(engine: RayEngine, chunks: list[Chunk]) -> None:
+    texts = [c.text for c in chunks] * 3  # more rows than one batch, in several blocks
+    assert engine.count(texts, "cl100k_base") == LocalEngine().count(texts, "cl100k_base")
+    specs = ["hash:32"]
+    try:
+        import wordllama  # noqa: F401
+
+        specs.append("wordllama")
+    except ImportError:
+        pass
+    for spec in specs:
+        got, want = engine.embed(texts, spec), LocalEngine().embed(texts, spec)
+        assert got.shape == want.shape and got.dtype == np.float32
+        assert np.abs(got - want).max() <= 1e-6
+
+
+def test_ray_empty_inputs(engine: RayEngine) -> None:
+    assert engine.split([], "cl100k_base", 16) == []
+    assert engine.count([], "cl100k_base") == []
+    assert engine.embed([], "hash:8").shape == (0, 8)
