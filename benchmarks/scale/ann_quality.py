@@ -1,0 +1,87 @@
+"""Does the approximate unit index cost quality? Exact vs HNSW (usearch) retrieval on a real multi-hop set.
+
+    nice -n 10 python benchmarks/scale/ann_quality.py --corpus ../shared/data/musique/ketrag500_corpus.jsonl \\
+        --questions ../shared/data/musique/ketrag500_questions.jsonl --embedder wordllama \\
+        --out benchmarks/scale/results/ann_quality_musique_wordllama.json
+
+One index is built; a second one shares its stored state but has ``ann_threshold=1`` (the HNSW path is forced
+although the corpus is small). For every question and budget it reports Context Recall of both, and the recall of
+the ANN path's retrieved units against the exact path's (|ANN units & exact units| / |exact units|), for the dense
+path and the default concept path. Target (issue 12): unit recall >= 0.99 at the default budgets, CR within 0.5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from g2cons_plugins import G2ConSIndex  # noqa: E402
+from g2cons_plugins.embedders import CachedEmbedder, get_embedder  # noqa: E402
+from g2cons_plugins.eval.evaluation import answer_in_context, load_questions, read_jsonl  # noqa: E402
+from g2cons_plugins.retrieval import retrieve  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", required=True)
+    ap.add_argument("--questions", required=True)
+    ap.add_argument("--embedder", default="wordllama")
+    ap.add_argument("--cache-dir", default="benchmarks/cache")
+    ap.add_argument("--budgets", default="1000,2000,4000")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+
+    rows = read_jsonl(args.corpus)
+    docs = [{"id": r["id"], "text": f"{r.get('title') or ''}\n{r['text']}".strip()} for r in rows]
+    questions = load_questions(args.questions)
+    embedder = CachedEmbedder(get_embedder(args.embedder), cache_dir=args.cache_dir)
+    exact = G2ConSIndex.build(docs, embedder=embedder)
+    approx = G2ConSIndex(exact.stored, exact.embedder, exact.config.with_(ann_threshold=1), exact.tokenizer)
+    qvecs = exact.embedder.embed([q["question"] for q in questions])
+    budgets = [int(b) for b in args.budgets.split(",")]
+    out: dict[str, Any] = {
+        "corpus": args.corpus,
+        "embedder": args.embedder,
+        "n_units": len(exact.units),
+        "n_questions": len(questions),
+        "rows": [],
+    }
+    for strategy in ("dense", "bridge"):
+        for beta in budgets:
+            hit = {"exact": 0, "ann": 0}
+            recalls, lat = [], {"exact": [], "ann": []}
+            for q, v in zip(questions, qvecs, strict=True):
+                got = {}
+                for name, idx in (("exact", exact), ("ann", approx)):
+                    t0 = time.perf_counter()
+                    items = retrieve(idx, q["question"], beta=beta, strategy=strategy, query_vector=v)
+                    lat[name].append(time.perf_counter() - t0)
+                    got[name] = {x.unit_id for x in items}
+                    hit[name] += answer_in_context(q["answers"], "\n".join(x.text for x in items))
+                if got["exact"]:
+                    recalls.append(len(got["exact"] & got["ann"]) / len(got["exact"]))
+            row = {
+                "strategy": strategy,
+                "beta": beta,
+                "cr_exact": round(100 * hit["exact"] / len(questions), 2),
+                "cr_ann": round(100 * hit["ann"] / len(questions), 2),
+                "unit_recall_mean": round(statistics.fmean(recalls), 4),
+                "unit_recall_min": round(min(recalls), 4),
+                "p50_ms_exact": round(1000 * statistics.median(lat["exact"]), 3),
+                "p50_ms_ann": round(1000 * statistics.median(lat["ann"]), 3),
+            }
+            print(json.dumps(row), flush=True)
+            out["rows"].append(row)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
