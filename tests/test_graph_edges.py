@@ -1,0 +1,38 @@
+"""The concept graph's candidate pairs and edges against a dense brute-force reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from g2cons_plugins.graph import build_edges
+
+
+def _reference(inc: np.ndarray, vecs: np.ndarray, theta_co: int, theta_sem: float) -> set[tuple[int, int, int, float]]:
+    co = inc.T.astype(np.int64) @ inc.astype(np.int64)
+    df = inc.sum(axis=0)
+    out = set()
+    n = co.shape[0]
+    for i in range(n):
+        for j in range(i + 1, n):
+            if co[i, j] >= theta_co and float(vecs[i] @ vecs[j]) >= theta_sem:
+                out.add((i, j, int(co[i, j]), round(2 * co[i, j] / (df[i] + df[j]), 5)))
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("theta_co", [1, 2, 3, 6])
+@pytest.mark.parametrize("block", [1, 7, 4096])
+def test_edges_equal_brute_force(seed: int, theta_co: int, block: int) -> None:
+    rng = np.random.default_rng(seed)
+    inc = (rng.random((60, 40)) < rng.uniform(0.05, 0.4, size=40)).astype(np.int8)  # concepts of varied df
+    vecs = rng.normal(size=(40, 8)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    edges = build_edges(sp.csr_matrix(inc), vecs, theta_co, -0.2, 50.0, batch=5, block_concepts=block)
+    rows = zip(edges.rows, edges.cols, edges.co, edges.dice, strict=True)
+    got = {(int(r), int(c), int(k), round(float(d), 5)) for r, c, k, d in rows}
+    assert got == _reference(inc, vecs, theta_co, -0.2)
+    assert np.all(edges.rows < edges.cols) and np.all(np.diff(edges.rows) >= 0)
+    co = inc.T.astype(np.int64) @ inc.astype(np.int64)
+    assert edges.n_candidates == int((np.triu(co, 1) >= theta_co).sum())
