@@ -72,3 +72,23 @@ def test_ray_empty_inputs(engine: RayEngine) -> None:
     assert engine.split([], "cl100k_base", 16) == []
     assert engine.count([], "cl100k_base") == []
     assert engine.embed([], "hash:8").shape == (0, 8)
+
+
+def test_cli_build_on_ray_equals_local(engine: RayEngine, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``g2cons build --engine ray`` saves the same data files as a local build (Ray's local mode)."""
+    from g2cons_plugins.cli import main
+
+    src = tmp_path / "input"
+    src.mkdir()
+    for i in range(12):
+        (src / f"doc{i}.txt").write_text(
+            f"Marie Curie studied radium number {i}. Pierre Curie worked in Paris with her. " * 3, encoding="utf-8"
+        )
+    opts = ["--embedder", "hash", "--quiet"]
+    assert main(["build", str(src), "--graph", str(tmp_path / "local"), *opts]) == 0
+    ray_opts = ["--engine", "ray", "--num-workers", "1", *opts]
+    assert main(["build", str(src), "--graph", str(tmp_path / "ray"), *ray_opts]) == 0
+    for name in ("chunks.jsonl", "units.jsonl", "unit_vectors.npy", "derived.npz"):
+        a = next((tmp_path / "local").glob(f"v-*/{name}")).read_bytes()
+        b = next((tmp_path / "ray").glob(f"v-*/{name}")).read_bytes()
+        assert a == b, name

@@ -201,8 +201,20 @@ def _build_index(args: argparse.Namespace, chunks: list[Any]) -> Any:
     from ..index import G2ConSIndex
 
     _info(args, f"building the concept graph over {len(chunks):,} chunks (embedder {args.embedder})")
-    return G2ConSIndex.build(
-        chunks, embedder=_embedder(args), config=_config(args), cache_dir=args.cache_dir, show_progress=_show(args)
+    engine = getattr(args, "engine", "local")
+    if engine == "local":
+        return G2ConSIndex.build(
+            chunks, embedder=_embedder(args), config=_config(args), cache_dir=args.cache_dir, show_progress=_show(args)
+        )
+    return G2ConSIndex.build(  # workers rebuild the embedder from its name: pass the name, not an object
+        chunks,
+        embedder=args.embedder,
+        config=_config(args),
+        cache_dir=args.cache_dir,
+        show_progress=_show(args),
+        engine=engine,
+        ray_address=args.ray_address,
+        num_workers=args.num_workers,
     )
 
 

@@ -250,11 +250,21 @@ def register_build(sub: Any) -> None:
         help="build a concept graph from a folder/CSV/JSONL input and save it",
         description="Read INPUT (folder of .txt/.md, .csv, .jsonl or .json), chunk it like the host, build the "
         "concept graph and save it to --graph DIR.",
-        epilog="example:\n  g2cons build ragtest/input --graph ragtest/g2cons --embedder wordllama",
+        epilog="examples:\n  g2cons build ragtest/input --graph ragtest/g2cons --embedder wordllama\n"
+        "  g2cons build big/input --graph big/g2cons --engine ray --ray-address auto",
         formatter_class=FMT,
     )
     b.add_argument("input", type=Path, metavar="INPUT")
     b.add_argument("--graph", required=True, type=Path, metavar="DIR", help="folder to save the graph to")
+    b.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="where splitting, counting and embedding run: here (default) or on Ray Data (extra [ray]); "
+        "the graph equals a local build",
+    )
+    b.add_argument("--ray-address", default=None, metavar="ADDR", help="Ray cluster address (default: a local one)")
+    b.add_argument("--num-workers", type=positive, default=None, metavar="N", help="Ray actors per stage")
     input_opts(b)
     common_opts(b)
     b.set_defaults(func=cmd_build)
