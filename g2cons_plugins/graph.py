@@ -45,7 +45,7 @@ def build_edges(
     theta_co: int,
     theta_sem: float | None,
     percentile: float,
-    batch: int = 65_536,
+    batch: int = 8192,
     block_concepts: int = 2048,
 ) -> EdgeSet:
     """Edge iff Co >= theta_co AND cos >= theta_sem. With ``theta_sem=None`` the threshold is the
@@ -53,24 +53,25 @@ def build_edges(
     candidate pairs kept is the same whatever the embedder's cosine scale."""
     r, c, k = _candidate_pairs(chunk_incidence, theta_co, block_concepts)
     cos = np.empty(len(r), dtype=np.float32)
-    for s in range(0, len(r), batch):
+    for s in range(0, len(r), batch):  # small batches bound the two gathered vector blocks
         cos[s : s + batch] = np.einsum("ij,ij->i", vectors[r[s : s + batch]], vectors[c[s : s + batch]])
     if theta_sem is None:
         theta = float(np.percentile(cos, percentile)) if len(cos) else 1.0
     else:
         theta = float(theta_sem)
-    ok = cos >= theta
+    sel = np.flatnonzero(cos >= theta)
+    sel = sel[np.lexsort((c[sel], r[sel]))]
+    rows, cols, co = r[sel].astype(np.int64), c[sel].astype(np.int64), k[sel]
+    del r, c, k
     df = np.asarray(chunk_incidence.sum(axis=0)).ravel().astype(np.float64)
-    dice = (2.0 * k[ok] / (df[r[ok]] + df[c[ok]])).astype(np.float32)
-    order = np.lexsort((c[ok], r[ok]))
     return EdgeSet(
-        rows=r[ok][order],
-        cols=c[ok][order],
-        co=k[ok][order].astype(np.int32),
-        cosine=cos[ok][order],
-        dice=dice[order],
+        rows=rows,
+        cols=cols,
+        co=co,
+        cosine=cos[sel],
+        dice=(2.0 * co / (df[rows] + df[cols])).astype(np.float32),
         theta_sem=theta,
-        n_candidates=int(len(r)),
+        n_candidates=int(len(cos)),
     )
 
 
@@ -81,19 +82,20 @@ def _candidate_pairs(
     than theta_co chunks cannot reach it and are left out of the product, and each block multiplies only the
     columns from its first row on (measured: 4x faster than the full product at 10k passages, same pairs)."""
     df = np.asarray(incidence.sum(axis=0)).ravel()
-    keep = np.flatnonzero(df >= max(theta_co, 1))
+    keep = np.flatnonzero(df >= max(theta_co, 1)).astype(np.int32)
     C = sp.csc_matrix(incidence)[:, keep].astype(np.int32)
     CT = C.T.tocsr()
-    rs, cs, ks = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0, np.int32)]
+    rs, cs, ks = [np.zeros(0, np.int32)], [np.zeros(0, np.int32)], [np.zeros(0, np.int32)]
     for a in range(0, len(keep), block):
         P = sp.csr_matrix(CT[a : a + block] @ C[:, a:].tocsr())
-        m = P.data >= theta_co
-        rows = np.repeat(np.arange(P.shape[0], dtype=np.int64), np.diff(P.indptr))[m] + a
-        cols = P.indices[m].astype(np.int64) + a
+        hit = np.flatnonzero(P.data >= theta_co)  # row of each hit from indptr: no array as long as P
+        rows = np.searchsorted(P.indptr, hit, side="right").astype(np.int32) - 1 + a
+        cols = P.indices[hit].astype(np.int32) + a
         upper = cols > rows
         rs.append(keep[rows[upper]])
         cs.append(keep[cols[upper]])
-        ks.append(P.data[m][upper].astype(np.int32))
+        ks.append(P.data[hit[upper]].astype(np.int32))
+        del P, hit, rows, cols, upper
     return np.concatenate(rs), np.concatenate(cs), np.concatenate(ks)
 
 
