@@ -75,9 +75,7 @@ def build_edges(
     )
 
 
-def _candidate_pairs(
-    incidence: sp.spmatrix, theta_co: int, block: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _candidate_pairs(incidence: sp.spmatrix, theta_co: int, block: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs i < j with Co(i, j) >= theta_co, by blocks of rows of the upper triangle of C^T C. Concepts in fewer
     than theta_co chunks cannot reach it and are left out of the product, and each block multiplies only the
     columns from its first row on (measured: 4x faster than the full product at 10k passages, same pairs)."""
