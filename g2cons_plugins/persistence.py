@@ -111,10 +111,19 @@ def _npy(arr: np.ndarray) -> Callable[[Any], None]:
     return write
 
 
-def _jsonl(rows: Iterator[dict[str, Any]]) -> Callable[[Any], None]:
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # one encoder (json.dumps with options makes one per call)
+
+
+def _jsonl(rows: Iterator[dict[str, Any]], batch: int = 4096) -> Callable[[Any], None]:
     def write(fh: Any) -> None:
+        lines: list[str] = []
         for r in rows:
-            fh.write((json.dumps(r, ensure_ascii=False) + "\n").encode("utf-8"))
+            lines.append(_ENCODE(r))
+            if len(lines) == batch:
+                fh.write(("\n".join(lines) + "\n").encode("utf-8"))
+                lines.clear()
+        if lines:
+            fh.write(("\n".join(lines) + "\n").encode("utf-8"))
 
     return write
 
@@ -207,8 +216,10 @@ def save_index(index: HasSnapshot, path: Path) -> None:
 def _check_serialisable(snap: Snapshot) -> None:
     """Fail before writing anything: metadata must be JSON, text valid Unicode (checked at build already)."""
     for c in snap.stored.chunks:
+        if not c.metadata:
+            continue
         try:
-            json.dumps(dict(c.metadata), ensure_ascii=False).encode("utf-8")
+            _ENCODE(dict(c.metadata)).encode("utf-8")
         except (TypeError, ValueError, UnicodeEncodeError) as e:
             raise PersistError(f"chunk {c.id!r}: metadata must be JSON-serialisable to persist ({e})") from None
 
