@@ -324,10 +324,18 @@ def test_num_workers_keeps_the_global_selection(docs) -> None:
         asyncio.run(IngestionPipeline(transformations=[unfitted], disable_cache=True).arun(nodes=nodes, num_workers=2))
 
 
-def test_selector_rejects_nodes_it_was_not_fitted_on(docs) -> None:
-    sel = CoreChunkSelector(kappa=0.5, embedder="hash").fit(split(docs[:4]))
-    with pytest.raises(InputError, match="not in the concept graph"):
-        sel(split(docs[4:6]))
+def test_selector_adds_unseen_nodes_by_the_same_selection_rule(docs) -> None:
+    first, more = split(docs[:6]), split(docs[6:10])
+    sel = CoreChunkSelector(kappa=0.5, embedder="hash").fit(first)
+    out = sel(more)  # unseen nodes: no error, they join the concept graph
+    assert {c.id for c in sel.index.chunks} == {n.node_id for n in first + more}
+    # the rule: a new node is kept iff the same selection over the whole corpus keeps it
+    fresh = CoreChunkSelector(kappa=0.5, embedder="hash").fit(first + more)
+    want = [n.node_id for n in more if n.node_id in set(fresh.report.kept_ids)]
+    assert [n.node_id for n in out] == want
+    assert sel.report.kept_ids == fresh.report.kept_ids  # the latest report is the full selection
+    assert set(want) <= sel.kept_ids and not (set(want) & sel.dropped_ids)
+    assert [n.node_id for n in sel(more)] == want  # known now: decided as before
 
 
 # ---------------------------------------------------------------------------------------------------- retrieval

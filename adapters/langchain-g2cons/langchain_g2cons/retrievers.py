@@ -21,7 +21,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, field_validator
 
-from ._convert import DEFAULT_ID_KEY, concept_document, fused_document, to_host_items
+from ._convert import DEFAULT_ID_KEY, assign_ids, concept_document, fused_document, to_chunks, to_host_items
 from .embeddings import as_core_embedder
 
 
@@ -36,6 +36,8 @@ class _IndexRetriever(BaseRetriever):
     """Concept-path strategy (``"bridge"``, ``"paper"``, ``"ppr"``, ``"dense"``); default ``index.config.strategy``."""
     k: int | None = Field(default=None, ge=1)
     """At most this many documents (after the budget); ``None``: all that fit in beta."""
+    id_key: str | None = DEFAULT_ID_KEY
+    """Metadata key holding the chunk id (as written by ``CoreChunkSelector``); also written by ``add_documents``."""
 
     def _chunk_metadata(self, chunk_id: str | None) -> dict[str, Any]:
         if chunk_id is None:
@@ -48,6 +50,39 @@ class _IndexRetriever(BaseRetriever):
     def _concept(self, query: str, beta: int | None) -> list[RetrievedItem]:
         b = self.beta if beta is None else beta
         return list(self.index.retrieve(query, beta=b, strategy=self.strategy))
+
+    def add_documents(self, documents: Sequence[Document], **kwargs: Any) -> list[str]:
+        """Add documents to the concept graph (``G2ConSIndex.add``; nothing known is re-embedded) and return their
+        ids (``Document.id``, else ``metadata[id_key]``, else the content hash, as ``CoreChunkSelector`` gives).
+        A known id is replaced when its text changed and skipped when it did not (vector-store upsert semantics).
+        Queries see the new documents at once. A host retriever keeps its own store: add them there too."""
+        docs = assign_ids(documents, self.id_key)
+        known = [d for d in docs if self._known(str(d.id))]
+        changed = [str(d.id) for d in known if self.index.chunk(str(d.id)).text != d.page_content]
+        if changed:
+            self.index.remove(changed)
+        skip = {str(d.id) for d in known} - set(changed)
+        new = [d for d in docs if str(d.id) not in skip]
+        if new:
+            self.index.add(to_chunks(new))
+        return [str(d.id) for d in docs]
+
+    def delete(self, ids: Sequence[str] | None = None, **kwargs: Any) -> bool:
+        """Remove chunks by id from the concept graph (ids it does not hold are ignored); True if any was removed.
+        ``ids=None`` is refused (it would empty the graph)."""
+        if ids is None:
+            raise InputError("delete(ids=None) would remove every chunk: pass the ids to delete")
+        gone = [i for i in dict.fromkeys(str(x) for x in ids) if self._known(i)]
+        if gone:
+            self.index.remove(gone)
+        return bool(gone)
+
+    def _known(self, chunk_id: str) -> bool:
+        try:
+            self.index.chunk(chunk_id)
+        except InputError:
+            return False
+        return True
 
     def save(self, path: str | Path) -> None:
         """Save the concept graph to a directory (``G2ConSIndex.save``)."""
@@ -68,8 +103,6 @@ class ConceptGraphRetriever(_IndexRetriever):
         cls, documents: Sequence[Document], *, embedder: Any = "wordllama", config: Any = None, **kwargs: Any
     ) -> ConceptGraphRetriever:
         """Build the concept graph over ``documents`` (ids as in ``CoreChunkSelector``) without selecting."""
-        from ._convert import assign_ids, to_chunks
-
         index = G2ConSIndex.build(to_chunks(assign_ids(documents)), embedder=as_core_embedder(embedder), config=config)
         return cls(index=index, **kwargs)
 
@@ -126,8 +159,6 @@ class G2ConSRetriever(_IndexRetriever):
     spill: bool | None = None
     """Let one path use the other's unused share (still within beta); default ``index.config.spill`` (True; paper
     mode False)."""
-    id_key: str | None = DEFAULT_ID_KEY
-    """Metadata key holding the chunk id on host documents (as written by ``CoreChunkSelector``)."""
 
     @field_validator("lambda_")
     @classmethod
@@ -141,13 +172,6 @@ class G2ConSRetriever(_IndexRetriever):
         """Load a saved concept graph and wrap ``host``."""
         emb = None if embedder is None else as_core_embedder(embedder)
         return cls(index=G2ConSIndex.load(path, embedder=emb), host=host, **kwargs)
-
-    def _known(self, chunk_id: str) -> bool:
-        try:
-            self.index.chunk(chunk_id)
-        except InputError:
-            return False
-        return True
 
     def _fuse(
         self,

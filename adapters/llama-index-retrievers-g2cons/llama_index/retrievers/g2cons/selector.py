@@ -11,6 +11,15 @@ asks the core which chunks to keep, and returns only those. Host traps handled h
 * nothing is written into ``node.metadata`` (it would reach extraction prompts and entity properties);
 * NEXT/PREVIOUS of kept nodes are relinked to the nearest kept node along the chain (or removed), and
   PARENT/CHILD links to dropped nodes are removed, so no structural edge dangles to a dropped node.
+
+Incremental updates: ``index.insert(doc)`` re-runs the stored transformations, so the selector sees nodes it was not
+fitted on. They join the concept graph through the core's ``G2ConSIndex.add`` and are kept or dropped by the same
+selection rule (``g2cons_plugins.integration``: the selection is re-run with the same kappa over the whole corpus,
+and a new node is kept iff it is in the new top-kappa set; earlier decisions are not revisited). Only kept nodes
+reach the KG extractors. ``selector.track(index)`` also routes ``insert_nodes`` through the selector and makes
+``delete_ref_doc`` / ``delete_nodes`` / ``update_ref_doc`` / ``refresh_ref_docs`` remove the old chunks from the
+concept graph (``G2ConSIndex.remove``). Retrievers built from this selector share its concept graph, so they see
+every insert and delete at once.
 """
 
 from __future__ import annotations
@@ -24,10 +33,12 @@ from typing import Any
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, SelectionReport
 from g2cons_plugins.errors import InputError, PersistError
+from g2cons_plugins.integration import add_and_select
+from g2cons_plugins.outputs import atomic_write_text
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr, field_validator
 from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo, TransformComponent
 
-from ._convert import embedder_label, nodes_to_chunks, resolve_embedder
+from ._convert import LI_KEY, embedder_label, nodes_to_chunks, resolve_embedder
 
 INDEX_SUBDIR = "g2cons_index"
 SELECTOR_FILE = "g2cons_selector.json"
@@ -43,6 +54,8 @@ class CoreChunkSelector(TransformComponent):
     embedder: str | None = Field(default=None, description="Embedder name; None = Settings.embed_model.")
     config: dict[str, Any] | None = Field(default=None, description="G2ConSConfig fields.")
     persist_dir: str | None = Field(default=None, description="Save the concept graph here on every fit.")
+    cache_dir: str | None = Field(default=None, description="Embedding cache directory (content-hash keyed).")
+    show_progress: bool = Field(default=False, description="Progress bars for the concept-graph build.")
 
     _embedder_obj: Any = PrivateAttr(default=None)
     _index: G2ConSIndex | None = PrivateAttr(default=None)
@@ -74,7 +87,10 @@ class CoreChunkSelector(TransformComponent):
         embedder: Any = None,
         config: G2ConSConfig | dict[str, Any] | None = None,
         persist_dir: str | Path | None = None,
+        cache_dir: str | Path | None = None,
+        show_progress: bool = False,
     ) -> CoreChunkSelector:
+        """A selector (same arguments as the constructor; paths may be ``Path``s)."""
         return cls(
             kappa,
             kappa_by=kappa_by,
@@ -82,6 +98,8 @@ class CoreChunkSelector(TransformComponent):
             embedder=embedder,
             config=config,
             persist_dir=None if persist_dir is None else str(persist_dir),
+            cache_dir=None if cache_dir is None else str(cache_dir),
+            show_progress=show_progress,
         )
 
     # ------------------------------------------------------------------ state
@@ -95,7 +113,18 @@ class CoreChunkSelector(TransformComponent):
 
     @property
     def fitted(self) -> bool:
+        """True once the selector has a concept graph and a selection (after ``fit`` or the first call)."""
         return self._report is not None
+
+    @property
+    def kept_ids(self) -> frozenset[str]:
+        """Ids of every node this selector passed on to the extractors (first fit and later inserts)."""
+        return self._kept
+
+    @property
+    def dropped_ids(self) -> frozenset[str]:
+        """Ids of every node this selector held back (still in the concept graph)."""
+        return self._dropped
 
     @property
     def index(self) -> G2ConSIndex:
@@ -124,7 +153,13 @@ class CoreChunkSelector(TransformComponent):
         """Build the concept graph over ``nodes`` (all of them) and select the core chunks."""
         nodes = list(nodes)
         cfg = G2ConSConfig.from_dict(self.config) if self.config else None
-        index = G2ConSIndex.build(nodes_to_chunks(nodes), embedder=self.core_embedder(), config=cfg)
+        index = G2ConSIndex.build(
+            nodes_to_chunks(nodes),
+            embedder=self.core_embedder(),
+            config=cfg,
+            cache_dir=self.cache_dir,
+            show_progress=self.show_progress,
+        )
         report = index.select(kappa=self.kappa, kappa_by=self.kappa_by, selector=self.selector)
         self._set(index, report, _chain_links(nodes, set(report.kept_ids)))
         if self.persist_dir:
@@ -161,17 +196,77 @@ class CoreChunkSelector(TransformComponent):
                     "or use num_workers=1."
                 )
             self.fit(nodes)
-        unknown = [n.node_id for n in nodes if n.node_id not in self._kept and n.node_id not in self._dropped]
-        if unknown:
-            raise InputError(
-                f"{len(unknown)} node(s) (e.g. {unknown[0]!r}) are not in the concept graph this selector was "
-                f"fitted on ({len(self._kept) + len(self._dropped)} chunks): call selector.fit(all_nodes) again "
-                "or use a new CoreChunkSelector for a new corpus."
-            )
+        unseen = [n for n in nodes if n.node_id not in self._kept and n.node_id not in self._dropped]
+        if unseen:
+            self.insert_nodes(unseen)
         return [self._relinked(n) for n in nodes if n.node_id in self._kept]
 
     async def acall(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[BaseNode]:
+        """Same as ``__call__`` (CPU-bound)."""
         return self.__call__(nodes, **kwargs)
+
+    # ------------------------------------------------------------------ incremental updates
+    def insert_nodes(self, nodes: Sequence[BaseNode]) -> list[str]:
+        """Add nodes the selector has not seen to the concept graph and decide each by the selection rule
+        (module doc); returns the ids of the new nodes that are kept. Known nodes are left as they were."""
+        if multiprocessing.parent_process() is not None and self._index is None:
+            raise InputError(
+                f"CoreChunkSelector got {len(nodes)} node(s) it was not fitted on inside a worker process "
+                "(num_workers > 1): the concept graph lives in the main process. Call selector.fit(all_nodes) "
+                "with every node first, or use num_workers=1."
+            )
+        seen = self._kept | self._dropped
+        new = list({n.node_id: n for n in nodes if n.node_id not in seen}.values())
+        if not new:
+            return []
+        decision = add_and_select(
+            self.index,
+            nodes_to_chunks(new),
+            kappa=self.kappa,
+            kappa_by=self.kappa_by,
+            selector=self.selector,
+            show_progress=self.show_progress,
+        )
+        kept = set(decision.kept_ids)
+        links = {**(self._links or {}), **_chain_links(new, kept)}
+        self._report, self._links = decision.report, links
+        self._kept, self._dropped = self._kept | kept, self._dropped | set(decision.dropped_ids)
+        self._persist_if_asked()
+        return list(decision.kept_ids)
+
+    def delete_nodes(self, node_ids: Sequence[str]) -> list[str]:
+        """Remove these nodes from the concept graph (ids it does not hold are ignored); returns the removed ids."""
+        held = self._kept | self._dropped
+        gone = list(dict.fromkeys(i for i in node_ids if i in held))
+        if not gone:
+            return []
+        self.index.remove(gone)
+        drop = set(gone)
+        self._kept, self._dropped = self._kept - drop, self._dropped - drop
+        self._links = {k: v for k, v in (self._links or {}).items() if k not in drop}
+        self._persist_if_asked()
+        return gone
+
+    def delete_ref_doc(self, ref_doc_id: str) -> list[str]:
+        """Remove every node of the source document ``ref_doc_id`` (kept and dropped ones) from the concept graph;
+        returns the removed ids."""
+        ids = [c.id for c in self.index.chunks if (c.metadata.get(LI_KEY) or {}).get("ref_doc_id") == ref_doc_id]
+        return self.delete_nodes(ids)
+
+    def track(self, index: Any) -> Any:
+        """Keep the concept graph in sync with a host ``index`` (e.g. a ``PropertyGraphIndex``) and return it.
+
+        On this index object: ``insert_nodes`` / ``ainsert_nodes`` first pass the nodes through the selector (so
+        only kept ones reach the KG extractors), and ``delete_ref_doc`` / ``adelete_ref_doc`` / ``delete_nodes`` /
+        ``adelete_nodes`` also remove the chunks from the concept graph. ``update_ref_doc`` and
+        ``refresh_ref_docs`` go through these, so they stay in sync too. ``insert`` needs no tracking (it runs
+        the stored transformations, the selector among them). Call it again on an index loaded from storage."""
+        _track(self, index)
+        return index
+
+    def _persist_if_asked(self) -> None:
+        if self.persist_dir:
+            self.persist(self.persist_dir)
 
     def _relinked(self, node: BaseNode) -> BaseNode:
         links = (self._links or {}).get(node.node_id, [None, None])
@@ -200,13 +295,15 @@ class CoreChunkSelector(TransformComponent):
         """Save the concept graph to ``persist_dir/g2cons_index`` and the selection to ``g2cons_selector.json``
         (safe next to a LlamaIndex ``StorageContext`` in the same directory)."""
         d = Path(persist_dir)
+        d.mkdir(parents=True, exist_ok=True)
         self.index.save(d / INDEX_SUBDIR)
         state = {"fields": self.model_dump(exclude={"class_name"}), "report": self.report.to_dict()}
-        state["links"] = self._links or {}
-        (d / SELECTOR_FILE).write_text(json.dumps(state), encoding="utf-8")
+        state.update(links=self._links or {}, kept=sorted(self._kept), dropped=sorted(self._dropped))
+        atomic_write_text(d / SELECTOR_FILE, json.dumps(state))
 
     @classmethod
     def from_persist_dir(cls, persist_dir: str | Path, embedder: Any = None) -> CoreChunkSelector:
+        """A selector saved by :meth:`persist` (every field, the concept graph and the decisions made)."""
         state = _read_state(Path(persist_dir))
         kw = {k: v for k, v in state["fields"].items() if k in cls.model_fields and k != "embedder"}
         kw["persist_dir"] = str(persist_dir)
@@ -220,6 +317,8 @@ class CoreChunkSelector(TransformComponent):
         report = SelectionReport(**{k: v for k, v in state["report"].items() if k in names})
         index = G2ConSIndex.load(d / INDEX_SUBDIR, embedder=self.core_embedder())
         self._set(index, report, state.get("links") or {})
+        if "kept" in state:
+            self._kept, self._dropped = frozenset(state["kept"]), frozenset(state["dropped"])
 
     def __getstate__(self) -> dict[Any, Any]:
         # the concept graph and the embedder stay in this process: a worker only filters by the global selection
@@ -261,3 +360,39 @@ def _chain_links(nodes: Sequence[BaseNode], kept: set[str]) -> dict[str, list[st
             ends.append(target if target in kept else None)
         out[n.node_id] = ends
     return out
+
+
+def _track(selector: CoreChunkSelector, index: Any) -> None:
+    """Wrap ``index``'s insert/delete methods on this instance (see :meth:`CoreChunkSelector.track`)."""
+    if getattr(index, "_g2cons_tracked_by", None) is selector:
+        return
+    insert_nodes, ainsert_nodes = index.insert_nodes, index.ainsert_nodes
+    delete_nodes, adelete_nodes = index.delete_nodes, index.adelete_nodes
+    delete_ref_doc, adelete_ref_doc = index.delete_ref_doc, index.adelete_ref_doc
+
+    def _insert_nodes(nodes: Sequence[BaseNode], **kw: Any) -> None:
+        insert_nodes(selector(nodes), **kw)
+
+    async def _ainsert_nodes(nodes: Sequence[BaseNode], **kw: Any) -> None:
+        await ainsert_nodes(selector(nodes), **kw)
+
+    def _delete_nodes(node_ids: list[str], *a: Any, **kw: Any) -> None:
+        delete_nodes(node_ids, *a, **kw)
+        selector.delete_nodes(node_ids)
+
+    async def _adelete_nodes(node_ids: list[str], *a: Any, **kw: Any) -> None:
+        await adelete_nodes(node_ids, *a, **kw)
+        selector.delete_nodes(node_ids)
+
+    def _delete_ref_doc(ref_doc_id: str, *a: Any, **kw: Any) -> None:
+        delete_ref_doc(ref_doc_id, *a, **kw)
+        selector.delete_ref_doc(ref_doc_id)
+
+    async def _adelete_ref_doc(ref_doc_id: str, *a: Any, **kw: Any) -> None:
+        await adelete_ref_doc(ref_doc_id, *a, **kw)
+        selector.delete_ref_doc(ref_doc_id)
+
+    index.insert_nodes, index.ainsert_nodes = _insert_nodes, _ainsert_nodes
+    index.delete_nodes, index.adelete_nodes = _delete_nodes, _adelete_nodes
+    index.delete_ref_doc, index.adelete_ref_doc = _delete_ref_doc, _adelete_ref_doc
+    index._g2cons_tracked_by = selector
