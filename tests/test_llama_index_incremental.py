@@ -25,15 +25,19 @@ NEW_TEXT = (
 QUERY = "Who founded the Vantorian Lantern Guild?"
 
 
+def _node_id(i: int, doc: Any) -> str:
+    return f"{doc.id_}#{i}"  # deterministic ids (the default is uuid4): selection ties break by id
+
+
 def _splitter() -> SentenceSplitter:
-    return SentenceSplitter(chunk_size=96, chunk_overlap=0)
+    return SentenceSplitter(chunk_size=96, chunk_overlap=0, id_func=_node_id)
 
 
 @pytest.fixture()
 def setup() -> dict[str, Any]:
     docs = load_documents(16)
     llm = CountingTripletLLM()
-    sel = CoreChunkSelector(kappa=0.5, embedder="hash")
+    sel = CoreChunkSelector(kappa=0.8, embedder="hash")
     pg = PropertyGraphIndex.from_documents(
         docs,
         transformations=[_splitter(), sel],
@@ -65,7 +69,7 @@ def test_insert_adds_to_the_concept_graph_and_extracts_only_kept_nodes(setup) ->
     ids = _chunk_ids_of(sel, "new-doc")
     assert ids and len(sel.index.chunks) == n_before + len(ids)
     kept_new = ids & sel.kept_ids
-    assert 0 < len(kept_new) < len(ids)  # this corpus: one of the three new nodes makes the top half
+    assert 0 < len(kept_new) < len(ids)  # this corpus (fixed ids): 1 of 3 new nodes is kept
     assert ids == kept_new | (ids & sel.dropped_ids)
     # the extractor saw exactly the kept new nodes (one call each), and they are in the host graph
     assert len(llm.extraction_texts()) - calls_before == len(kept_new)
@@ -99,14 +103,15 @@ def test_delete_ref_doc_removes_kept_and_dropped_chunks(setup) -> None:
 
 def test_refresh_ref_docs_replaces_changed_documents(setup) -> None:
     sel, pg, docs, llm = setup["sel"], setup["pg"], setup["docs"], setup["llm"]
-    old = _chunk_ids_of(sel, docs[5].id_)
+    old = {sel.index.chunk(i).text for i in _chunk_ids_of(sel, docs[5].id_)}
     changed = Document(id_=docs[5].id_, text=NEW_TEXT, metadata=docs[5].metadata)
     calls_before = len(llm.extraction_texts())
     refreshed = pg.refresh_ref_docs([docs[4], changed])
     assert refreshed == [False, True]
     now = _chunk_ids_of(sel, docs[5].id_)
-    assert now and not (now & old)  # the old version left the concept graph, the new one is in it
-    assert all("Zorbulon" in sel.index.chunk(i).text or "Lantern" in sel.index.chunk(i).text for i in now)
+    texts = {sel.index.chunk(i).text for i in now}
+    assert now and not (texts & old)  # the old version left the concept graph, the new one is in it
+    assert "Zorbulon" in " ".join(texts) and not old & {c.text for c in sel.index.chunks}
     assert len(llm.extraction_texts()) - calls_before == len(now & sel.kept_ids)
     assert "Zorbulon" in _texts(setup["concept"].retrieve(QUERY))
 

@@ -11,10 +11,11 @@ import asyncio
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from g2cons_plugins import FusedItem, G2ConSIndex, InputError, RetrievedItem
 from g2cons_plugins.ensemble import fuse
+from g2cons_plugins.integration import load_retriever, save_retriever
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
@@ -84,9 +85,23 @@ class _IndexRetriever(BaseRetriever):
             return False
         return True
 
+    _kind: ClassVar[str] = ""
+    _settings: ClassVar[tuple[str, ...]] = ("beta", "strategy", "k", "id_key")
+
+    def settings(self) -> dict[str, Any]:
+        """Every setting of this retriever (what ``save`` writes and ``load`` restores)."""
+        return {name: getattr(self, name) for name in self._settings}
+
     def save(self, path: str | Path) -> None:
-        """Save the concept graph to a directory (``G2ConSIndex.save``)."""
-        self.index.save(path)
+        """Save the concept graph (``path/g2cons_index``) and every setting (``path/g2cons_retriever.json``),
+        both atomically; ``load(path)`` restores an equal retriever."""
+        save_retriever(self.index, path, self._kind, self.settings())
+
+    @classmethod
+    def _load_parts(cls, path: str | Path, embedder: Any) -> tuple[G2ConSIndex, dict[str, Any]]:
+        emb = None if embedder is None else as_core_embedder(embedder)
+        index, settings = load_retriever(path, embedder=emb, kind=cls._kind)
+        return index, {k: v for k, v in settings.items() if k in cls._settings}
 
 
 class ConceptGraphRetriever(_IndexRetriever):
@@ -106,12 +121,15 @@ class ConceptGraphRetriever(_IndexRetriever):
         index = G2ConSIndex.build(to_chunks(assign_ids(documents)), embedder=as_core_embedder(embedder), config=config)
         return cls(index=index, **kwargs)
 
+    _kind: ClassVar[str] = "concept"
+
     @classmethod
     def load(cls, path: str | Path, *, embedder: Any = None, **kwargs: Any) -> ConceptGraphRetriever:
-        """Load a saved concept graph; ``embedder`` defaults to the built-in one it was built with (pass the same
+        """Load what ``save`` wrote (or a bare index directory, e.g. ``CoreChunkSelector.save``); ``kwargs``
+        override saved settings. ``embedder`` defaults to the built-in one it was built with (pass the same
         LangChain ``Embeddings`` if it was built with one)."""
-        emb = None if embedder is None else as_core_embedder(embedder)
-        return cls(index=G2ConSIndex.load(path, embedder=emb), **kwargs)
+        index, settings = cls._load_parts(path, embedder)
+        return cls(index=index, **{**settings, **kwargs})
 
     def _to_documents(self, items: list[RetrievedItem], k: int | None) -> list[Document]:
         limit = self.k if k is None else k
@@ -167,11 +185,15 @@ class G2ConSRetriever(_IndexRetriever):
             raise ValueError(f"lambda_ must be in [0, 1], got {v}")
         return v
 
+    _kind: ClassVar[str] = "g2cons"
+    _settings: ClassVar[tuple[str, ...]] = ("beta", "strategy", "k", "id_key", "lambda_", "spill")
+
     @classmethod
     def load(cls, path: str | Path, *, host: BaseRetriever, embedder: Any = None, **kwargs: Any) -> G2ConSRetriever:
-        """Load a saved concept graph and wrap ``host``."""
-        emb = None if embedder is None else as_core_embedder(embedder)
-        return cls(index=G2ConSIndex.load(path, embedder=emb), host=host, **kwargs)
+        """Load what ``save`` wrote and wrap ``host`` (the host persists through its own store); ``kwargs``
+        override saved settings."""
+        index, settings = cls._load_parts(path, embedder)
+        return cls(index=index, host=host, **{**settings, **kwargs})
 
     def _fuse(
         self,
