@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from .selection import SelectionReport
 
 __all__ = [
+    "DEFAULT_EMBEDDER",
     "INDEX_SUBDIR",
     "SETTINGS_FILE",
     "FusionSettings",
@@ -46,6 +47,11 @@ __all__ = [
     "selection_counts",
 ]
 
+DEFAULT_EMBEDDER = "wordllama"
+"""The one default embedder of both adapters: the core's static WordLlama model. It ships inside its wheel (no
+download, no key), embeds ~12k sentences/s on a CPU and gives the same concept graph whichever host is used. A
+host's embedding model (LlamaIndex ``Settings.embed_model``, a LangChain ``Embeddings``) is used when passed as
+``embedder=``; LlamaIndex's own default would need an OpenAI key, LangChain has none."""
 INDEX_SUBDIR = "g2cons_index"
 SETTINGS_FILE = "g2cons_retriever.json"
 _FORMAT = "g2cons-retriever"

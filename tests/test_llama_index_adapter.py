@@ -503,13 +503,18 @@ def test_query_engine_and_chat_engine_accept_the_retriever(built, retriever) -> 
     assert str(chat.chat(QUESTION))
 
 
-def test_settings_embed_model_is_used_when_no_embedder_is_given(docs) -> None:
-    Settings.embed_model = HashLIEmbedding(model_name="hash-li")
+def test_one_default_embedder_and_the_host_model_when_given(docs) -> None:
     nodes = split(docs[:8])
-    sel = CoreChunkSelector(kappa=0.5)
+    # default: the core's wordllama (offline), never Settings.embed_model (OpenAI by default: needs a key)
+    pytest.importorskip("wordllama")
+    assert CoreChunkSelector(kappa=0.5).core_embedder() == "wordllama"
+    assert Settings._embed_model is None  # nothing resolved on the global Settings
+    # the host's model when passed explicitly
+    Settings.embed_model = HashLIEmbedding(model_name="hash-li")
+    sel = CoreChunkSelector(kappa=0.5, embedder=Settings.embed_model)
     sel(nodes)
     assert sel.index.embedder.name == "llamaindex-hash-li"
-    r = ConceptGraphRetriever.from_defaults(nodes=nodes, beta=300)
+    r = ConceptGraphRetriever.from_defaults(nodes=nodes, embedder=Settings.embed_model, beta=300)
     assert r.index.embedder.name == "llamaindex-hash-li" and r.retrieve(QUESTION)
 
 

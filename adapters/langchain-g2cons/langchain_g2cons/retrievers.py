@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from g2cons_plugins import FusedItem, G2ConSIndex, InputError, RetrievedItem
 from g2cons_plugins.ensemble import fuse
-from g2cons_plugins.integration import load_retriever, save_retriever
+from g2cons_plugins.integration import DEFAULT_EMBEDDER, load_retriever, save_retriever
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
@@ -115,7 +115,7 @@ class ConceptGraphRetriever(_IndexRetriever):
 
     @classmethod
     def from_documents(
-        cls, documents: Sequence[Document], *, embedder: Any = "wordllama", config: Any = None, **kwargs: Any
+        cls, documents: Sequence[Document], *, embedder: Any = DEFAULT_EMBEDDER, config: Any = None, **kwargs: Any
     ) -> ConceptGraphRetriever:
         """Build the concept graph over ``documents`` (ids as in ``CoreChunkSelector``) without selecting."""
         index = G2ConSIndex.build(to_chunks(assign_ids(documents)), embedder=as_core_embedder(embedder), config=config)

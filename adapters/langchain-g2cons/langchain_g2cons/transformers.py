@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, SelectionReport
-from g2cons_plugins.integration import add_and_select
+from g2cons_plugins.integration import DEFAULT_EMBEDDER, add_and_select
 from langchain_core.documents import BaseDocumentTransformer, Document
 from langchain_core.runnables.config import run_in_executor
 
@@ -64,7 +64,7 @@ class CoreChunkSelector(BaseDocumentTransformer):
         *,
         kappa_by: str | None = None,
         selector: str | None = None,
-        embedder: Any = "wordllama",
+        embedder: Any = DEFAULT_EMBEDDER,
         config: G2ConSConfig | None = None,
         tokenizer: Any = None,
         cache_dir: str | Path | None = None,

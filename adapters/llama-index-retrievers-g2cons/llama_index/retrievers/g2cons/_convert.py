@@ -7,6 +7,7 @@ from typing import Any
 
 from g2cons_plugins import CallableEmbedder, G2ConSIndex, HostItem, RetrievedItem
 from g2cons_plugins.errors import InputError
+from g2cons_plugins.integration import DEFAULT_EMBEDDER
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, NodeWithScore, RelatedNodeInfo, TextNode
 
@@ -51,21 +52,28 @@ def wrap_embedding(model: BaseEmbedding) -> CallableEmbedder:
 
 
 def resolve_embedder(embedder: Any) -> Any:
-    """``None`` -> ``Settings.embed_model``; a LlamaIndex ``BaseEmbedding`` -> wrapped; anything else as given
-    (a core embedder name such as "wordllama"/"hash", or a core ``Embedder``)."""
+    """``None`` -> the adapters' default (``g2cons_plugins.integration.DEFAULT_EMBEDDER``, "wordllama"); a
+    LlamaIndex ``BaseEmbedding`` (e.g. ``Settings.embed_model``) -> wrapped; anything else as given (a core embedder
+    name such as "minilm"/"hash", or a core ``Embedder``)."""
     if embedder is None:
-        from llama_index.core import Settings
-
-        try:
-            embedder = Settings.embed_model
-        except Exception as e:  # the "default" (OpenAI) model is not installed or has no key
-            raise InputError(
-                f"no embedder given and Settings.embed_model is not usable ({e}); set Settings.embed_model or pass "
-                "embedder='wordllama' (offline) or any LlamaIndex BaseEmbedding"
-            ) from e
+        return DEFAULT_EMBEDDER
     if isinstance(embedder, BaseEmbedding):
         return wrap_embedding(embedder)
     return embedder
+
+
+def settings_embedder() -> Any:
+    """``Settings.embed_model`` wrapped for the core (to reload an index built with a LlamaIndex model)."""
+    from llama_index.core import Settings
+
+    try:
+        model = Settings.embed_model
+    except Exception as e:  # the "default" (OpenAI) model is not installed or has no key
+        raise InputError(
+            f"this concept graph was built with a LlamaIndex embedding model and Settings.embed_model is not usable "
+            f"({e}); pass embedder=<the same BaseEmbedding>"
+        ) from e
+    return wrap_embedding(model)
 
 
 def embedder_label(embedder: Any) -> str | None:

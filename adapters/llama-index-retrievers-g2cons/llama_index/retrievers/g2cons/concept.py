@@ -16,7 +16,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
 
-from ._convert import concept_nodes, nodes_to_chunks, resolve_embedder, tag
+from ._convert import concept_nodes, nodes_to_chunks, resolve_embedder, settings_embedder, tag
 from .selector import INDEX_SUBDIR, CoreChunkSelector
 
 RETRIEVER_FILE = SETTINGS_FILE
@@ -47,7 +47,7 @@ def load_state(
     d = Path(persist_dir)
     folder = d / INDEX_SUBDIR if (d / INDEX_SUBDIR).is_dir() else d
     if embedder is None and str(read_manifest(folder)["embedder"]["name"]).startswith("llamaindex-"):
-        embedder = resolve_embedder(None)  # built with a LlamaIndex model: use Settings.embed_model again
+        embedder = settings_embedder()  # built with a LlamaIndex model: use Settings.embed_model again
     elif embedder is not None:
         embedder = resolve_embedder(embedder)
     return load_retriever(d, embedder=embedder, kind=kind)

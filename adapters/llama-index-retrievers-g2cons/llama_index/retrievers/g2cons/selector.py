@@ -38,7 +38,7 @@ from g2cons_plugins.outputs import atomic_write_text
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr, field_validator
 from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo, TransformComponent
 
-from ._convert import LI_KEY, embedder_label, nodes_to_chunks, resolve_embedder
+from ._convert import LI_KEY, embedder_label, nodes_to_chunks, resolve_embedder, settings_embedder
 
 INDEX_SUBDIR = "g2cons_index"
 SELECTOR_FILE = "g2cons_selector.json"
@@ -51,7 +51,9 @@ class CoreChunkSelector(TransformComponent):
     kappa: float = Field(default=0.8, ge=0.0, le=1.0, description="Share of chunks (or tokens) kept.")
     kappa_by: str | None = Field(default=None, description="'tokens' or 'chunks' (core default: tokens).")
     selector: str | None = Field(default=None, description="Core selector name (core default: coverage).")
-    embedder: str | None = Field(default=None, description="Embedder name; None = Settings.embed_model.")
+    embedder: str | None = Field(
+        default=None, description="Core embedder name; None = 'wordllama' (the adapters' one default)."
+    )
     config: dict[str, Any] | None = Field(default=None, description="G2ConSConfig fields.")
     persist_dir: str | None = Field(default=None, description="Save the concept graph here on every fit.")
     cache_dir: str | None = Field(default=None, description="Embedding cache directory (content-hash keyed).")
@@ -104,12 +106,13 @@ class CoreChunkSelector(TransformComponent):
 
     # ------------------------------------------------------------------ state
     def core_embedder(self) -> Any:
-        """The core embedder: the object given, else the core name given, else ``Settings.embed_model``."""
+        """The core embedder: the object given (a LlamaIndex ``BaseEmbedding`` is wrapped), else the core name
+        given, else "wordllama". A selector saved with a LlamaIndex model reloads with ``Settings.embed_model``."""
         if self._embedder_obj is not None:
             return resolve_embedder(self._embedder_obj)
-        if self.embedder and not self.embedder.startswith("llamaindex-"):
-            return self.embedder
-        return resolve_embedder(None)
+        if self.embedder and self.embedder.startswith("llamaindex-"):
+            return settings_embedder()
+        return resolve_embedder(self.embedder)
 
     @property
     def fitted(self) -> bool:
