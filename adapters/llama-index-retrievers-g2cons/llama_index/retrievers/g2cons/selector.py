@@ -58,6 +58,10 @@ class CoreChunkSelector(TransformComponent):
     persist_dir: str | None = Field(default=None, description="Save the concept graph here on every fit.")
     cache_dir: str | None = Field(default=None, description="Embedding cache directory (content-hash keyed).")
     show_progress: bool = Field(default=False, description="Progress bars for the concept-graph build.")
+    price_per_mtok: float = Field(default=0.15, ge=0.0, description="USD per million input tokens (report only).")
+    prompt_tokens_per_call: int = Field(
+        default=0, ge=0, description="Extraction prompt tokens per chunk (kappa by tokens counts chunk + prompt)."
+    )
 
     _embedder_obj: Any = PrivateAttr(default=None)
     _index: G2ConSIndex | None = PrivateAttr(default=None)
@@ -70,6 +74,11 @@ class CoreChunkSelector(TransformComponent):
         obj = None if embedder is None or isinstance(embedder, str) else embedder
         super().__init__(kappa=kappa, embedder=embedder_label(embedder), config=config, **kwargs)  # type: ignore[call-arg]
         self._embedder_obj = obj
+
+    @field_validator("persist_dir", "cache_dir", mode="before")
+    @classmethod
+    def _path_str(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, Path) else v
 
     @field_validator("config", mode="before")
     @classmethod
@@ -91,6 +100,8 @@ class CoreChunkSelector(TransformComponent):
         persist_dir: str | Path | None = None,
         cache_dir: str | Path | None = None,
         show_progress: bool = False,
+        price_per_mtok: float = 0.15,
+        prompt_tokens_per_call: int = 0,
     ) -> CoreChunkSelector:
         """A selector (same arguments as the constructor; paths may be ``Path``s)."""
         return cls(
@@ -102,6 +113,8 @@ class CoreChunkSelector(TransformComponent):
             persist_dir=None if persist_dir is None else str(persist_dir),
             cache_dir=None if cache_dir is None else str(cache_dir),
             show_progress=show_progress,
+            price_per_mtok=price_per_mtok,
+            prompt_tokens_per_call=prompt_tokens_per_call,
         )
 
     # ------------------------------------------------------------------ state
@@ -163,7 +176,13 @@ class CoreChunkSelector(TransformComponent):
             cache_dir=self.cache_dir,
             show_progress=self.show_progress,
         )
-        report = index.select(kappa=self.kappa, kappa_by=self.kappa_by, selector=self.selector)
+        report = index.select(
+            kappa=self.kappa,
+            kappa_by=self.kappa_by,
+            selector=self.selector,
+            price_per_mtok=self.price_per_mtok,
+            prompt_tokens_per_call=self.prompt_tokens_per_call,
+        )
         self._set(index, report, _chain_links(nodes, set(report.kept_ids)))
         if self.persist_dir:
             self.persist(self.persist_dir)
@@ -177,7 +196,15 @@ class CoreChunkSelector(TransformComponent):
         strange = [n.node_id for n in nodes if n.node_id not in ids]
         if strange:
             raise InputError(f"{len(strange)} node(s) (e.g. {strange[0]!r}) are not chunks of the given index")
-        sel = cls(selection.kappa, embedder=index.embedder, config=index.config)
+        sel = cls(
+            selection.kappa,
+            embedder=index.embedder,
+            config=index.config,
+            kappa_by=selection.kappa_by,
+            selector=selection.selector,
+            price_per_mtok=selection.price_per_mtok,
+            prompt_tokens_per_call=selection.prompt_tokens_per_call,
+        )
         sel._set(index, selection, _chain_links(list(nodes), set(selection.kept_ids)))
         return sel
 
@@ -228,6 +255,8 @@ class CoreChunkSelector(TransformComponent):
             kappa=self.kappa,
             kappa_by=self.kappa_by,
             selector=self.selector,
+            price_per_mtok=self.price_per_mtok,
+            prompt_tokens_per_call=self.prompt_tokens_per_call,
             show_progress=self.show_progress,
         )
         kept = set(decision.kept_ids)
