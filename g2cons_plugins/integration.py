@@ -40,8 +40,10 @@ __all__ = [
     "FusionSettings",
     "InsertDecision",
     "add_and_select",
+    "concept_counts",
     "fusion_counts",
     "load_retriever",
+    "read_settings",
     "resolve_fusion",
     "save_retriever",
     "selection_counts",
@@ -71,6 +73,28 @@ class InsertDecision:
     """Added chunks that are in the new top-kappa set (send these to the extractor)."""
     dropped_ids: list[str]
     """Added chunks left out (still in the concept graph, still retrievable)."""
+    kept_tokens: int = 0
+    """Tokens of the kept added chunks (the index's tokenizer)."""
+    dropped_tokens: int = 0
+    """Tokens of the dropped added chunks."""
+
+    def counts(self, n_chunks: int | None = None) -> dict[str, Any]:
+        """The numbers the adapters trace for an insert (same keys as :func:`selection_counts`)."""
+        out: dict[str, Any] = {
+            "kappa": self.report.kappa,
+            "kappa_by": self.report.kappa_by,
+            "selector": self.report.selector,
+            "incremental": True,
+            "n_in": len(self.added_ids),
+            "n_kept": len(self.kept_ids),
+            "n_dropped": len(self.dropped_ids),
+            "kept_tokens": self.kept_tokens,
+            "dropped_tokens": self.dropped_tokens,
+            "total_tokens": self.kept_tokens + self.dropped_tokens,
+        }
+        if n_chunks is not None:
+            out["n_chunks"] = int(n_chunks)
+        return out
 
 
 def add_and_select(
@@ -95,7 +119,17 @@ def add_and_select(
     )
     kept = set(report.kept_ids)
     ids = [c.id for c in new]
-    return InsertDecision(report, ids, [i for i in ids if i in kept], [i for i in ids if i not in kept])
+    stored = index.stored
+    pos = {c.id: i for i, c in enumerate(stored.chunks)}
+    tokens = {i: int(stored.chunk_tokens[pos[i]]) for i in ids}
+    return InsertDecision(
+        report,
+        ids,
+        [i for i in ids if i in kept],
+        [i for i in ids if i not in kept],
+        kept_tokens=sum(tokens[i] for i in ids if i in kept),
+        dropped_tokens=sum(tokens[i] for i in ids if i not in kept),
+    )
 
 
 # ---------------------------------------------------------------------------------------------- settings
@@ -198,12 +232,12 @@ def selection_counts(report: SelectionReport, n_in: int | None = None) -> dict[s
         "kappa": report.kappa,
         "kappa_by": report.kappa_by,
         "selector": report.selector,
+        "incremental": False,
         "n_kept": len(report.kept_ids),
         "n_dropped": len(report.dropped_ids),
         "kept_tokens": report.kept_tokens,
         "dropped_tokens": report.dropped_tokens,
         "total_tokens": report.total_tokens,
     }
-    if n_in is not None:
-        out["n_in"] = int(n_in)
+    out["n_in"] = len(report.kept_ids) + len(report.dropped_ids) if n_in is None else int(n_in)
     return out

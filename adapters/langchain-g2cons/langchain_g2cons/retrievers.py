@@ -15,7 +15,14 @@ from typing import Any, ClassVar
 
 from g2cons_plugins import FusedItem, G2ConSIndex, InputError, RetrievedItem
 from g2cons_plugins.ensemble import fuse
-from g2cons_plugins.integration import DEFAULT_EMBEDDER, load_retriever, save_retriever
+from g2cons_plugins.integration import (
+    DEFAULT_EMBEDDER,
+    concept_counts,
+    fusion_counts,
+    load_retriever,
+    resolve_fusion,
+    save_retriever,
+)
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
@@ -24,6 +31,18 @@ from pydantic import ConfigDict, Field, field_validator
 
 from ._convert import DEFAULT_ID_KEY, assign_ids, concept_document, fused_document, to_chunks, to_host_items
 from .embeddings import as_core_embedder
+
+CONCEPT_EVENT = "g2cons_concept_path"
+FUSION_EVENT = "g2cons_fusion"
+
+
+def _trace(run_manager: CallbackManagerForRetrieverRun, name: str, data: dict[str, Any]) -> None:
+    """A LangChain custom event on this retriever run (``on_custom_event`` handlers, ``astream_events``)."""
+    run_manager.get_child().on_custom_event(name, data, run_id=run_manager.run_id)
+
+
+async def _atrace(run_manager: AsyncCallbackManagerForRetrieverRun, name: str, data: dict[str, Any]) -> None:
+    await run_manager.get_child().on_custom_event(name, data, run_id=run_manager.run_id)
 
 
 class _IndexRetriever(BaseRetriever):
@@ -51,6 +70,10 @@ class _IndexRetriever(BaseRetriever):
     def _concept(self, query: str, beta: int | None) -> list[RetrievedItem]:
         b = self.beta if beta is None else beta
         return list(self.index.retrieve(query, beta=b, strategy=self.strategy))
+
+    def _concept_data(self, query: str, beta: int | None, items: list[RetrievedItem]) -> dict[str, Any]:
+        b = resolve_fusion(self.index, self.beta if beta is None else beta).beta
+        return {"query": query, "beta": b, **concept_counts(items)}
 
     def add_documents(self, documents: Sequence[Document], **kwargs: Any) -> list[str]:
         """Add documents to the concept graph (``G2ConSIndex.add``; nothing known is re-embedded) and return their
@@ -144,7 +167,10 @@ class ConceptGraphRetriever(_IndexRetriever):
         k: int | None = None,
         beta: int | None = None,
     ) -> list[Document]:
-        return self._to_documents(self._concept(query, beta), k)
+        items = self._concept(query, beta)
+        if run_manager.handlers:
+            _trace(run_manager, CONCEPT_EVENT, self._concept_data(query, beta, items))
+        return self._to_documents(items, k)
 
     async def _aget_relevant_documents(
         self,
@@ -155,6 +181,8 @@ class ConceptGraphRetriever(_IndexRetriever):
         beta: int | None = None,
     ) -> list[Document]:
         items = await run_in_executor(None, self._concept, query, beta)
+        if run_manager.handlers:
+            await _atrace(run_manager, CONCEPT_EVENT, self._concept_data(query, beta, items))
         return self._to_documents(items, k)
 
 
@@ -202,7 +230,7 @@ class G2ConSRetriever(_IndexRetriever):
         k: int | None,
         beta: int | None,
         lambda_: float | None,
-    ) -> list[Document]:
+    ) -> tuple[list[Document], dict[str, Any]]:
         kept = [d for d in host_docs if d.page_content.strip() or d.id or (self.id_key and d.metadata.get(self.id_key))]
         if len(kept) < len(host_docs):
             warnings.warn(
@@ -210,15 +238,19 @@ class G2ConSRetriever(_IndexRetriever):
             )
         items = to_host_items(kept, self.id_key, self._known)
         by_item = {id(h): d for h, d in zip(items, kept, strict=True)}
-        cfg = self.index.config
-        b = beta if beta is not None else self.beta if self.beta is not None else cfg.beta
-        lam = lambda_ if lambda_ is not None else self.lambda_ if self.lambda_ is not None else cfg.fusion_lambda
-        spill = cfg.fusion_spill if self.spill is None else self.spill
-        fused: list[FusedItem] = fuse(items, concept, beta=b, lambda_=lam, tokenizer=self.index.tokenizer, spill=spill)
+        fs = resolve_fusion(
+            self.index,
+            self.beta if beta is None else beta,
+            self.lambda_ if lambda_ is None else lambda_,
+            self.spill,
+        )
+        fused: list[FusedItem] = fuse(
+            items, concept, beta=fs.beta, lambda_=fs.lambda_, tokenizer=self.index.tokenizer, spill=fs.spill
+        )
         limit = self.k if k is None else k
         if limit is not None:
             fused = fused[:limit]
-        return [
+        docs = [
             fused_document(
                 f,
                 by_item.get(id(f.host)) if f.host is not None else None,
@@ -226,6 +258,7 @@ class G2ConSRetriever(_IndexRetriever):
             )
             for f in fused
         ]
+        return docs, {"beta": fs.beta, "lambda_": fs.lambda_, **fusion_counts(len(kept), concept, fused)}
 
     def _get_relevant_documents(
         self,
@@ -238,7 +271,11 @@ class G2ConSRetriever(_IndexRetriever):
     ) -> list[Document]:
         host_docs = self.host.invoke(query, config={"callbacks": run_manager.get_child()})
         concept = self._concept(query, beta)
-        return self._fuse(host_docs, concept, k, beta, lambda_)
+        docs, data = self._fuse(host_docs, concept, k, beta, lambda_)
+        if run_manager.handlers:
+            _trace(run_manager, CONCEPT_EVENT, self._concept_data(query, beta, concept))
+            _trace(run_manager, FUSION_EVENT, {"query": query, **data})
+        return docs
 
     async def _aget_relevant_documents(
         self,
@@ -253,4 +290,8 @@ class G2ConSRetriever(_IndexRetriever):
             self.host.ainvoke(query, config={"callbacks": run_manager.get_child()}),
             run_in_executor(None, self._concept, query, beta),
         )
-        return self._fuse(host_docs, concept, k, beta, lambda_)
+        docs, data = self._fuse(host_docs, concept, k, beta, lambda_)
+        if run_manager.handlers:
+            await _atrace(run_manager, CONCEPT_EVENT, self._concept_data(query, beta, concept))
+            await _atrace(run_manager, FUSION_EVENT, {"query": query, **data})
+        return docs

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, SelectionReport
-from g2cons_plugins.integration import DEFAULT_EMBEDDER, add_and_select
+from g2cons_plugins.integration import DEFAULT_EMBEDDER, add_and_select, selection_counts
+from langchain_core.callbacks import Callbacks
+from langchain_core.callbacks.manager import CallbackManager
 from langchain_core.documents import BaseDocumentTransformer, Document
 from langchain_core.runnables.config import run_in_executor
 
@@ -29,6 +31,15 @@ from .embeddings import as_core_embedder
 
 if TYPE_CHECKING:
     from .retrievers import ConceptGraphRetriever
+
+
+SELECTION_EVENT = "g2cons_selection"
+
+
+def _trace(callbacks: Callbacks, data: dict[str, Any]) -> None:
+    """A LangChain custom event ``g2cons_selection`` to ``callbacks`` (a transformer is not a run: no parent)."""
+    if callbacks:
+        CallbackManager.configure(inheritable_callbacks=callbacks).on_custom_event(SELECTION_EVENT, data)
 
 
 class CoreChunkSelector(BaseDocumentTransformer):
@@ -91,7 +102,8 @@ class CoreChunkSelector(BaseDocumentTransformer):
 
     def transform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
         """Return the selected documents (copies with ids, input order). ``kwargs`` may override ``kappa``,
-        ``kappa_by`` and ``selector`` for this call."""
+        ``kappa_by`` and ``selector`` for this call; ``callbacks=[handler]`` gets a ``g2cons_selection`` custom
+        event with the counts and tokens kept and dropped."""
         docs = assign_ids(documents, self.id_key)
         self.index = G2ConSIndex.build(
             to_chunks(docs),
@@ -115,6 +127,7 @@ class CoreChunkSelector(BaseDocumentTransformer):
         self.documents = list(first.values())
         kept = set(self.report.kept_ids)
         self.kept_ids = frozenset(kept)
+        _trace(kwargs.get("callbacks"), {**selection_counts(self.report, len(docs)), "n_chunks": len(self.documents)})
         return [d for d in self.documents if d.id in kept]
 
     def add_documents(self, documents: Sequence[Document], **kwargs: Any) -> list[Document]:
@@ -146,9 +159,10 @@ class CoreChunkSelector(BaseDocumentTransformer):
         self.documents = self.documents + new
         kept = set(decision.kept_ids)
         self.kept_ids = self.kept_ids | kept
+        _trace(kwargs.get("callbacks"), decision.counts(len(self.documents)))
         return [d for d in new if d.id in kept]
 
-    def delete(self, ids: Sequence[str]) -> bool:
+    def delete(self, ids: Sequence[str], callbacks: Callbacks = None) -> bool:
         """Remove documents by id from the concept graph (unknown ids ignored); True if any was removed."""
         index = self._require_index()
         held = {str(d.id) for d in self.documents}
@@ -158,6 +172,7 @@ class CoreChunkSelector(BaseDocumentTransformer):
             drop = set(gone)
             self.documents = [d for d in self.documents if str(d.id) not in drop]
             self.kept_ids = self.kept_ids - drop
+            _trace(callbacks, {"incremental": True, "n_removed": len(gone), "n_chunks": len(self.documents)})
         return bool(gone)
 
     async def atransform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:

@@ -10,13 +10,14 @@ from typing import Any
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, RetrievedItem
 from g2cons_plugins.ensemble import fuse
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.integration import SETTINGS_FILE, load_retriever, save_retriever
+from g2cons_plugins.integration import SETTINGS_FILE, concept_counts, load_retriever, save_retriever
 from g2cons_plugins.persistence import read_manifest
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
 
 from ._convert import concept_nodes, nodes_to_chunks, resolve_embedder, settings_embedder, tag
+from .events import G2ConSConceptPathEvent, dispatcher
 from .selector import INDEX_SUBDIR, CoreChunkSelector
 
 RETRIEVER_FILE = SETTINGS_FILE
@@ -115,6 +116,7 @@ class ConceptGraphRetriever(BaseRetriever):
         """Every setting of this retriever (what ``persist`` saves and ``from_persist_dir`` restores)."""
         return {"beta": self.beta, "strategy": self.strategy, "similarity_top_k": self.similarity_top_k}
 
+    @dispatcher.span
     def concept_path(self, query: str, beta: int | None = None) -> tuple[list[RetrievedItem], dict[str, TextNode]]:
         """Core concept retrieval; items re-counted on their LLM-visible text and cut to ``beta`` by the core."""
         beta = self.beta if beta is None else int(beta)
@@ -123,6 +125,7 @@ class ConceptGraphRetriever(BaseRetriever):
         if any(a.n_tokens != b.n_tokens for a, b in zip(items, raw, strict=True)):
             keep = {f.unit_id for f in fuse([], items, beta=beta, lambda_=0.0, tokenizer=self._index.tokenizer)}
             items = [it for it in items if it.unit_id in keep]
+        dispatcher.event(G2ConSConceptPathEvent(query=query, beta=beta, **concept_counts(items)))
         return items, {n.node_id: n for n in nodes}
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:

@@ -12,13 +12,14 @@ from typing import Any
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, RetrievedItem
 from g2cons_plugins.ensemble import fuse
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.integration import resolve_fusion, save_retriever
+from g2cons_plugins.integration import fusion_counts, resolve_fusion, save_retriever
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
 
 from ._convert import host_items, tag
 from .concept import ConceptGraphRetriever, _top_k, load_state, resolve_index
+from .events import G2ConSFusionEvent, dispatcher
 from .selector import CoreChunkSelector
 
 
@@ -122,11 +123,16 @@ class G2ConSRetriever(BaseRetriever):
     def _get_prompt_modules(self) -> dict[str, Any]:
         return {"host_retriever": self._host}
 
+    @dispatcher.span
     def _fuse(
-        self, host: list[NodeWithScore], items: list[RetrievedItem], nodes: dict[str, TextNode]
+        self, query: str, host: list[NodeWithScore], items: list[RetrievedItem], nodes: dict[str, TextNode]
     ) -> list[NodeWithScore]:
         idx = self.index
         fused = fuse(host_items(host, idx), items, self.beta, self.lambda_, tokenizer=idx.tokenizer, spill=self.spill)
+        if self.similarity_top_k is not None:
+            fused = fused[: self.similarity_top_k]
+        counts = fusion_counts(len(host), items, fused)
+        dispatcher.event(G2ConSFusionEvent(query=query, beta=self.beta, lambda_=self.lambda_, **counts))
         out = []
         for f in fused:
             meta: dict[str, Any] = {
@@ -144,19 +150,19 @@ class G2ConSRetriever(BaseRetriever):
                 assert f.unit_id is not None
                 base = NodeWithScore(node=nodes[f.unit_id])
             out.append(tag(base, f.score, **meta))
-        return out if self.similarity_top_k is None else out[: self.similarity_top_k]
+        return out
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         host = self._host.retrieve(query_bundle)
         items, nodes = self._concept.concept_path(query_bundle.query_str)
-        return self._fuse(host, items, nodes)
+        return self._fuse(query_bundle.query_str, host, items, nodes)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         host, (items, nodes) = await asyncio.gather(
             self._host.aretrieve(query_bundle),
             asyncio.to_thread(self._concept.concept_path, query_bundle.query_str),
         )
-        return self._fuse(host, items, nodes)
+        return self._fuse(query_bundle.query_str, host, items, nodes)
 
     def persist(self, persist_dir: str | Path) -> None:
         """Save the concept graph and every setting (the host index persists through its own ``StorageContext``)."""

@@ -33,12 +33,13 @@ from typing import Any
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, SelectionReport
 from g2cons_plugins.errors import InputError, PersistError
-from g2cons_plugins.integration import add_and_select
+from g2cons_plugins.integration import add_and_select, selection_counts
 from g2cons_plugins.outputs import atomic_write_text
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr, field_validator
 from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo, TransformComponent
 
 from ._convert import LI_KEY, embedder_label, nodes_to_chunks, resolve_embedder, settings_embedder
+from .events import G2ConSSelectionEvent, dispatcher
 
 INDEX_SUBDIR = "g2cons_index"
 SELECTOR_FILE = "g2cons_selector.json"
@@ -165,6 +166,7 @@ class CoreChunkSelector(TransformComponent):
         assert self._report is not None
         return self._report
 
+    @dispatcher.span
     def fit(self, nodes: Sequence[BaseNode]) -> CoreChunkSelector:
         """Build the concept graph over ``nodes`` (all of them) and select the core chunks."""
         nodes = list(nodes)
@@ -184,6 +186,7 @@ class CoreChunkSelector(TransformComponent):
             prompt_tokens_per_call=self.prompt_tokens_per_call,
         )
         self._set(index, report, _chain_links(nodes, set(report.kept_ids)))
+        dispatcher.event(G2ConSSelectionEvent(**selection_counts(report, len(nodes)), n_chunks=len(index.chunks)))
         if self.persist_dir:
             self.persist(self.persist_dir)
         return self
@@ -236,6 +239,7 @@ class CoreChunkSelector(TransformComponent):
         return self.__call__(nodes, **kwargs)
 
     # ------------------------------------------------------------------ incremental updates
+    @dispatcher.span
     def insert_nodes(self, nodes: Sequence[BaseNode]) -> list[str]:
         """Add nodes the selector has not seen to the concept graph and decide each by the selection rule
         (module doc); returns the ids of the new nodes that are kept. Known nodes are left as they were."""
@@ -263,9 +267,11 @@ class CoreChunkSelector(TransformComponent):
         links = {**(self._links or {}), **_chain_links(new, kept)}
         self._report, self._links = decision.report, links
         self._kept, self._dropped = self._kept | kept, self._dropped | set(decision.dropped_ids)
+        dispatcher.event(G2ConSSelectionEvent(**decision.counts(len(self.index.chunks))))
         self._persist_if_asked()
         return list(decision.kept_ids)
 
+    @dispatcher.span
     def delete_nodes(self, node_ids: Sequence[str]) -> list[str]:
         """Remove these nodes from the concept graph (ids it does not hold are ignored); returns the removed ids."""
         held = self._kept | self._dropped
@@ -276,6 +282,9 @@ class CoreChunkSelector(TransformComponent):
         drop = set(gone)
         self._kept, self._dropped = self._kept - drop, self._dropped - drop
         self._links = {k: v for k, v in (self._links or {}).items() if k not in drop}
+        dispatcher.event(
+            G2ConSSelectionEvent(incremental=True, n_removed=len(gone), n_chunks=len(self.index.chunks))
+        )
         self._persist_if_asked()
         return gone
 
