@@ -185,7 +185,12 @@ def llm_tokens(results: list[NodeWithScore], index: Any) -> int:
 
 # ---------------------------------------------------------------------------------------------------- API
 def test_public_api_and_namespace_layout() -> None:
-    assert sorted(g2li.__all__) == ["ConceptGraphRetriever", "CoreChunkSelector", "G2ConSRetriever"]
+    assert sorted(g2li.__all__) == [
+        "ConceptGraphRetriever",
+        "ConceptGraphSubRetriever",
+        "CoreChunkSelector",
+        "G2ConSRetriever",
+    ]
     assert issubclass(CoreChunkSelector, TransformComponent)
     assert issubclass(ConceptGraphRetriever, BaseRetriever) and issubclass(G2ConSRetriever, BaseRetriever)
     pkg = ROOT / "adapters" / "llama-index-retrievers-g2cons"

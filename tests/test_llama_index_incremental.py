@@ -128,3 +128,26 @@ def test_untracked_index_still_inserts_and_the_selector_deletes_explicitly(setup
     pg.delete_ref_doc("x")
     assert _chunk_ids_of(sel, "x")  # not tracked: the host forgot it, the concept graph did not
     assert sel.delete_ref_doc("x") and not _chunk_ids_of(sel, "x")
+
+
+# ---------------------------------------------------------------------------------------------------- sub-retriever
+@pytest.mark.parametrize("use_async", [False, True])
+def test_concept_sub_retriever_inside_property_graph_as_retriever(setup, use_async: bool) -> None:
+    from llama_index.core.indices.property_graph import BasePGRetriever, LLMSynonymRetriever
+    from llama_index.retrievers.g2cons import ConceptGraphSubRetriever
+
+    sel, pg, llm = setup["sel"], setup["pg"], setup["llm"]
+    store = pg.property_graph_store
+    sub = ConceptGraphSubRetriever(store, selector=sel, beta=400)
+    assert isinstance(sub, BasePGRetriever)
+    alone = pg.as_retriever(sub_retrievers=[sub], use_async=use_async).retrieve(QUERY)
+    want = ConceptGraphRetriever.from_defaults(selector=sel, beta=400).retrieve(QUERY)
+    assert [(n.node.node_id, n.score) for n in alone] == [(n.node.node_id, n.score) for n in want] and alone
+    both = pg.as_retriever(
+        sub_retrievers=[LLMSynonymRetriever(store, llm=llm, include_text=True), sub], use_async=use_async
+    ).retrieve("Who was the first president of the American Psychological Association?")
+    sources = {n.node.metadata.get("g2cons_source") for n in both}
+    assert "concept" in sources and None in sources  # synonym (host) nodes and concept nodes side by side
+    # the concept path covers chunks the selector kept out of the host graph
+    many = ConceptGraphSubRetriever(store, selector=sel, beta=5000).retrieve(QUERY)
+    assert {n.node.metadata["g2cons_chunk_id"] for n in many} & sel.dropped_ids
