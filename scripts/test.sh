@@ -14,4 +14,6 @@ ruff check g2cons_plugins tests examples benchmarks
 (cd adapters/llama-index-retrievers-g2cons && ruff check .)
 (cd adapters/langchain-g2cons && ruff check .)
 mypy g2cons_plugins
+(cd adapters/llama-index-retrievers-g2cons && mypy)
+(cd adapters/langchain-g2cons && mypy)
 python -m pytest tests

@@ -148,7 +148,7 @@ class ConceptGraphRetriever(BaseRetriever):
     def from_persist_dir(cls, persist_dir: str | Path, embedder: Any = None, **kwargs: Any) -> ConceptGraphRetriever:
         """Reload what ``persist`` saved; ``kwargs`` override saved settings."""
         index, state = load_state(persist_dir, embedder, kind="concept")
-        kw = {k: state[k] for k in ("beta", "strategy", "similarity_top_k") if k in state}
+        kw: dict[str, Any] = {k: state[k] for k in ("beta", "strategy", "similarity_top_k") if k in state}
         return cls(index, **{**kw, **kwargs})
 
 

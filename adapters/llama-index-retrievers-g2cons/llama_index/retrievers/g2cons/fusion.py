@@ -181,7 +181,8 @@ class G2ConSRetriever(BaseRetriever):
         """Reload next to a host index loaded with ``load_index_from_storage`` (pass it as ``index``); ``kwargs``
         override saved settings."""
         g2, state = load_state(persist_dir, embedder, kind="g2cons")
-        kw = {k: state[k] for k in ("beta", "lambda_", "spill", "strategy", "similarity_top_k") if k in state}
+        names = ("beta", "lambda_", "spill", "strategy", "similarity_top_k")
+        kw: dict[str, Any] = {k: state[k] for k in names if k in state}
         return cls(g2, _host(index, host_retriever, include_text), **{**kw, **kwargs})
 
 

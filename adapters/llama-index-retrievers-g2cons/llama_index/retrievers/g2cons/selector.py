@@ -88,6 +88,7 @@ class CoreChunkSelector(TransformComponent):
 
     @classmethod
     def class_name(cls) -> str:
+        """Serialisation name (part of the ``IngestionPipeline`` cache key)."""
         return "G2ConSCoreChunkSelector"
 
     @classmethod
