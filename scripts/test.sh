@@ -17,3 +17,7 @@ mypy g2cons_plugins
 (cd adapters/llama-index-retrievers-g2cons && mypy)
 (cd adapters/langchain-g2cons && mypy)
 python -m pytest tests
+# each adapter's own tests, from its folder (its pytest config; LangChain's standard retriever suite)
+(cd adapters/llama-index-retrievers-g2cons && python -m pytest tests)
+(cd adapters/langchain-g2cons && python -m pytest tests)
+bash scripts/wheel_check.sh
