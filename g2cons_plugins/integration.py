@@ -47,6 +47,7 @@ __all__ = [
     "resolve_fusion",
     "save_retriever",
     "selection_counts",
+    "token_counts",
 ]
 
 DEFAULT_EMBEDDER = "wordllama"
@@ -206,6 +207,15 @@ def load_retriever(
         raise PersistError(f"{d / SETTINGS_FILE}: saved by a {saved_kind!r} retriever, not a {kind!r} one")
     folder = d / INDEX_SUBDIR if (d / INDEX_SUBDIR).is_dir() else d
     return G2ConSIndex.load(folder, embedder=embedder), settings
+
+
+# ---------------------------------------------------------------------------------------------- token counts
+def token_counts(index: G2ConSIndex, texts: Sequence[str]) -> list[int]:
+    """Token counts of ``texts`` with the index's tokenizer, memoised per text like the fusion's own counts (hosts
+    and the concept path return the same chunks query after query)."""
+    from .ensemble import _counts
+
+    return _counts(index.tokenizer, texts)
 
 
 # ---------------------------------------------------------------------------------------------- tracing numbers

@@ -87,7 +87,7 @@ def test_llama_index_spans_and_events(li_handlers) -> None:
     assert fu.total_tokens == sum(llm_tokens)
     assert fu.concept_in == cp.n_concept and fu.host_in == 3 and cp.beta == fu.beta == 200
     names = {s.id_.split("-")[0] for s in spans.completed_spans}
-    assert {"ConceptGraphRetriever.concept_path", "G2ConSRetriever._fuse", "CoreChunkSelector.fit"} <= names
+    assert {"G2ConSRetriever._retrieve", "CoreChunkSelector.fit"} <= names
     assert "CoreChunkSelector.insert_nodes" in names
 
 

@@ -230,6 +230,7 @@ class G2ConSRetriever(_IndexRetriever):
         k: int | None,
         beta: int | None,
         lambda_: float | None,
+        traced: bool = False,
     ) -> tuple[list[Document], dict[str, Any]]:
         kept = [d for d in host_docs if d.page_content.strip() or d.id or (self.id_key and d.metadata.get(self.id_key))]
         if len(kept) < len(host_docs):
@@ -258,6 +259,8 @@ class G2ConSRetriever(_IndexRetriever):
             )
             for f in fused
         ]
+        if not traced:
+            return docs, {}
         return docs, {"beta": fs.beta, "lambda_": fs.lambda_, **fusion_counts(len(kept), concept, fused)}
 
     def _get_relevant_documents(
@@ -271,7 +274,7 @@ class G2ConSRetriever(_IndexRetriever):
     ) -> list[Document]:
         host_docs = self.host.invoke(query, config={"callbacks": run_manager.get_child()})
         concept = self._concept(query, beta)
-        docs, data = self._fuse(host_docs, concept, k, beta, lambda_)
+        docs, data = self._fuse(host_docs, concept, k, beta, lambda_, traced=bool(run_manager.handlers))
         if run_manager.handlers:
             _trace(run_manager, CONCEPT_EVENT, self._concept_data(query, beta, concept))
             _trace(run_manager, FUSION_EVENT, {"query": query, **data})
@@ -290,7 +293,7 @@ class G2ConSRetriever(_IndexRetriever):
             self.host.ainvoke(query, config={"callbacks": run_manager.get_child()}),
             run_in_executor(None, self._concept, query, beta),
         )
-        docs, data = self._fuse(host_docs, concept, k, beta, lambda_)
+        docs, data = self._fuse(host_docs, concept, k, beta, lambda_, traced=bool(run_manager.handlers))
         if run_manager.handlers:
             await _atrace(run_manager, CONCEPT_EVENT, self._concept_data(query, beta, concept))
             await _atrace(run_manager, FUSION_EVENT, {"query": query, **data})

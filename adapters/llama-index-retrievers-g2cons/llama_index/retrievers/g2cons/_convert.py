@@ -7,7 +7,7 @@ from typing import Any
 
 from g2cons_plugins import CallableEmbedder, G2ConSIndex, HostItem, RetrievedItem
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.integration import DEFAULT_EMBEDDER
+from g2cons_plugins.integration import DEFAULT_EMBEDDER, token_counts
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, NodeWithScore, RelatedNodeInfo, TextNode
 
@@ -118,12 +118,17 @@ def _hide(keys: Sequence[str] | None) -> list[str]:
     return keys + [k for k in G2CONS_KEYS if k not in keys]
 
 
-def tag(nws: NodeWithScore, score: float, **meta: Any) -> NodeWithScore:
-    """A copy of ``nws`` with a new score and g2cons metadata (hidden from LLM/embeddings); the input is untouched."""
-    node = nws.node.model_copy()
-    node.metadata = {**nws.node.metadata, **meta}
-    node.excluded_llm_metadata_keys = _hide(nws.node.excluded_llm_metadata_keys)
-    node.excluded_embed_metadata_keys = _hide(nws.node.excluded_embed_metadata_keys)
+def tag(nws: NodeWithScore | BaseNode, score: float, **meta: Any) -> NodeWithScore:
+    """``nws`` with a new score and g2cons metadata (hidden from LLM/embeddings). A ``NodeWithScore`` (a host's)
+    is copied, never mutated; a bare node (one :func:`concept_node` just made) is tagged in place."""
+    if isinstance(nws, NodeWithScore):
+        node = nws.node.model_copy()
+        node.metadata = {**nws.node.metadata, **meta}
+        node.excluded_llm_metadata_keys = _hide(nws.node.excluded_llm_metadata_keys)
+        node.excluded_embed_metadata_keys = _hide(nws.node.excluded_embed_metadata_keys)
+    else:
+        node = nws
+        node.metadata.update(meta)  # concept nodes already hide every g2cons key
     return NodeWithScore(node=node, score=score)
 
 
@@ -145,18 +150,10 @@ def is_chunk(index: G2ConSIndex, chunk_id: str) -> bool:
 
 
 def host_items(results: Sequence[NodeWithScore], index: G2ConSIndex) -> list[HostItem]:
-    """Host results as core HostItems; tokens are those of the text the LLM will see."""
-    texts = [llm_text(r.node) for r in results]
-    counts = index.count_tokens(texts) if texts else []
+    """Host results as core HostItems with the text the LLM will see (the fusion counts its tokens, memoised)."""
     return [
-        HostItem(
-            chunk_id=host_chunk_id(r.node, index),
-            text=t,
-            score=r.score,
-            n_tokens=n,
-            metadata={"position": pos},
-        )
-        for pos, (r, t, n) in enumerate(zip(results, texts, counts, strict=True))
+        HostItem(chunk_id=host_chunk_id(r.node, index), text=llm_text(r.node), score=r.score, metadata={"position": p})
+        for p, r in enumerate(results)
     ]
 
 
@@ -167,7 +164,7 @@ def concept_nodes(index: G2ConSIndex, items: Sequence[RetrievedItem]) -> tuple[l
     out = list(items)
     redo = [i for i, n in enumerate(nodes) if llm_text(n) != items[i].text]
     if redo:
-        counts = index.count_tokens([llm_text(nodes[i]) for i in redo])
+        counts = token_counts(index, [llm_text(nodes[i]) for i in redo])
         for i, n in zip(redo, counts, strict=True):
             out[i] = RetrievedItem(
                 items[i].unit_id, items[i].parent_id, items[i].text, items[i].score, n, items[i].reason

@@ -17,7 +17,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
 
 from ._convert import concept_nodes, nodes_to_chunks, resolve_embedder, settings_embedder, tag
-from .events import G2ConSConceptPathEvent, dispatcher
+from .events import G2ConSConceptPathEvent, dispatcher, listening
 from .selector import INDEX_SUBDIR, CoreChunkSelector
 
 RETRIEVER_FILE = SETTINGS_FILE
@@ -116,7 +116,6 @@ class ConceptGraphRetriever(BaseRetriever):
         """Every setting of this retriever (what ``persist`` saves and ``from_persist_dir`` restores)."""
         return {"beta": self.beta, "strategy": self.strategy, "similarity_top_k": self.similarity_top_k}
 
-    @dispatcher.span
     def concept_path(self, query: str, beta: int | None = None) -> tuple[list[RetrievedItem], dict[str, TextNode]]:
         """Core concept retrieval; items re-counted on their LLM-visible text and cut to ``beta`` by the core."""
         beta = self.beta if beta is None else int(beta)
@@ -125,7 +124,8 @@ class ConceptGraphRetriever(BaseRetriever):
         if any(a.n_tokens != b.n_tokens for a, b in zip(items, raw, strict=True)):
             keep = {f.unit_id for f in fuse([], items, beta=beta, lambda_=0.0, tokenizer=self._index.tokenizer)}
             items = [it for it in items if it.unit_id in keep]
-        dispatcher.event(G2ConSConceptPathEvent(query=query, beta=beta, **concept_counts(items)))
+        if listening():
+            dispatcher.event(G2ConSConceptPathEvent(query=query, beta=beta, **concept_counts(items)))
         return items, {n.node_id: n for n in nodes}
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -133,7 +133,7 @@ class ConceptGraphRetriever(BaseRetriever):
         if self.similarity_top_k is not None:
             items = items[: self.similarity_top_k]
         return [
-            tag(NodeWithScore(node=nodes[it.unit_id]), it.score, g2cons_source="concept", g2cons_concept_score=it.score)
+            tag(nodes[it.unit_id], it.score, g2cons_source="concept", g2cons_concept_score=it.score)
             for it in items
         ]
 

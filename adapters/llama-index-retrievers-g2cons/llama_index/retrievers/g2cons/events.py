@@ -1,8 +1,10 @@
 """LlamaIndex instrumentation events of the adapter (``llama_index.core.instrumentation``).
 
-The selector's ``fit`` / ``insert_nodes`` / ``delete_nodes``, the concept path and the fusion run inside dispatcher
-spans (``dispatcher.span``) and emit one event each, carrying the same numbers as the LangChain adapter's custom
-events (``g2cons_plugins.integration``: ``selection_counts``, ``concept_counts``, ``fusion_counts``). Listen with::
+Spans: the selector's ``fit`` / ``insert_nodes`` / ``delete_nodes`` (``dispatcher.span``) and, as for every
+LlamaIndex retriever, ``ConceptGraphRetriever._retrieve`` (the concept path) and ``G2ConSRetriever._retrieve``
+(host + concept path + fusion). Events, one per step, carry the same numbers as the LangChain adapter's custom
+events (``g2cons_plugins.integration``: ``selection_counts``, ``concept_counts``, ``fusion_counts``); their
+``span_id`` ties them to the enclosing span. Events are only built when a handler listens. Listen with::
 
     from llama_index.core.instrumentation import get_dispatcher
     from llama_index.core.instrumentation.event_handlers import BaseEventHandler
@@ -18,11 +20,23 @@ events (``g2cons_plugins.integration``: ``selection_counts``, ``concept_counts``
 from __future__ import annotations
 
 from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.event_handlers import NullEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 
 dispatcher = get_dispatcher("llama_index.retrievers.g2cons")
 
-__all__ = ["G2ConSConceptPathEvent", "G2ConSFusionEvent", "G2ConSSelectionEvent", "dispatcher"]
+__all__ = ["G2ConSConceptPathEvent", "G2ConSFusionEvent", "G2ConSSelectionEvent", "dispatcher", "listening"]
+
+
+def listening() -> bool:
+    """True when an event handler (other than the default null one) would receive this package's events."""
+    d = dispatcher
+    while True:
+        if any(not isinstance(h, NullEventHandler) for h in d.event_handlers):
+            return True
+        if not d.propagate or not d.parent_name:
+            return False
+        d = d.parent
 
 
 class G2ConSSelectionEvent(BaseEvent):

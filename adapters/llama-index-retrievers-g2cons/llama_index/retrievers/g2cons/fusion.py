@@ -19,7 +19,7 @@ from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNo
 
 from ._convert import host_items, tag
 from .concept import ConceptGraphRetriever, _top_k, load_state, resolve_index
-from .events import G2ConSFusionEvent, dispatcher
+from .events import G2ConSFusionEvent, dispatcher, listening
 from .selector import CoreChunkSelector
 
 
@@ -123,7 +123,6 @@ class G2ConSRetriever(BaseRetriever):
     def _get_prompt_modules(self) -> dict[str, Any]:
         return {"host_retriever": self._host}
 
-    @dispatcher.span
     def _fuse(
         self, query: str, host: list[NodeWithScore], items: list[RetrievedItem], nodes: dict[str, TextNode]
     ) -> list[NodeWithScore]:
@@ -131,8 +130,9 @@ class G2ConSRetriever(BaseRetriever):
         fused = fuse(host_items(host, idx), items, self.beta, self.lambda_, tokenizer=idx.tokenizer, spill=self.spill)
         if self.similarity_top_k is not None:
             fused = fused[: self.similarity_top_k]
-        counts = fusion_counts(len(host), items, fused)
-        dispatcher.event(G2ConSFusionEvent(query=query, beta=self.beta, lambda_=self.lambda_, **counts))
+        if listening():
+            counts = fusion_counts(len(host), items, fused)
+            dispatcher.event(G2ConSFusionEvent(query=query, beta=self.beta, lambda_=self.lambda_, **counts))
         out = []
         for f in fused:
             meta: dict[str, Any] = {
@@ -144,11 +144,12 @@ class G2ConSRetriever(BaseRetriever):
             }
             if f.concept is not None:
                 meta["g2cons_reason"] = dict(f.concept.reason)
+            base: NodeWithScore | BaseNode
             if f.host is not None:
                 base = host[f.host.metadata["position"]]
             else:
                 assert f.unit_id is not None
-                base = NodeWithScore(node=nodes[f.unit_id])
+                base = nodes[f.unit_id]  # made for this call: tagged in place
             out.append(tag(base, f.score, **meta))
         return out
 
