@@ -133,7 +133,13 @@ def graph_transformer_class() -> Any:
         try:
             from langchain_experimental.graph_transformers import LLMGraphTransformer
         except ImportError:  # pragma: no cover
-            from langchain_neo4j import LLMGraphTransformer
+            try:
+                from langchain_neo4j import LLMGraphTransformer
+            except ImportError:
+                raise SystemExit(
+                    'LLMGraphTransformer is not installed: pip install "langchain-g2cons[examples]" '
+                    "(langchain-experimental), or langchain-neo4j"
+                ) from None
     return LLMGraphTransformer
 
 

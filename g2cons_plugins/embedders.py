@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import math
 import os
 import re
@@ -123,6 +124,20 @@ def _missing_extra(package: str, extra: str, exc: ImportError) -> ImportError:
     return ImportError(f'{package} is not installed; install it with: pip install "g2cons-plugins[{extra}]" ({exc})')
 
 
+@contextlib.contextmanager
+def _no_global_side_effects() -> Any:
+    """Restore the root logger's level and handlers and the warnings filters after a third-party import."""
+    root = logging.getLogger()
+    level, handlers = root.level, list(root.handlers)
+    try:
+        with warnings.catch_warnings():  # restores the filters on exit
+            yield
+    finally:
+        for h in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(h)
+        root.setLevel(level)
+
+
 # --------------------------------------------------------------------------------------------- WordLlama
 class WordLlamaEmbedder:
     """WordLlama static embeddings (``config`` l2_supercat, Matryoshka ``dim`` 64..1024), offline."""
@@ -138,8 +153,9 @@ class WordLlamaEmbedder:
         with self._lock:
             if self._model is None:
                 try:
-                    import wordllama
-                    from wordllama import WordLlama
+                    with _no_global_side_effects():  # wordllama's import calls logging.basicConfig(level=INFO)
+                        import wordllama
+                        from wordllama import WordLlama
                 except ImportError as exc:
                     raise _missing_extra("wordllama", "wordllama", exc) from exc
                 # The weights ship inside the wheel; pointing cache_dir at the package avoids any download.

@@ -54,6 +54,7 @@ class RetrievedItem:
 
     @property
     def chunk_id(self) -> str:
+        """The chunk this unit belongs to (``parent_id``)."""
         return self.parent_id
 
 

@@ -56,10 +56,12 @@ class SelectionReport:
 
     @property
     def kept_share_tokens(self) -> float:
+        """Kept tokens / all chunk tokens."""
         return self.kept_tokens / max(self.total_tokens, 1)
 
     @property
     def calls_avoided(self) -> int:
+        """Extraction calls not made: one per dropped chunk."""
         return len(self.dropped_ids)
 
     @property
@@ -69,9 +71,11 @@ class SelectionReport:
 
     @property
     def usd_avoided(self) -> float:
+        """``input_tokens_avoided`` at ``price_per_mtok``."""
         return self.input_tokens_avoided / 1e6 * self.price_per_mtok
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields plus the derived numbers, JSON-ready."""
         d = asdict(self)
         d.update(
             n_kept=len(self.kept_ids),
@@ -84,6 +88,7 @@ class SelectionReport:
         return d
 
     def summary(self) -> str:
+        """One line: kept chunks and tokens, calls / tokens / USD avoided."""
         n = len(self.kept_ids) + len(self.dropped_ids)
         return (
             f"kept {len(self.kept_ids):,}/{n:,} chunks, {self.kept_tokens:,}/{self.total_tokens:,} tokens "

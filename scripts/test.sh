@@ -14,4 +14,10 @@ ruff check g2cons_plugins tests examples benchmarks
 (cd adapters/llama-index-retrievers-g2cons && ruff check .)
 (cd adapters/langchain-g2cons && ruff check .)
 mypy g2cons_plugins
+(cd adapters/llama-index-retrievers-g2cons && mypy)
+(cd adapters/langchain-g2cons && mypy)
 python -m pytest tests
+# each adapter's own tests, from its folder (its pytest config; LangChain's standard retriever suite)
+(cd adapters/llama-index-retrievers-g2cons && python -m pytest tests)
+(cd adapters/langchain-g2cons && python -m pytest tests)
+bash scripts/wheel_check.sh

@@ -433,57 +433,7 @@ def test_lcel_chain_end_to_end_with_fakes(fused_retriever: G2ConSRetriever) -> N
     assert all(d.page_content in prompts[0] for d in docs) and q in prompts[0]
 
 
-# ----------------------------------------------------------------------------------------------- langchain-tests
-try:
-    from langchain_tests.integration_tests import RetrieversIntegrationTests
-except ImportError:  # pragma: no cover
-    RetrieversIntegrationTests = None
-
-_STD: dict[str, Any] = {}
-
-
-def _std_index() -> Any:
-    if "index" not in _STD:
-        sel = CoreChunkSelector(kappa=0.8, embedder="hash")
-        _STD["kept"] = list(sel.transform_documents(split_like_docs()))
-        _STD["index"] = sel.index
-    return _STD["index"]
-
-
-if RetrieversIntegrationTests is not None:
-    # The suite's one async test (test_ainvoke_returns_documents) needs an async runner. The suite forbids
-    # overriding its tests, and this repo's pytest config is not ours to set to asyncio_mode = auto, so the classes
-    # carry anyio's marker: anyio's pytest plugin (anyio comes with langchain-core) runs only the coroutine tests,
-    # on asyncio, and leaves the sync ones alone (pytest-asyncio's marker would warn on each sync test).
-
-    @pytest.mark.anyio
-    class TestConceptGraphRetrieverStandard(RetrieversIntegrationTests):
-        @property
-        def retriever_constructor(self) -> type[ConceptGraphRetriever]:
-            return ConceptGraphRetriever
-
-        @property
-        def retriever_constructor_params(self) -> dict[str, Any]:
-            return {"index": _std_index(), "beta": 400}
-
-        @property
-        def retriever_query_example(self) -> str:
-            return QUERIES[0]
-
-    @pytest.mark.anyio
-    class TestG2ConSRetrieverStandard(RetrieversIntegrationTests):
-        @property
-        def retriever_constructor(self) -> type[G2ConSRetriever]:
-            return G2ConSRetriever
-
-        @property
-        def retriever_constructor_params(self) -> dict[str, Any]:
-            index = _std_index()
-            return {"index": index, "host": WordOverlapRetriever(docs=_STD["kept"], k=4), "beta": 400}
-
-        @property
-        def retriever_query_example(self) -> str:
-            return QUERIES[0]
+# LangChain's standard retriever tests (langchain-tests) run from the adapter: adapters/langchain-g2cons/tests
 
 
 # ----------------------------------------------------------------------------------------------- example

@@ -185,7 +185,12 @@ def llm_tokens(results: list[NodeWithScore], index: Any) -> int:
 
 # ---------------------------------------------------------------------------------------------------- API
 def test_public_api_and_namespace_layout() -> None:
-    assert sorted(g2li.__all__) == ["ConceptGraphRetriever", "CoreChunkSelector", "G2ConSRetriever"]
+    assert sorted(g2li.__all__) == [
+        "ConceptGraphRetriever",
+        "ConceptGraphSubRetriever",
+        "CoreChunkSelector",
+        "G2ConSRetriever",
+    ]
     assert issubclass(CoreChunkSelector, TransformComponent)
     assert issubclass(ConceptGraphRetriever, BaseRetriever) and issubclass(G2ConSRetriever, BaseRetriever)
     pkg = ROOT / "adapters" / "llama-index-retrievers-g2cons"
@@ -324,10 +329,18 @@ def test_num_workers_keeps_the_global_selection(docs) -> None:
         asyncio.run(IngestionPipeline(transformations=[unfitted], disable_cache=True).arun(nodes=nodes, num_workers=2))
 
 
-def test_selector_rejects_nodes_it_was_not_fitted_on(docs) -> None:
-    sel = CoreChunkSelector(kappa=0.5, embedder="hash").fit(split(docs[:4]))
-    with pytest.raises(InputError, match="not in the concept graph"):
-        sel(split(docs[4:6]))
+def test_selector_adds_unseen_nodes_by_the_same_selection_rule(docs) -> None:
+    first, more = split(docs[:6]), split(docs[6:10])
+    sel = CoreChunkSelector(kappa=0.5, embedder="hash").fit(first)
+    out = sel(more)  # unseen nodes: no error, they join the concept graph
+    assert {c.id for c in sel.index.chunks} == {n.node_id for n in first + more}
+    # the rule: a new node is kept iff the same selection over the whole corpus keeps it
+    fresh = CoreChunkSelector(kappa=0.5, embedder="hash").fit(first + more)
+    want = [n.node_id for n in more if n.node_id in set(fresh.report.kept_ids)]
+    assert [n.node_id for n in out] == want
+    assert sel.report.kept_ids == fresh.report.kept_ids  # the latest report is the full selection
+    assert set(want) <= sel.kept_ids and not (set(want) & sel.dropped_ids)
+    assert [n.node_id for n in sel(more)] == want  # known now: decided as before
 
 
 # ---------------------------------------------------------------------------------------------------- retrieval
@@ -495,13 +508,18 @@ def test_query_engine_and_chat_engine_accept_the_retriever(built, retriever) -> 
     assert str(chat.chat(QUESTION))
 
 
-def test_settings_embed_model_is_used_when_no_embedder_is_given(docs) -> None:
-    Settings.embed_model = HashLIEmbedding(model_name="hash-li")
+def test_one_default_embedder_and_the_host_model_when_given(docs) -> None:
     nodes = split(docs[:8])
-    sel = CoreChunkSelector(kappa=0.5)
+    # default: the core's wordllama (offline), never Settings.embed_model (OpenAI by default: needs a key)
+    pytest.importorskip("wordllama")
+    assert CoreChunkSelector(kappa=0.5).core_embedder() == "wordllama"
+    assert Settings._embed_model is None  # nothing resolved on the global Settings
+    # the host's model when passed explicitly
+    Settings.embed_model = HashLIEmbedding(model_name="hash-li")
+    sel = CoreChunkSelector(kappa=0.5, embedder=Settings.embed_model)
     sel(nodes)
     assert sel.index.embedder.name == "llamaindex-hash-li"
-    r = ConceptGraphRetriever.from_defaults(nodes=nodes, beta=300)
+    r = ConceptGraphRetriever.from_defaults(nodes=nodes, embedder=Settings.embed_model, beta=300)
     assert r.index.embedder.name == "llamaindex-hash-li" and r.retrieve(QUESTION)
 
 

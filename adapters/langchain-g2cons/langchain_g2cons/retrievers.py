@@ -11,18 +11,38 @@ import asyncio
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from g2cons_plugins import FusedItem, G2ConSIndex, InputError, RetrievedItem
 from g2cons_plugins.ensemble import fuse
+from g2cons_plugins.integration import (
+    DEFAULT_EMBEDDER,
+    concept_counts,
+    fusion_counts,
+    load_retriever,
+    resolve_fusion,
+    save_retriever,
+)
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, field_validator
 
-from ._convert import DEFAULT_ID_KEY, concept_document, fused_document, to_host_items
+from ._convert import DEFAULT_ID_KEY, assign_ids, concept_document, fused_document, to_chunks, to_host_items
 from .embeddings import as_core_embedder
+
+CONCEPT_EVENT = "g2cons_concept_path"
+FUSION_EVENT = "g2cons_fusion"
+
+
+def _trace(run_manager: CallbackManagerForRetrieverRun, name: str, data: dict[str, Any]) -> None:
+    """A LangChain custom event on this retriever run (``on_custom_event`` handlers, ``astream_events``)."""
+    run_manager.get_child().on_custom_event(name, data, run_id=run_manager.run_id)
+
+
+async def _atrace(run_manager: AsyncCallbackManagerForRetrieverRun, name: str, data: dict[str, Any]) -> None:
+    await run_manager.get_child().on_custom_event(name, data, run_id=run_manager.run_id)
 
 
 class _IndexRetriever(BaseRetriever):
@@ -36,6 +56,8 @@ class _IndexRetriever(BaseRetriever):
     """Concept-path strategy (``"bridge"``, ``"paper"``, ``"ppr"``, ``"dense"``); default ``index.config.strategy``."""
     k: int | None = Field(default=None, ge=1)
     """At most this many documents (after the budget); ``None``: all that fit in beta."""
+    id_key: str | None = DEFAULT_ID_KEY
+    """Metadata key holding the chunk id (as written by ``CoreChunkSelector``); also written by ``add_documents``."""
 
     def _chunk_metadata(self, chunk_id: str | None) -> dict[str, Any]:
         if chunk_id is None:
@@ -49,9 +71,60 @@ class _IndexRetriever(BaseRetriever):
         b = self.beta if beta is None else beta
         return list(self.index.retrieve(query, beta=b, strategy=self.strategy))
 
+    def _concept_data(self, query: str, beta: int | None, items: list[RetrievedItem]) -> dict[str, Any]:
+        b = resolve_fusion(self.index, self.beta if beta is None else beta).beta
+        return {"query": query, "beta": b, **concept_counts(items)}
+
+    def add_documents(self, documents: Sequence[Document], **kwargs: Any) -> list[str]:
+        """Add documents to the concept graph (``G2ConSIndex.add``; nothing known is re-embedded) and return their
+        ids (``Document.id``, else ``metadata[id_key]``, else the content hash, as ``CoreChunkSelector`` gives).
+        A known id is replaced when its text changed and skipped when it did not (vector-store upsert semantics).
+        Queries see the new documents at once. A host retriever keeps its own store: add them there too."""
+        docs = assign_ids(documents, self.id_key)
+        known = [d for d in docs if self._known(str(d.id))]
+        changed = [str(d.id) for d in known if self.index.chunk(str(d.id)).text != d.page_content]
+        if changed:
+            self.index.remove(changed)
+        skip = {str(d.id) for d in known} - set(changed)
+        new = [d for d in docs if str(d.id) not in skip]
+        if new:
+            self.index.add(to_chunks(new))
+        return [str(d.id) for d in docs]
+
+    def delete(self, ids: Sequence[str] | None = None, **kwargs: Any) -> bool:
+        """Remove chunks by id from the concept graph (ids it does not hold are ignored); True if any was removed.
+        ``ids=None`` is refused (it would empty the graph)."""
+        if ids is None:
+            raise InputError("delete(ids=None) would remove every chunk: pass the ids to delete")
+        gone = [i for i in dict.fromkeys(str(x) for x in ids) if self._known(i)]
+        if gone:
+            self.index.remove(gone)
+        return bool(gone)
+
+    def _known(self, chunk_id: str) -> bool:
+        try:
+            self.index.chunk(chunk_id)
+        except InputError:
+            return False
+        return True
+
+    _kind: ClassVar[str] = ""
+    _settings: ClassVar[tuple[str, ...]] = ("beta", "strategy", "k", "id_key")
+
+    def settings(self) -> dict[str, Any]:
+        """Every setting of this retriever (what ``save`` writes and ``load`` restores)."""
+        return {name: getattr(self, name) for name in self._settings}
+
     def save(self, path: str | Path) -> None:
-        """Save the concept graph to a directory (``G2ConSIndex.save``)."""
-        self.index.save(path)
+        """Save the concept graph (``path/g2cons_index``) and every setting (``path/g2cons_retriever.json``),
+        both atomically; ``load(path)`` restores an equal retriever."""
+        save_retriever(self.index, path, self._kind, self.settings())
+
+    @classmethod
+    def _load_parts(cls, path: str | Path, embedder: Any) -> tuple[G2ConSIndex, dict[str, Any]]:
+        emb = None if embedder is None else as_core_embedder(embedder)
+        index, settings = load_retriever(path, embedder=emb, kind=cls._kind)
+        return index, {k: v for k, v in settings.items() if k in cls._settings}
 
 
 class ConceptGraphRetriever(_IndexRetriever):
@@ -65,20 +138,21 @@ class ConceptGraphRetriever(_IndexRetriever):
 
     @classmethod
     def from_documents(
-        cls, documents: Sequence[Document], *, embedder: Any = "wordllama", config: Any = None, **kwargs: Any
+        cls, documents: Sequence[Document], *, embedder: Any = DEFAULT_EMBEDDER, config: Any = None, **kwargs: Any
     ) -> ConceptGraphRetriever:
         """Build the concept graph over ``documents`` (ids as in ``CoreChunkSelector``) without selecting."""
-        from ._convert import assign_ids, to_chunks
-
         index = G2ConSIndex.build(to_chunks(assign_ids(documents)), embedder=as_core_embedder(embedder), config=config)
         return cls(index=index, **kwargs)
 
+    _kind: ClassVar[str] = "concept"
+
     @classmethod
     def load(cls, path: str | Path, *, embedder: Any = None, **kwargs: Any) -> ConceptGraphRetriever:
-        """Load a saved concept graph; ``embedder`` defaults to the built-in one it was built with (pass the same
+        """Load what ``save`` wrote (or a bare index directory, e.g. ``CoreChunkSelector.save``); ``kwargs``
+        override saved settings. ``embedder`` defaults to the built-in one it was built with (pass the same
         LangChain ``Embeddings`` if it was built with one)."""
-        emb = None if embedder is None else as_core_embedder(embedder)
-        return cls(index=G2ConSIndex.load(path, embedder=emb), **kwargs)
+        index, settings = cls._load_parts(path, embedder)
+        return cls(index=index, **{**settings, **kwargs})
 
     def _to_documents(self, items: list[RetrievedItem], k: int | None) -> list[Document]:
         limit = self.k if k is None else k
@@ -93,7 +167,10 @@ class ConceptGraphRetriever(_IndexRetriever):
         k: int | None = None,
         beta: int | None = None,
     ) -> list[Document]:
-        return self._to_documents(self._concept(query, beta), k)
+        items = self._concept(query, beta)
+        if run_manager.handlers:
+            _trace(run_manager, CONCEPT_EVENT, self._concept_data(query, beta, items))
+        return self._to_documents(items, k)
 
     async def _aget_relevant_documents(
         self,
@@ -104,6 +181,8 @@ class ConceptGraphRetriever(_IndexRetriever):
         beta: int | None = None,
     ) -> list[Document]:
         items = await run_in_executor(None, self._concept, query, beta)
+        if run_manager.handlers:
+            await _atrace(run_manager, CONCEPT_EVENT, self._concept_data(query, beta, items))
         return self._to_documents(items, k)
 
 
@@ -126,8 +205,6 @@ class G2ConSRetriever(_IndexRetriever):
     spill: bool | None = None
     """Let one path use the other's unused share (still within beta); default ``index.config.spill`` (True; paper
     mode False)."""
-    id_key: str | None = DEFAULT_ID_KEY
-    """Metadata key holding the chunk id on host documents (as written by ``CoreChunkSelector``)."""
 
     @field_validator("lambda_")
     @classmethod
@@ -136,18 +213,15 @@ class G2ConSRetriever(_IndexRetriever):
             raise ValueError(f"lambda_ must be in [0, 1], got {v}")
         return v
 
+    _kind: ClassVar[str] = "g2cons"
+    _settings: ClassVar[tuple[str, ...]] = ("beta", "strategy", "k", "id_key", "lambda_", "spill")
+
     @classmethod
     def load(cls, path: str | Path, *, host: BaseRetriever, embedder: Any = None, **kwargs: Any) -> G2ConSRetriever:
-        """Load a saved concept graph and wrap ``host``."""
-        emb = None if embedder is None else as_core_embedder(embedder)
-        return cls(index=G2ConSIndex.load(path, embedder=emb), host=host, **kwargs)
-
-    def _known(self, chunk_id: str) -> bool:
-        try:
-            self.index.chunk(chunk_id)
-        except InputError:
-            return False
-        return True
+        """Load what ``save`` wrote and wrap ``host`` (the host persists through its own store); ``kwargs``
+        override saved settings."""
+        index, settings = cls._load_parts(path, embedder)
+        return cls(index=index, host=host, **{**settings, **kwargs})
 
     def _fuse(
         self,
@@ -156,7 +230,8 @@ class G2ConSRetriever(_IndexRetriever):
         k: int | None,
         beta: int | None,
         lambda_: float | None,
-    ) -> list[Document]:
+        traced: bool = False,
+    ) -> tuple[list[Document], dict[str, Any]]:
         kept = [d for d in host_docs if d.page_content.strip() or d.id or (self.id_key and d.metadata.get(self.id_key))]
         if len(kept) < len(host_docs):
             warnings.warn(
@@ -164,15 +239,19 @@ class G2ConSRetriever(_IndexRetriever):
             )
         items = to_host_items(kept, self.id_key, self._known)
         by_item = {id(h): d for h, d in zip(items, kept, strict=True)}
-        cfg = self.index.config
-        b = beta if beta is not None else self.beta if self.beta is not None else cfg.beta
-        lam = lambda_ if lambda_ is not None else self.lambda_ if self.lambda_ is not None else cfg.fusion_lambda
-        spill = cfg.fusion_spill if self.spill is None else self.spill
-        fused: list[FusedItem] = fuse(items, concept, beta=b, lambda_=lam, tokenizer=self.index.tokenizer, spill=spill)
+        fs = resolve_fusion(
+            self.index,
+            self.beta if beta is None else beta,
+            self.lambda_ if lambda_ is None else lambda_,
+            self.spill,
+        )
+        fused: list[FusedItem] = fuse(
+            items, concept, beta=fs.beta, lambda_=fs.lambda_, tokenizer=self.index.tokenizer, spill=fs.spill
+        )
         limit = self.k if k is None else k
         if limit is not None:
             fused = fused[:limit]
-        return [
+        docs = [
             fused_document(
                 f,
                 by_item.get(id(f.host)) if f.host is not None else None,
@@ -180,6 +259,9 @@ class G2ConSRetriever(_IndexRetriever):
             )
             for f in fused
         ]
+        if not traced:
+            return docs, {}
+        return docs, {"beta": fs.beta, "lambda_": fs.lambda_, **fusion_counts(len(kept), concept, fused)}
 
     def _get_relevant_documents(
         self,
@@ -192,7 +274,11 @@ class G2ConSRetriever(_IndexRetriever):
     ) -> list[Document]:
         host_docs = self.host.invoke(query, config={"callbacks": run_manager.get_child()})
         concept = self._concept(query, beta)
-        return self._fuse(host_docs, concept, k, beta, lambda_)
+        docs, data = self._fuse(host_docs, concept, k, beta, lambda_, traced=bool(run_manager.handlers))
+        if run_manager.handlers:
+            _trace(run_manager, CONCEPT_EVENT, self._concept_data(query, beta, concept))
+            _trace(run_manager, FUSION_EVENT, {"query": query, **data})
+        return docs
 
     async def _aget_relevant_documents(
         self,
@@ -207,4 +293,8 @@ class G2ConSRetriever(_IndexRetriever):
             self.host.ainvoke(query, config={"callbacks": run_manager.get_child()}),
             run_in_executor(None, self._concept, query, beta),
         )
-        return self._fuse(host_docs, concept, k, beta, lambda_)
+        docs, data = self._fuse(host_docs, concept, k, beta, lambda_, traced=bool(run_manager.handlers))
+        if run_manager.handlers:
+            await _atrace(run_manager, CONCEPT_EVENT, self._concept_data(query, beta, concept))
+            await _atrace(run_manager, FUSION_EVENT, {"query": query, **data})
+        return docs

@@ -20,6 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, SelectionReport
+from g2cons_plugins.integration import DEFAULT_EMBEDDER, add_and_select, selection_counts
+from langchain_core.callbacks import Callbacks
+from langchain_core.callbacks.manager import CallbackManager
 from langchain_core.documents import BaseDocumentTransformer, Document
 from langchain_core.runnables.config import run_in_executor
 
@@ -28,6 +31,15 @@ from .embeddings import as_core_embedder
 
 if TYPE_CHECKING:
     from .retrievers import ConceptGraphRetriever
+
+
+SELECTION_EVENT = "g2cons_selection"
+
+
+def _trace(callbacks: Callbacks, data: dict[str, Any]) -> None:
+    """A LangChain custom event ``g2cons_selection`` to ``callbacks`` (a transformer is not a run: no parent)."""
+    if callbacks:
+        CallbackManager.configure(inheritable_callbacks=callbacks).on_custom_event(SELECTION_EVENT, data)
 
 
 class CoreChunkSelector(BaseDocumentTransformer):
@@ -53,7 +65,8 @@ class CoreChunkSelector(BaseDocumentTransformer):
         tokens per chunk (kappa by tokens is a share of chunk + prompt tokens; also in the cost line).
 
     After a call: ``index`` (the ``G2ConSIndex``), ``report`` (the ``SelectionReport``), ``documents`` (all
-    inputs with ids).
+    inputs with ids), ``kept_ids`` (every id returned so far). New documents later: ``add_documents(docs)``
+    returns the kept new ones (same selection rule); ``delete(ids)`` removes documents from the concept graph.
     """
 
     def __init__(
@@ -62,7 +75,7 @@ class CoreChunkSelector(BaseDocumentTransformer):
         *,
         kappa_by: str | None = None,
         selector: str | None = None,
-        embedder: Any = "wordllama",
+        embedder: Any = DEFAULT_EMBEDDER,
         config: G2ConSConfig | None = None,
         tokenizer: Any = None,
         cache_dir: str | Path | None = None,
@@ -85,10 +98,12 @@ class CoreChunkSelector(BaseDocumentTransformer):
         self.index: G2ConSIndex | None = None
         self.report: SelectionReport | None = None
         self.documents: list[Document] = []
+        self.kept_ids: frozenset[str] = frozenset()
 
     def transform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
         """Return the selected documents (copies with ids, input order). ``kwargs`` may override ``kappa``,
-        ``kappa_by`` and ``selector`` for this call."""
+        ``kappa_by`` and ``selector`` for this call; ``callbacks=[handler]`` gets a ``g2cons_selection`` custom
+        event with the counts and tokens kept and dropped."""
         docs = assign_ids(documents, self.id_key)
         self.index = G2ConSIndex.build(
             to_chunks(docs),
@@ -111,7 +126,54 @@ class CoreChunkSelector(BaseDocumentTransformer):
             first.setdefault(str(d.id), d)
         self.documents = list(first.values())
         kept = set(self.report.kept_ids)
+        self.kept_ids = frozenset(kept)
+        _trace(kwargs.get("callbacks"), {**selection_counts(self.report, len(docs)), "n_chunks": len(self.documents)})
         return [d for d in self.documents if d.id in kept]
+
+    def add_documents(self, documents: Sequence[Document], **kwargs: Any) -> list[Document]:
+        """Decide on new documents after a first ``transform_documents``: they join the concept graph
+        (``G2ConSIndex.add``, nothing known re-embedded) and the same selection (same kappa, kappa_by, selector)
+        is re-run over the whole corpus; a new document is kept iff it is in the new top-kappa set
+        (``g2cons_plugins.integration``). Returns the kept new documents (send only these to the extractor);
+        documents whose id is already known are skipped. Earlier decisions are not revisited; ``report`` becomes
+        the latest full selection and ``kept_ids`` lists everything returned so far. Before any
+        ``transform_documents`` this is ``transform_documents``."""
+        if self.index is None:
+            return list(self.transform_documents(documents, **kwargs))
+        docs = assign_ids(documents, self.id_key)
+        known = {str(d.id) for d in self.documents}
+        new = list({str(d.id): d for d in docs if str(d.id) not in known}.values())
+        if not new:
+            return []
+        decision = add_and_select(
+            self.index,
+            to_chunks(new),
+            kappa=kwargs.get("kappa", self.kappa),
+            kappa_by=kwargs.get("kappa_by", self.kappa_by),
+            selector=kwargs.get("selector", self.selector),
+            price_per_mtok=self.price_per_mtok,
+            prompt_tokens_per_call=self.prompt_tokens_per_call,
+            show_progress=self.show_progress,
+        )
+        self.report = decision.report
+        self.documents = self.documents + new
+        kept = set(decision.kept_ids)
+        self.kept_ids = self.kept_ids | kept
+        _trace(kwargs.get("callbacks"), decision.counts(len(self.documents)))
+        return [d for d in new if d.id in kept]
+
+    def delete(self, ids: Sequence[str], callbacks: Callbacks = None) -> bool:
+        """Remove documents by id from the concept graph (unknown ids ignored); True if any was removed."""
+        index = self._require_index()
+        held = {str(d.id) for d in self.documents}
+        gone = [i for i in dict.fromkeys(str(x) for x in ids) if i in held]
+        if gone:
+            index.remove(gone)
+            drop = set(gone)
+            self.documents = [d for d in self.documents if str(d.id) not in drop]
+            self.kept_ids = self.kept_ids - drop
+            _trace(callbacks, {"incremental": True, "n_removed": len(gone), "n_chunks": len(self.documents)})
+        return bool(gone)
 
     async def atransform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
         """Async variant: the same work in a thread (the build is CPU-bound numpy/scipy)."""

@@ -7,6 +7,7 @@ from typing import Any
 
 from g2cons_plugins import CallableEmbedder, G2ConSIndex, HostItem, RetrievedItem
 from g2cons_plugins.errors import InputError
+from g2cons_plugins.integration import DEFAULT_EMBEDDER, token_counts
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, NodeWithScore, RelatedNodeInfo, TextNode
 
@@ -51,21 +52,28 @@ def wrap_embedding(model: BaseEmbedding) -> CallableEmbedder:
 
 
 def resolve_embedder(embedder: Any) -> Any:
-    """``None`` -> ``Settings.embed_model``; a LlamaIndex ``BaseEmbedding`` -> wrapped; anything else as given
-    (a core embedder name such as "wordllama"/"hash", or a core ``Embedder``)."""
+    """``None`` -> the adapters' default (``g2cons_plugins.integration.DEFAULT_EMBEDDER``, "wordllama"); a
+    LlamaIndex ``BaseEmbedding`` (e.g. ``Settings.embed_model``) -> wrapped; anything else as given (a core embedder
+    name such as "minilm"/"hash", or a core ``Embedder``)."""
     if embedder is None:
-        from llama_index.core import Settings
-
-        try:
-            embedder = Settings.embed_model
-        except Exception as e:  # the "default" (OpenAI) model is not installed or has no key
-            raise InputError(
-                f"no embedder given and Settings.embed_model is not usable ({e}); set Settings.embed_model or pass "
-                "embedder='wordllama' (offline) or any LlamaIndex BaseEmbedding"
-            ) from e
+        return DEFAULT_EMBEDDER
     if isinstance(embedder, BaseEmbedding):
         return wrap_embedding(embedder)
     return embedder
+
+
+def settings_embedder() -> Any:
+    """``Settings.embed_model`` wrapped for the core (to reload an index built with a LlamaIndex model)."""
+    from llama_index.core import Settings
+
+    try:
+        model = Settings.embed_model
+    except Exception as e:  # the "default" (OpenAI) model is not installed or has no key
+        raise InputError(
+            f"this concept graph was built with a LlamaIndex embedding model and Settings.embed_model is not usable "
+            f"({e}); pass embedder=<the same BaseEmbedding>"
+        ) from e
+    return wrap_embedding(model)
 
 
 def embedder_label(embedder: Any) -> str | None:
@@ -110,12 +118,17 @@ def _hide(keys: Sequence[str] | None) -> list[str]:
     return keys + [k for k in G2CONS_KEYS if k not in keys]
 
 
-def tag(nws: NodeWithScore, score: float, **meta: Any) -> NodeWithScore:
-    """A copy of ``nws`` with a new score and g2cons metadata (hidden from LLM/embeddings); the input is untouched."""
-    node = nws.node.model_copy()
-    node.metadata = {**nws.node.metadata, **meta}
-    node.excluded_llm_metadata_keys = _hide(nws.node.excluded_llm_metadata_keys)
-    node.excluded_embed_metadata_keys = _hide(nws.node.excluded_embed_metadata_keys)
+def tag(nws: NodeWithScore | BaseNode, score: float, **meta: Any) -> NodeWithScore:
+    """``nws`` with a new score and g2cons metadata (hidden from LLM/embeddings). A ``NodeWithScore`` (a host's)
+    is copied, never mutated; a bare node (one :func:`concept_node` just made) is tagged in place."""
+    if isinstance(nws, NodeWithScore):
+        node = nws.node.model_copy()
+        node.metadata = {**nws.node.metadata, **meta}
+        node.excluded_llm_metadata_keys = _hide(nws.node.excluded_llm_metadata_keys)
+        node.excluded_embed_metadata_keys = _hide(nws.node.excluded_embed_metadata_keys)
+    else:
+        node = nws
+        node.metadata.update(meta)  # concept nodes already hide every g2cons key
     return NodeWithScore(node=node, score=score)
 
 
@@ -137,18 +150,10 @@ def is_chunk(index: G2ConSIndex, chunk_id: str) -> bool:
 
 
 def host_items(results: Sequence[NodeWithScore], index: G2ConSIndex) -> list[HostItem]:
-    """Host results as core HostItems; tokens are those of the text the LLM will see."""
-    texts = [llm_text(r.node) for r in results]
-    counts = index.count_tokens(texts) if texts else []
+    """Host results as core HostItems with the text the LLM will see (the fusion counts its tokens, memoised)."""
     return [
-        HostItem(
-            chunk_id=host_chunk_id(r.node, index),
-            text=t,
-            score=r.score,
-            n_tokens=n,
-            metadata={"position": pos},
-        )
-        for pos, (r, t, n) in enumerate(zip(results, texts, counts, strict=True))
+        HostItem(chunk_id=host_chunk_id(r.node, index), text=llm_text(r.node), score=r.score, metadata={"position": p})
+        for p, r in enumerate(results)
     ]
 
 
@@ -159,7 +164,7 @@ def concept_nodes(index: G2ConSIndex, items: Sequence[RetrievedItem]) -> tuple[l
     out = list(items)
     redo = [i for i, n in enumerate(nodes) if llm_text(n) != items[i].text]
     if redo:
-        counts = index.count_tokens([llm_text(nodes[i]) for i in redo])
+        counts = token_counts(index, [llm_text(nodes[i]) for i in redo])
         for i, n in zip(redo, counts, strict=True):
             out[i] = RetrievedItem(
                 items[i].unit_id, items[i].parent_id, items[i].text, items[i].score, n, items[i].reason

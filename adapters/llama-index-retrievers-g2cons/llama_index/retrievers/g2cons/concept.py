@@ -3,23 +3,24 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, RetrievedItem
 from g2cons_plugins.ensemble import fuse
-from g2cons_plugins.errors import InputError, PersistError
+from g2cons_plugins.errors import InputError
+from g2cons_plugins.integration import SETTINGS_FILE, concept_counts, load_retriever, save_retriever
 from g2cons_plugins.persistence import read_manifest
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
 
-from ._convert import concept_nodes, nodes_to_chunks, resolve_embedder, tag
+from ._convert import concept_nodes, nodes_to_chunks, resolve_embedder, settings_embedder, tag
+from .events import G2ConSConceptPathEvent, dispatcher, listening
 from .selector import INDEX_SUBDIR, CoreChunkSelector
 
-RETRIEVER_FILE = "g2cons_retriever.json"
+RETRIEVER_FILE = SETTINGS_FILE
 
 
 def resolve_index(
@@ -39,44 +40,48 @@ def resolve_index(
     raise InputError("give one of g2cons_index=, selector= (a fitted CoreChunkSelector) or nodes=")
 
 
-def save_state(index: G2ConSIndex, persist_dir: str | Path, state: dict[str, Any]) -> None:
-    """The concept graph to ``persist_dir/g2cons_index``, the retriever's settings to ``g2cons_retriever.json``."""
+def load_state(
+    persist_dir: str | Path, embedder: Any = None, kind: str | None = None
+) -> tuple[G2ConSIndex, dict[str, Any]]:
+    """The concept graph and the settings saved by ``persist`` (``g2cons_plugins.integration.load_retriever``); an
+    index built with a LlamaIndex embedding model gets ``Settings.embed_model`` again unless ``embedder`` is given."""
     d = Path(persist_dir)
-    index.save(d / INDEX_SUBDIR)
-    (d / RETRIEVER_FILE).write_text(json.dumps(state), encoding="utf-8")
-
-
-def load_state(persist_dir: str | Path, embedder: Any = None) -> tuple[G2ConSIndex, dict[str, Any]]:
-    d = Path(persist_dir)
-    f = d / RETRIEVER_FILE
-    try:
-        state = json.loads(f.read_text(encoding="utf-8")) if f.is_file() else {}
-    except (OSError, ValueError) as e:
-        raise PersistError(f"{f}: unreadable ({e})") from None
-    if embedder is None and str(read_manifest(d / INDEX_SUBDIR)["embedder"]["name"]).startswith("llamaindex-"):
-        embedder = resolve_embedder(None)  # built with a LlamaIndex model: use Settings.embed_model again
+    folder = d / INDEX_SUBDIR if (d / INDEX_SUBDIR).is_dir() else d
+    if embedder is None and str(read_manifest(folder)["embedder"]["name"]).startswith("llamaindex-"):
+        embedder = settings_embedder()  # built with a LlamaIndex model: use Settings.embed_model again
     elif embedder is not None:
         embedder = resolve_embedder(embedder)
-    return G2ConSIndex.load(d / INDEX_SUBDIR, embedder=embedder), state
+    return load_retriever(d, embedder=embedder, kind=kind)
 
 
 class ConceptGraphRetriever(BaseRetriever):
     """G2ConS concept-path retrieval within ``beta`` tokens (counted on the text the LLM will see). Node ids are
-    chunk / sub-chunk ids; ``metadata["g2cons_reason"]`` says why each was retrieved."""
+    chunk / sub-chunk ids; ``metadata["g2cons_reason"]`` says why each was retrieved.
+
+    Args:
+        g2cons_index: the concept graph (``CoreChunkSelector.index``, ``G2ConSIndex.build`` or ``load``).
+        beta: token budget of the returned context; default ``g2cons_index.config.beta``.
+        strategy: concept-path strategy (``"bridge"``, ``"paper"``, ``"ppr"``, ``"dense"``); default the config's.
+        similarity_top_k: at most this many nodes (after the budget); ``None``: all that fit in ``beta``.
+    """
 
     def __init__(
         self,
-        index: G2ConSIndex,
+        g2cons_index: G2ConSIndex,
         beta: int | None = None,
         strategy: str | None = None,
+        similarity_top_k: int | None = None,
         callback_manager: CallbackManager | None = None,
         objects: list[Any] | None = None,
         object_map: dict[str, Any] | None = None,
         verbose: bool = False,
     ) -> None:
-        self._index = index
-        self.beta = int(index.config.beta if beta is None else beta)
+        if not isinstance(g2cons_index, G2ConSIndex):
+            raise InputError(f"g2cons_index must be a G2ConSIndex, got {type(g2cons_index).__name__}")
+        self._index = g2cons_index
+        self.beta = int(g2cons_index.config.beta if beta is None else beta)
         self.strategy = strategy
+        self.similarity_top_k = _top_k(similarity_top_k)
         super().__init__(callback_manager=callback_manager, object_map=object_map, objects=objects, verbose=verbose)
 
     @classmethod
@@ -89,13 +94,27 @@ class ConceptGraphRetriever(BaseRetriever):
         config: G2ConSConfig | None = None,
         beta: int | None = None,
         strategy: str | None = None,
+        similarity_top_k: int | None = None,
         **kwargs: Any,
     ) -> ConceptGraphRetriever:
-        return cls(resolve_index(g2cons_index, selector, nodes, embedder, config), beta, strategy, **kwargs)
+        """The concept graph from ``g2cons_index``, a fitted ``selector`` (shared: its inserts show at once) or
+        ``nodes`` (built here with ``embedder``, default the core's ``"wordllama"``)."""
+        index = resolve_index(g2cons_index, selector, nodes, embedder, config)
+        return cls(index, beta, strategy, similarity_top_k, **kwargs)
 
     @property
     def index(self) -> G2ConSIndex:
+        """The concept graph (same object as ``g2cons_index``)."""
         return self._index
+
+    @property
+    def g2cons_index(self) -> G2ConSIndex:
+        """The concept graph."""
+        return self._index
+
+    def settings(self) -> dict[str, Any]:
+        """Every setting of this retriever (what ``persist`` saves and ``from_persist_dir`` restores)."""
+        return {"beta": self.beta, "strategy": self.strategy, "similarity_top_k": self.similarity_top_k}
 
     def concept_path(self, query: str, beta: int | None = None) -> tuple[list[RetrievedItem], dict[str, TextNode]]:
         """Core concept retrieval; items re-counted on their LLM-visible text and cut to ``beta`` by the core."""
@@ -105,12 +124,16 @@ class ConceptGraphRetriever(BaseRetriever):
         if any(a.n_tokens != b.n_tokens for a, b in zip(items, raw, strict=True)):
             keep = {f.unit_id for f in fuse([], items, beta=beta, lambda_=0.0, tokenizer=self._index.tokenizer)}
             items = [it for it in items if it.unit_id in keep]
+        if listening():
+            dispatcher.event(G2ConSConceptPathEvent(query=query, beta=beta, **concept_counts(items)))
         return items, {n.node_id: n for n in nodes}
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         items, nodes = self.concept_path(query_bundle.query_str)
+        if self.similarity_top_k is not None:
+            items = items[: self.similarity_top_k]
         return [
-            tag(NodeWithScore(node=nodes[it.unit_id]), it.score, g2cons_source="concept", g2cons_concept_score=it.score)
+            tag(nodes[it.unit_id], it.score, g2cons_source="concept", g2cons_concept_score=it.score)
             for it in items
         ]
 
@@ -118,10 +141,20 @@ class ConceptGraphRetriever(BaseRetriever):
         return await asyncio.to_thread(self._retrieve, query_bundle)
 
     def persist(self, persist_dir: str | Path) -> None:
-        save_state(self._index, persist_dir, {"kind": "concept", "beta": self.beta, "strategy": self.strategy})
+        """Save the concept graph (``persist_dir/g2cons_index``) and every setting (``g2cons_retriever.json``)."""
+        save_retriever(self._index, persist_dir, "concept", self.settings())
 
     @classmethod
     def from_persist_dir(cls, persist_dir: str | Path, embedder: Any = None, **kwargs: Any) -> ConceptGraphRetriever:
-        index, state = load_state(persist_dir, embedder)
-        kw = {"beta": state.get("beta"), "strategy": state.get("strategy"), **kwargs}
-        return cls(index, **kw)
+        """Reload what ``persist`` saved; ``kwargs`` override saved settings."""
+        index, state = load_state(persist_dir, embedder, kind="concept")
+        kw: dict[str, Any] = {k: state[k] for k in ("beta", "strategy", "similarity_top_k") if k in state}
+        return cls(index, **{**kw, **kwargs})
+
+
+def _top_k(value: int | None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"similarity_top_k must be an int >= 1 or None, got {value!r}")
+    return value

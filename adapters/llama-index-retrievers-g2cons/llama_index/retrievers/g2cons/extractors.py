@@ -131,10 +131,12 @@ class NERCooccurrenceExtractor(TransformComponent):
 
     @classmethod
     def class_name(cls) -> str:
+        """Serialisation name."""
         return "NERCooccurrenceExtractor"
 
     # ------------------------------------------------------------------ usage (would-be LLM cost)
     def reset_usage(self) -> None:
+        """Zero the usage counters (calls, tokens, entities, relations)."""
         self._usage = {"calls": 0, "input_tokens": 0, "chunk_tokens": 0, "entities": 0, "relations": 0}
 
     @property
@@ -231,6 +233,7 @@ class NERCooccurrenceExtractor(TransformComponent):
         return nodes
 
     async def acall(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> Sequence[BaseNode]:
+        """Same as ``__call__`` (CPU-bound spaCy)."""
         return self.__call__(nodes, show_progress=show_progress, **kwargs)
 
 
@@ -322,6 +325,7 @@ class NEREntityRetriever(BasePGRetriever):
         return self.search_index().seeds(query_entities(load_spacy(self._models), query))
 
     def retrieve_from_graph(self, query_bundle: QueryBundle, limit: int | None = None) -> list[NodeWithScore]:
+        """Query entities matched to graph entities, then hop 1 and hop 2 neighbours, ranked (module doc)."""
         query = query_bundle.query_str
         hits = self.search_index().search(query, query_entities(load_spacy(self._models), query), limit or self._limit)
         out = []
@@ -339,4 +343,5 @@ class NEREntityRetriever(BasePGRetriever):
         return out
 
     async def aretrieve_from_graph(self, query_bundle: QueryBundle, limit: int | None = None) -> list[NodeWithScore]:
+        """Same as ``retrieve_from_graph``."""
         return self.retrieve_from_graph(query_bundle, limit=limit)

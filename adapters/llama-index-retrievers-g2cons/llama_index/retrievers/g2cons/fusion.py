@@ -12,37 +12,51 @@ from typing import Any
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, RetrievedItem
 from g2cons_plugins.ensemble import fuse
 from g2cons_plugins.errors import InputError
+from g2cons_plugins.integration import fusion_counts, resolve_fusion, save_retriever
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
 
 from ._convert import host_items, tag
-from .concept import ConceptGraphRetriever, load_state, resolve_index, save_state
+from .concept import ConceptGraphRetriever, _top_k, load_state, resolve_index
+from .events import G2ConSFusionEvent, dispatcher, listening
 from .selector import CoreChunkSelector
 
 
 class G2ConSRetriever(BaseRetriever):
     """Dual-path retrieval: ``host_retriever`` (e.g. ``PropertyGraphIndex.as_retriever(include_text=True)``) plus
     the G2ConS concept path, fused within ``beta`` tokens. Each result has a fused score and
-    ``metadata["g2cons_source"]`` in {"host", "concept", "both"}; "both" items come first."""
+    ``metadata["g2cons_source"]`` in {"host", "concept", "both"}; "both" items come first.
+
+    Args:
+        g2cons_index: the concept graph (``CoreChunkSelector.index``, ``G2ConSIndex.build`` or ``load``).
+        host_retriever: any LlamaIndex retriever over the host index.
+        beta: token budget of the fused context; default ``g2cons_index.config.beta``.
+        lambda_: host share of ``beta``; default the config's ``fusion_lambda`` (0.4; paper mode 0.6).
+        spill: let one path use the other's unused share; default the config's ``fusion_spill``.
+        strategy: concept-path strategy; default the config's.
+        similarity_top_k: at most this many fused nodes (after the budget); ``None``: all that fit.
+    """
 
     def __init__(
         self,
-        index: G2ConSIndex,
+        g2cons_index: G2ConSIndex,
         host_retriever: BaseRetriever,
         beta: int | None = None,
         lambda_: float | None = None,
         spill: bool | None = None,
         strategy: str | None = None,
+        similarity_top_k: int | None = None,
         callback_manager: CallbackManager | None = None,
         objects: list[Any] | None = None,
         object_map: dict[str, Any] | None = None,
         verbose: bool = False,
     ) -> None:
-        self._concept = ConceptGraphRetriever(index, beta=beta, strategy=strategy)
+        self._concept = ConceptGraphRetriever(g2cons_index, beta=beta, strategy=strategy)
         self._host = host_retriever
-        self.lambda_ = float(index.config.fusion_lambda if lambda_ is None else lambda_)
-        self.spill = index.config.fusion_spill if spill is None else bool(spill)
+        fs = resolve_fusion(g2cons_index, beta, lambda_, spill)
+        self.lambda_, self.spill = fs.lambda_, fs.spill
+        self.similarity_top_k = _top_k(similarity_top_k)
         super().__init__(callback_manager=callback_manager, object_map=object_map, objects=objects, verbose=verbose)
 
     @classmethod
@@ -68,28 +82,57 @@ class G2ConSRetriever(BaseRetriever):
 
     @property
     def index(self) -> G2ConSIndex:
+        """The concept graph (same object as ``g2cons_index``; the host index is not held here)."""
+        return self._concept.index
+
+    @property
+    def g2cons_index(self) -> G2ConSIndex:
+        """The concept graph."""
         return self._concept.index
 
     @property
     def beta(self) -> int:
+        """Token budget of the fused context."""
         return self._concept.beta
 
     @property
+    def strategy(self) -> str | None:
+        """Concept-path strategy (None: the config's)."""
+        return self._concept.strategy
+
+    @property
     def concept_retriever(self) -> ConceptGraphRetriever:
+        """The concept path alone."""
         return self._concept
 
     @property
     def host_retriever(self) -> BaseRetriever:
+        """The host retriever."""
         return self._host
+
+    def settings(self) -> dict[str, Any]:
+        """Every setting of this retriever (what ``persist`` saves and ``from_persist_dir`` restores)."""
+        return {
+            "beta": self.beta,
+            "lambda_": self.lambda_,
+            "spill": self.spill,
+            "strategy": self.strategy,
+            "similarity_top_k": self.similarity_top_k,
+        }
 
     def _get_prompt_modules(self) -> dict[str, Any]:
         return {"host_retriever": self._host}
 
     def _fuse(
-        self, host: list[NodeWithScore], items: list[RetrievedItem], nodes: dict[str, TextNode]
+        self, query: str, host: list[NodeWithScore], items: list[RetrievedItem], nodes: dict[str, TextNode]
     ) -> list[NodeWithScore]:
         idx = self.index
         fused = fuse(host_items(host, idx), items, self.beta, self.lambda_, tokenizer=idx.tokenizer, spill=self.spill)
+        if self.similarity_top_k is not None:
+            fused = fused[: self.similarity_top_k]
+        if listening():
+            counts = fusion_counts(len(host), items, fused)
+            dispatcher.event(G2ConSFusionEvent(query=query, beta=self.beta, lambda_=self.lambda_, **counts))
         out = []
         for f in fused:
             meta: dict[str, Any] = {
@@ -101,30 +144,30 @@ class G2ConSRetriever(BaseRetriever):
             }
             if f.concept is not None:
                 meta["g2cons_reason"] = dict(f.concept.reason)
+            base: NodeWithScore | BaseNode
             if f.host is not None:
                 base = host[f.host.metadata["position"]]
             else:
                 assert f.unit_id is not None
-                base = NodeWithScore(node=nodes[f.unit_id])
+                base = nodes[f.unit_id]  # made for this call: tagged in place
             out.append(tag(base, f.score, **meta))
         return out
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         host = self._host.retrieve(query_bundle)
         items, nodes = self._concept.concept_path(query_bundle.query_str)
-        return self._fuse(host, items, nodes)
+        return self._fuse(query_bundle.query_str, host, items, nodes)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         host, (items, nodes) = await asyncio.gather(
             self._host.aretrieve(query_bundle),
             asyncio.to_thread(self._concept.concept_path, query_bundle.query_str),
         )
-        return self._fuse(host, items, nodes)
+        return self._fuse(query_bundle.query_str, host, items, nodes)
 
     def persist(self, persist_dir: str | Path) -> None:
-        """Save the concept graph and settings (the host index persists through its own ``StorageContext``)."""
-        state = {"kind": "g2cons", "beta": self.beta, "lambda_": self.lambda_, "spill": self.spill}
-        save_state(self.index, persist_dir, {**state, "strategy": self._concept.strategy})
+        """Save the concept graph and every setting (the host index persists through its own ``StorageContext``)."""
+        save_retriever(self.index, persist_dir, "g2cons", self.settings())
 
     @classmethod
     def from_persist_dir(
@@ -136,10 +179,11 @@ class G2ConSRetriever(BaseRetriever):
         include_text: bool = True,
         **kwargs: Any,
     ) -> G2ConSRetriever:
-        """Reload next to a host index loaded with ``load_index_from_storage`` (pass it as ``index``)."""
-        g2, state = load_state(persist_dir, embedder)
-        kw = {k: state.get(k) for k in ("beta", "lambda_", "strategy")}
-        kw["spill"] = bool(state.get("spill", False))
+        """Reload next to a host index loaded with ``load_index_from_storage`` (pass it as ``index``); ``kwargs``
+        override saved settings."""
+        g2, state = load_state(persist_dir, embedder, kind="g2cons")
+        names = ("beta", "lambda_", "spill", "strategy", "similarity_top_k")
+        kw: dict[str, Any] = {k: state[k] for k in names if k in state}
         return cls(g2, _host(index, host_retriever, include_text), **{**kw, **kwargs})
 
 

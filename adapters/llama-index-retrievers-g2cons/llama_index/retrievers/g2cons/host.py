@@ -80,6 +80,7 @@ class PropertyGraphHost:
         return self._llm
 
     def build(self, index: G2ConSIndex, selection: SelectionReport, show_progress: bool = False) -> HostBuildCost:
+        """Build a ``PropertyGraphIndex`` over the kept chunks of ``selection``; returns the measured build cost."""
         nodes = chunk_nodes(index)
         selector = CoreChunkSelector.from_index(index, selection, nodes)
         prompt_tokens = self.prompt_tokens_per_call
@@ -161,6 +162,7 @@ class PropertyGraphHost:
 
     # ------------------------------------------------------------------ query
     def retrieve(self, query: str) -> list[HostItem]:
+        """The host KG retriever's results for ``query`` as core ``HostItem``s."""
         if self._retriever is None or self._index is None:
             raise InputError("the host KG is not built yet: call build(index, index.select(kappa=...)) first")
         return host_items(self._retriever.retrieve(QueryBundle(query)), self._index)

@@ -11,6 +11,15 @@ asks the core which chunks to keep, and returns only those. Host traps handled h
 * nothing is written into ``node.metadata`` (it would reach extraction prompts and entity properties);
 * NEXT/PREVIOUS of kept nodes are relinked to the nearest kept node along the chain (or removed), and
   PARENT/CHILD links to dropped nodes are removed, so no structural edge dangles to a dropped node.
+
+Incremental updates: ``index.insert(doc)`` re-runs the stored transformations, so the selector sees nodes it was not
+fitted on. They join the concept graph through the core's ``G2ConSIndex.add`` and are kept or dropped by the same
+selection rule (``g2cons_plugins.integration``: the selection is re-run with the same kappa over the whole corpus,
+and a new node is kept iff it is in the new top-kappa set; earlier decisions are not revisited). Only kept nodes
+reach the KG extractors. ``selector.track(index)`` also routes ``insert_nodes`` through the selector and makes
+``delete_ref_doc`` / ``delete_nodes`` / ``update_ref_doc`` / ``refresh_ref_docs`` remove the old chunks from the
+concept graph (``G2ConSIndex.remove``). Retrievers built from this selector share its concept graph, so they see
+every insert and delete at once.
 """
 
 from __future__ import annotations
@@ -24,10 +33,13 @@ from typing import Any
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, SelectionReport
 from g2cons_plugins.errors import InputError, PersistError
+from g2cons_plugins.integration import add_and_select, selection_counts
+from g2cons_plugins.outputs import atomic_write_text
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr, field_validator
 from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo, TransformComponent
 
-from ._convert import embedder_label, nodes_to_chunks, resolve_embedder
+from ._convert import LI_KEY, embedder_label, nodes_to_chunks, resolve_embedder, settings_embedder
+from .events import G2ConSSelectionEvent, dispatcher
 
 INDEX_SUBDIR = "g2cons_index"
 SELECTOR_FILE = "g2cons_selector.json"
@@ -40,9 +52,17 @@ class CoreChunkSelector(TransformComponent):
     kappa: float = Field(default=0.8, ge=0.0, le=1.0, description="Share of chunks (or tokens) kept.")
     kappa_by: str | None = Field(default=None, description="'tokens' or 'chunks' (core default: tokens).")
     selector: str | None = Field(default=None, description="Core selector name (core default: coverage).")
-    embedder: str | None = Field(default=None, description="Embedder name; None = Settings.embed_model.")
+    embedder: str | None = Field(
+        default=None, description="Core embedder name; None = 'wordllama' (the adapters' one default)."
+    )
     config: dict[str, Any] | None = Field(default=None, description="G2ConSConfig fields.")
     persist_dir: str | None = Field(default=None, description="Save the concept graph here on every fit.")
+    cache_dir: str | None = Field(default=None, description="Embedding cache directory (content-hash keyed).")
+    show_progress: bool = Field(default=False, description="Progress bars for the concept-graph build.")
+    price_per_mtok: float = Field(default=0.15, ge=0.0, description="USD per million input tokens (report only).")
+    prompt_tokens_per_call: int = Field(
+        default=0, ge=0, description="Extraction prompt tokens per chunk (kappa by tokens counts chunk + prompt)."
+    )
 
     _embedder_obj: Any = PrivateAttr(default=None)
     _index: G2ConSIndex | None = PrivateAttr(default=None)
@@ -56,6 +76,11 @@ class CoreChunkSelector(TransformComponent):
         super().__init__(kappa=kappa, embedder=embedder_label(embedder), config=config, **kwargs)  # type: ignore[call-arg]
         self._embedder_obj = obj
 
+    @field_validator("persist_dir", "cache_dir", mode="before")
+    @classmethod
+    def _path_str(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, Path) else v
+
     @field_validator("config", mode="before")
     @classmethod
     def _config_dict(cls, v: Any) -> Any:
@@ -63,6 +88,7 @@ class CoreChunkSelector(TransformComponent):
 
     @classmethod
     def class_name(cls) -> str:
+        """Serialisation name (part of the ``IngestionPipeline`` cache key)."""
         return "G2ConSCoreChunkSelector"
 
     @classmethod
@@ -74,7 +100,12 @@ class CoreChunkSelector(TransformComponent):
         embedder: Any = None,
         config: G2ConSConfig | dict[str, Any] | None = None,
         persist_dir: str | Path | None = None,
+        cache_dir: str | Path | None = None,
+        show_progress: bool = False,
+        price_per_mtok: float = 0.15,
+        prompt_tokens_per_call: int = 0,
     ) -> CoreChunkSelector:
+        """A selector (same arguments as the constructor; paths may be ``Path``s)."""
         return cls(
             kappa,
             kappa_by=kappa_by,
@@ -82,20 +113,36 @@ class CoreChunkSelector(TransformComponent):
             embedder=embedder,
             config=config,
             persist_dir=None if persist_dir is None else str(persist_dir),
+            cache_dir=None if cache_dir is None else str(cache_dir),
+            show_progress=show_progress,
+            price_per_mtok=price_per_mtok,
+            prompt_tokens_per_call=prompt_tokens_per_call,
         )
 
     # ------------------------------------------------------------------ state
     def core_embedder(self) -> Any:
-        """The core embedder: the object given, else the core name given, else ``Settings.embed_model``."""
+        """The core embedder: the object given (a LlamaIndex ``BaseEmbedding`` is wrapped), else the core name
+        given, else "wordllama". A selector saved with a LlamaIndex model reloads with ``Settings.embed_model``."""
         if self._embedder_obj is not None:
             return resolve_embedder(self._embedder_obj)
-        if self.embedder and not self.embedder.startswith("llamaindex-"):
-            return self.embedder
-        return resolve_embedder(None)
+        if self.embedder and self.embedder.startswith("llamaindex-"):
+            return settings_embedder()
+        return resolve_embedder(self.embedder)
 
     @property
     def fitted(self) -> bool:
+        """True once the selector has a concept graph and a selection (after ``fit`` or the first call)."""
         return self._report is not None
+
+    @property
+    def kept_ids(self) -> frozenset[str]:
+        """Ids of every node this selector passed on to the extractors (first fit and later inserts)."""
+        return self._kept
+
+    @property
+    def dropped_ids(self) -> frozenset[str]:
+        """Ids of every node this selector held back (still in the concept graph)."""
+        return self._dropped
 
     @property
     def index(self) -> G2ConSIndex:
@@ -120,13 +167,27 @@ class CoreChunkSelector(TransformComponent):
         assert self._report is not None
         return self._report
 
+    @dispatcher.span
     def fit(self, nodes: Sequence[BaseNode]) -> CoreChunkSelector:
         """Build the concept graph over ``nodes`` (all of them) and select the core chunks."""
         nodes = list(nodes)
         cfg = G2ConSConfig.from_dict(self.config) if self.config else None
-        index = G2ConSIndex.build(nodes_to_chunks(nodes), embedder=self.core_embedder(), config=cfg)
-        report = index.select(kappa=self.kappa, kappa_by=self.kappa_by, selector=self.selector)
+        index = G2ConSIndex.build(
+            nodes_to_chunks(nodes),
+            embedder=self.core_embedder(),
+            config=cfg,
+            cache_dir=self.cache_dir,
+            show_progress=self.show_progress,
+        )
+        report = index.select(
+            kappa=self.kappa,
+            kappa_by=self.kappa_by,
+            selector=self.selector,
+            price_per_mtok=self.price_per_mtok,
+            prompt_tokens_per_call=self.prompt_tokens_per_call,
+        )
         self._set(index, report, _chain_links(nodes, set(report.kept_ids)))
+        dispatcher.event(G2ConSSelectionEvent(**selection_counts(report, len(nodes)), n_chunks=len(index.chunks)))
         if self.persist_dir:
             self.persist(self.persist_dir)
         return self
@@ -139,7 +200,15 @@ class CoreChunkSelector(TransformComponent):
         strange = [n.node_id for n in nodes if n.node_id not in ids]
         if strange:
             raise InputError(f"{len(strange)} node(s) (e.g. {strange[0]!r}) are not chunks of the given index")
-        sel = cls(selection.kappa, embedder=index.embedder, config=index.config)
+        sel = cls(
+            selection.kappa,
+            embedder=index.embedder,
+            config=index.config,
+            kappa_by=selection.kappa_by,
+            selector=selection.selector,
+            price_per_mtok=selection.price_per_mtok,
+            prompt_tokens_per_call=selection.prompt_tokens_per_call,
+        )
         sel._set(index, selection, _chain_links(list(nodes), set(selection.kept_ids)))
         return sel
 
@@ -161,17 +230,85 @@ class CoreChunkSelector(TransformComponent):
                     "or use num_workers=1."
                 )
             self.fit(nodes)
-        unknown = [n.node_id for n in nodes if n.node_id not in self._kept and n.node_id not in self._dropped]
-        if unknown:
-            raise InputError(
-                f"{len(unknown)} node(s) (e.g. {unknown[0]!r}) are not in the concept graph this selector was "
-                f"fitted on ({len(self._kept) + len(self._dropped)} chunks): call selector.fit(all_nodes) again "
-                "or use a new CoreChunkSelector for a new corpus."
-            )
+        unseen = [n for n in nodes if n.node_id not in self._kept and n.node_id not in self._dropped]
+        if unseen:
+            self.insert_nodes(unseen)
         return [self._relinked(n) for n in nodes if n.node_id in self._kept]
 
     async def acall(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[BaseNode]:
+        """Same as ``__call__`` (CPU-bound)."""
         return self.__call__(nodes, **kwargs)
+
+    # ------------------------------------------------------------------ incremental updates
+    @dispatcher.span
+    def insert_nodes(self, nodes: Sequence[BaseNode]) -> list[str]:
+        """Add nodes the selector has not seen to the concept graph and decide each by the selection rule
+        (module doc); returns the ids of the new nodes that are kept. Known nodes are left as they were."""
+        if multiprocessing.parent_process() is not None and self._index is None:
+            raise InputError(
+                f"CoreChunkSelector got {len(nodes)} node(s) it was not fitted on inside a worker process "
+                "(num_workers > 1): the concept graph lives in the main process. Call selector.fit(all_nodes) "
+                "with every node first, or use num_workers=1."
+            )
+        seen = self._kept | self._dropped
+        new = list({n.node_id: n for n in nodes if n.node_id not in seen}.values())
+        if not new:
+            return []
+        decision = add_and_select(
+            self.index,
+            nodes_to_chunks(new),
+            kappa=self.kappa,
+            kappa_by=self.kappa_by,
+            selector=self.selector,
+            price_per_mtok=self.price_per_mtok,
+            prompt_tokens_per_call=self.prompt_tokens_per_call,
+            show_progress=self.show_progress,
+        )
+        kept = set(decision.kept_ids)
+        links = {**(self._links or {}), **_chain_links(new, kept)}
+        self._report, self._links = decision.report, links
+        self._kept, self._dropped = self._kept | kept, self._dropped | set(decision.dropped_ids)
+        dispatcher.event(G2ConSSelectionEvent(**decision.counts(len(self.index.chunks))))
+        self._persist_if_asked()
+        return list(decision.kept_ids)
+
+    @dispatcher.span
+    def delete_nodes(self, node_ids: Sequence[str]) -> list[str]:
+        """Remove these nodes from the concept graph (ids it does not hold are ignored); returns the removed ids."""
+        held = self._kept | self._dropped
+        gone = list(dict.fromkeys(i for i in node_ids if i in held))
+        if not gone:
+            return []
+        self.index.remove(gone)
+        drop = set(gone)
+        self._kept, self._dropped = self._kept - drop, self._dropped - drop
+        self._links = {k: v for k, v in (self._links or {}).items() if k not in drop}
+        dispatcher.event(
+            G2ConSSelectionEvent(incremental=True, n_removed=len(gone), n_chunks=len(self.index.chunks))
+        )
+        self._persist_if_asked()
+        return gone
+
+    def delete_ref_doc(self, ref_doc_id: str) -> list[str]:
+        """Remove every node of the source document ``ref_doc_id`` (kept and dropped ones) from the concept graph;
+        returns the removed ids."""
+        ids = [c.id for c in self.index.chunks if (c.metadata.get(LI_KEY) or {}).get("ref_doc_id") == ref_doc_id]
+        return self.delete_nodes(ids)
+
+    def track(self, index: Any) -> Any:
+        """Keep the concept graph in sync with a host ``index`` (e.g. a ``PropertyGraphIndex``) and return it.
+
+        On this index object: ``insert_nodes`` / ``ainsert_nodes`` first pass the nodes through the selector (so
+        only kept ones reach the KG extractors), and ``delete_ref_doc`` / ``adelete_ref_doc`` / ``delete_nodes`` /
+        ``adelete_nodes`` also remove the chunks from the concept graph. ``update_ref_doc`` and
+        ``refresh_ref_docs`` go through these, so they stay in sync too. ``insert`` needs no tracking (it runs
+        the stored transformations, the selector among them). Call it again on an index loaded from storage."""
+        _track(self, index)
+        return index
+
+    def _persist_if_asked(self) -> None:
+        if self.persist_dir:
+            self.persist(self.persist_dir)
 
     def _relinked(self, node: BaseNode) -> BaseNode:
         links = (self._links or {}).get(node.node_id, [None, None])
@@ -200,13 +337,15 @@ class CoreChunkSelector(TransformComponent):
         """Save the concept graph to ``persist_dir/g2cons_index`` and the selection to ``g2cons_selector.json``
         (safe next to a LlamaIndex ``StorageContext`` in the same directory)."""
         d = Path(persist_dir)
+        d.mkdir(parents=True, exist_ok=True)
         self.index.save(d / INDEX_SUBDIR)
         state = {"fields": self.model_dump(exclude={"class_name"}), "report": self.report.to_dict()}
-        state["links"] = self._links or {}
-        (d / SELECTOR_FILE).write_text(json.dumps(state), encoding="utf-8")
+        state.update(links=self._links or {}, kept=sorted(self._kept), dropped=sorted(self._dropped))
+        atomic_write_text(d / SELECTOR_FILE, json.dumps(state))
 
     @classmethod
     def from_persist_dir(cls, persist_dir: str | Path, embedder: Any = None) -> CoreChunkSelector:
+        """A selector saved by :meth:`persist` (every field, the concept graph and the decisions made)."""
         state = _read_state(Path(persist_dir))
         kw = {k: v for k, v in state["fields"].items() if k in cls.model_fields and k != "embedder"}
         kw["persist_dir"] = str(persist_dir)
@@ -220,6 +359,8 @@ class CoreChunkSelector(TransformComponent):
         report = SelectionReport(**{k: v for k, v in state["report"].items() if k in names})
         index = G2ConSIndex.load(d / INDEX_SUBDIR, embedder=self.core_embedder())
         self._set(index, report, state.get("links") or {})
+        if "kept" in state:
+            self._kept, self._dropped = frozenset(state["kept"]), frozenset(state["dropped"])
 
     def __getstate__(self) -> dict[Any, Any]:
         # the concept graph and the embedder stay in this process: a worker only filters by the global selection
@@ -261,3 +402,39 @@ def _chain_links(nodes: Sequence[BaseNode], kept: set[str]) -> dict[str, list[st
             ends.append(target if target in kept else None)
         out[n.node_id] = ends
     return out
+
+
+def _track(selector: CoreChunkSelector, index: Any) -> None:
+    """Wrap ``index``'s insert/delete methods on this instance (see :meth:`CoreChunkSelector.track`)."""
+    if getattr(index, "_g2cons_tracked_by", None) is selector:
+        return
+    insert_nodes, ainsert_nodes = index.insert_nodes, index.ainsert_nodes
+    delete_nodes, adelete_nodes = index.delete_nodes, index.adelete_nodes
+    delete_ref_doc, adelete_ref_doc = index.delete_ref_doc, index.adelete_ref_doc
+
+    def _insert_nodes(nodes: Sequence[BaseNode], **kw: Any) -> None:
+        insert_nodes(selector(nodes), **kw)
+
+    async def _ainsert_nodes(nodes: Sequence[BaseNode], **kw: Any) -> None:
+        await ainsert_nodes(selector(nodes), **kw)
+
+    def _delete_nodes(node_ids: list[str], *a: Any, **kw: Any) -> None:
+        delete_nodes(node_ids, *a, **kw)
+        selector.delete_nodes(node_ids)
+
+    async def _adelete_nodes(node_ids: list[str], *a: Any, **kw: Any) -> None:
+        await adelete_nodes(node_ids, *a, **kw)
+        selector.delete_nodes(node_ids)
+
+    def _delete_ref_doc(ref_doc_id: str, *a: Any, **kw: Any) -> None:
+        delete_ref_doc(ref_doc_id, *a, **kw)
+        selector.delete_ref_doc(ref_doc_id)
+
+    async def _adelete_ref_doc(ref_doc_id: str, *a: Any, **kw: Any) -> None:
+        await adelete_ref_doc(ref_doc_id, *a, **kw)
+        selector.delete_ref_doc(ref_doc_id)
+
+    index.insert_nodes, index.ainsert_nodes = _insert_nodes, _ainsert_nodes
+    index.delete_nodes, index.adelete_nodes = _delete_nodes, _adelete_nodes
+    index.delete_ref_doc, index.adelete_ref_doc = _delete_ref_doc, _adelete_ref_doc
+    index._g2cons_tracked_by = selector
