@@ -251,14 +251,11 @@ class G2ConSRetriever(_IndexRetriever):
         limit = self.k if k is None else k
         if limit is not None:
             fused = fused[:limit]
-        docs = [
-            fused_document(
-                f,
-                by_item.get(id(f.host)) if f.host is not None else None,
-                self._chunk_metadata(f.chunk_id),
-            )
-            for f in fused
-        ]
+        docs = []
+        for f in fused:
+            host_doc = by_item.get(id(f.host)) if f.host is not None else None
+            # a host document keeps its own metadata: the chunk's is only looked up for concept-only items
+            docs.append(fused_document(f, host_doc, {} if host_doc is not None else self._chunk_metadata(f.chunk_id)))
         if not traced:
             return docs, {}
         return docs, {"beta": fs.beta, "lambda_": fs.lambda_, **fusion_counts(len(kept), concept, fused)}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from g2cons_plugins import CallableEmbedder, G2ConSIndex, HostItem, RetrievedItem
@@ -157,15 +157,45 @@ def host_items(results: Sequence[NodeWithScore], index: G2ConSIndex) -> list[Hos
     ]
 
 
-def concept_nodes(index: G2ConSIndex, items: Sequence[RetrievedItem]) -> tuple[list[RetrievedItem], list[TextNode]]:
-    """Concept items as nodes, with each item's ``n_tokens`` recounted where the node renders metadata for the LLM
-    (so budgets count what the LLM will see)."""
-    nodes = [concept_node(index, it) for it in items]
+class ConceptNodes(Mapping[str, TextNode]):
+    """Concept items' nodes by unit id, built on first access (a query usually returns only some of them)."""
+
+    def __init__(self, index: G2ConSIndex, items: Sequence[RetrievedItem]) -> None:
+        self._index = index
+        self._items = {it.unit_id: it for it in items}
+        self._nodes: dict[str, TextNode] = {}
+
+    def __getitem__(self, unit_id: str) -> TextNode:
+        node = self._nodes.get(unit_id)
+        if node is None:
+            node = self._nodes[unit_id] = concept_node(self._index, self._items[unit_id])
+        return node
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def renders_metadata(index: G2ConSIndex, chunk_id: str) -> bool:
+    """True when the LLM text of this chunk's nodes differs from the chunk text (visible metadata)."""
+    li = index.chunk(chunk_id).metadata.get(LI_KEY) or {}
+    hidden = set(li.get("excluded_llm_metadata_keys") or ())
+    return any(k not in hidden for k in li.get("metadata") or {})
+
+
+def concept_nodes(index: G2ConSIndex, items: Sequence[RetrievedItem]) -> tuple[list[RetrievedItem], ConceptNodes]:
+    """Concept items and their nodes (built lazily), with each item's ``n_tokens`` recounted where the node renders
+    metadata for the LLM (so budgets count what the LLM will see)."""
+    nodes = ConceptNodes(index, items)
     out = list(items)
-    redo = [i for i, n in enumerate(nodes) if llm_text(n) != items[i].text]
-    if redo:
-        counts = token_counts(index, [llm_text(nodes[i]) for i in redo])
-        for i, n in zip(redo, counts, strict=True):
+    redo = [i for i, it in enumerate(items) if renders_metadata(index, it.parent_id)]
+    texts = [llm_text(nodes[items[i].unit_id]) for i in redo]
+    redo_texts = [(i, t) for i, t in zip(redo, texts, strict=True) if t != items[i].text]
+    if redo_texts:
+        counts = token_counts(index, [t for _, t in redo_texts])
+        for (i, _), n in zip(redo_texts, counts, strict=True):
             out[i] = RetrievedItem(
                 items[i].unit_id, items[i].parent_id, items[i].text, items[i].score, n, items[i].reason
             )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +116,7 @@ class ConceptGraphRetriever(BaseRetriever):
         """Every setting of this retriever (what ``persist`` saves and ``from_persist_dir`` restores)."""
         return {"beta": self.beta, "strategy": self.strategy, "similarity_top_k": self.similarity_top_k}
 
-    def concept_path(self, query: str, beta: int | None = None) -> tuple[list[RetrievedItem], dict[str, TextNode]]:
+    def concept_path(self, query: str, beta: int | None = None) -> tuple[list[RetrievedItem], Mapping[str, TextNode]]:
         """Core concept retrieval; items re-counted on their LLM-visible text and cut to ``beta`` by the core."""
         beta = self.beta if beta is None else int(beta)
         raw = self._index.retrieve(query, beta=beta, strategy=self.strategy)
@@ -126,7 +126,7 @@ class ConceptGraphRetriever(BaseRetriever):
             items = [it for it in items if it.unit_id in keep]
         if listening():
             dispatcher.event(G2ConSConceptPathEvent(query=query, beta=beta, **concept_counts(items)))
-        return items, {n.node_id: n for n in nodes}
+        return items, nodes
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         items, nodes = self.concept_path(query_bundle.query_str)

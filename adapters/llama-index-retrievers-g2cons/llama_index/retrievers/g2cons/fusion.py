@@ -5,7 +5,7 @@ tokens), concept items -> nodes, fused items -> ``NodeWithScore``."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +124,7 @@ class G2ConSRetriever(BaseRetriever):
         return {"host_retriever": self._host}
 
     def _fuse(
-        self, query: str, host: list[NodeWithScore], items: list[RetrievedItem], nodes: dict[str, TextNode]
+        self, query: str, host: list[NodeWithScore], items: list[RetrievedItem], nodes: Mapping[str, TextNode]
     ) -> list[NodeWithScore]:
         idx = self.index
         fused = fuse(host_items(host, idx), items, self.beta, self.lambda_, tokenizer=idx.tokenizer, spill=self.spill)
