@@ -50,7 +50,11 @@ class G2ConSConfig:
     min_df: int = 1  # a concept must occur in >= min_df chunks
     max_df: float = 0.5  # ... and in <= max_df share of chunks
     ngram_max: int = 1  # 1 = single words; 2 adds bigrams
-    stop_words: Literal["english"] | None = "english"
+    stop_words: Literal["english"] | None = "english"  # None: keep stop words; else per-language lists
+    # "auto": each sentence's language (script, then stop words) picks its stop words and, for Chinese /
+    # Japanese, word segmentation (g2cons_plugins.analysis); English text analyses exactly as "english"
+    language: Literal["auto", "english"] = "auto"
+    segmenter: Literal["auto", "jieba", "bigram"] = "auto"  # Chinese: jieba (rjieba) when installed, or bigrams
     incidence: Incidence = "contains"
     # --- edges ------------------------------------------------------------------------------------------
     cooccurrence: Literal["chunk", "sentence"] = "chunk"  # Table 4 ablation A: "sentence"
@@ -158,6 +162,10 @@ class G2ConSConfig:
                 raise InputError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.stop_words not in ("english", None):
             raise InputError(f"stop_words must be 'english' or None, got {self.stop_words!r}")
+        if self.language not in ("auto", "english"):
+            raise InputError(f"language must be 'auto' or 'english', got {self.language!r}")
+        if self.segmenter not in ("auto", "jieba", "bigram"):
+            raise InputError(f"segmenter must be 'auto', 'jieba' or 'bigram', got {self.segmenter!r}")
         if self.spill is not None and not isinstance(self.spill, bool):
             raise InputError(f"spill must be True, False or None, got {self.spill!r}")
         if not isinstance(self.extra, dict):

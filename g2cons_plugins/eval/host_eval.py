@@ -21,7 +21,7 @@ from ..ensemble import fuse
 from ..errors import InputError
 from ..index import G2ConSIndex
 from ..retrieval import retrieve
-from .evaluation import answer_in_context
+from .evaluation import answer_in_context, embed_queries
 from .hosts import HostKG
 
 HOST_BUILD_COLUMNS = (
@@ -100,7 +100,7 @@ def evaluate_host(
     bad = [x for x in (*kappas, *lambdas) if not 0.0 <= x <= 1.0]
     if bad:
         raise InputError(f"kappas and lambdas must be in [0, 1], got {bad}")
-    qvecs = index.embedder.embed([q["question"] for q in questions])
+    qvecs = embed_queries(index, [q["question"] for q in questions])
     concept: dict[int, list[Any]] = {b: [] for b in budgets}
     concept_ms: dict[int, list[float]] = {b: [] for b in budgets}
     for q, v in zip(questions, qvecs, strict=True):
