@@ -119,6 +119,17 @@ class DenseScores:
         return cand[np.lexsort((cand, -s))][:k]
 
 
+class HybridScores(DenseScores):
+    """cos(phi(q), unit) + ``weight`` x BM25(q, unit) / max BM25 (the same interface as :class:`DenseScores`;
+    always one exact scan, BM25 needs every unit anyway)."""
+
+    def __init__(self, dense: DenseScores, lexical: np.ndarray, weight: float) -> None:
+        self.vecs, self.qv, self.ann, self.n = dense.vecs, dense.qv, None, dense.n
+        top = float(lexical.max(initial=0.0))
+        extra = weight * lexical / top if top > 0 else np.zeros(self.n)
+        self._full = dense.full().astype(np.float64) + extra
+
+
 def _units_of(unit_concepts: sp.csr_matrix, concepts: Sequence[int] | np.ndarray) -> np.ndarray:
     if len(concepts) == 0:
         return np.zeros(0, dtype=np.int64)
@@ -210,6 +221,9 @@ def retrieve(
         return _ppr(index, query, sc.full(), beta)
     if strategy == "e2":
         return _e2(index, query, sc.full(), beta)
+    if strategy == "bridge" and (cfg.lexical_weight > 0 or cfg.lexical_seeds > 0):
+        lex = index.lexical.scores(query)
+        return _bridge(index, HybridScores(sc, lex, cfg.lexical_weight) if cfg.lexical_weight > 0 else sc, beta, lex)
     return _bridge(index, sc, beta)
 
 
@@ -316,7 +330,7 @@ def _row(M: sp.csr_matrix, i: int) -> np.ndarray:
     return M.indices[M.indptr[i] : M.indptr[i + 1]]
 
 
-def _bridge(index: Snapshot, sc: DenseScores, beta: int) -> list[RetrievedItem]:
+def _bridge(index: Snapshot, sc: DenseScores, beta: int, lexical: np.ndarray | None = None) -> list[RetrievedItem]:
     cfg, dv = index.config, index.derived
     if cfg.bridge_vocab == "all_words":
         vocab, unit_x, x_units, df = dv.names, dv.unit_names, dv.name_units, dv.name_df
@@ -325,8 +339,12 @@ def _bridge(index: Snapshot, sc: DenseScores, beta: int) -> list[RetrievedItem]:
         vocab, unit_x, x_units, df = dv.vocab, dv.unit_inc, dv.unit_concepts, dv.df
         is_name = dv.name_share >= 0.5
     seeds = sc.top(cfg.n_seed_units).tolist()
+    if lexical is not None and cfg.lexical_seeds > 0:  # the best BM25 units seed bridges too
+        have = set(seeds)
+        lex_top = [u for u in _stable_desc(lexical)[: cfg.lexical_seeds + len(seeds)].tolist() if lexical[u] > 0]
+        seeds += [u for u in lex_top if u not in have][: cfg.lexical_seeds]
     seed_scores = sc.of(np.asarray(seeds, dtype=np.int64))
-    ref = max(float(seed_scores[0]), 1e-6) if seeds else 1.0
+    ref = max(float(seed_scores.max()), 1e-6) if seeds else 1.0
     score_of: dict[int, float] = dict(zip(seeds, seed_scores.tolist(), strict=True))
     bonus: dict[int, float] = {}  # unit -> bonus
     hop_of: dict[int, int] = {}
