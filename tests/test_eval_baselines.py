@@ -133,3 +133,13 @@ def test_eval_cli_per_question_and_recall(tmp_path: Path, corpus: list[dict[str,
     bad = [*args[:-2], "--per-question", str(tmp_path / "user.jsonl")]
     assert main(bad) != 0
     assert (tmp_path / "user.jsonl").read_text() == '{"mine": 1}\n'
+
+
+def test_concept_dense_is_the_bridge_without_lexical_scores(index: G2ConSIndex) -> None:
+    cache: dict[str, Any] = {}
+    q = QUESTIONS[1]["question"]
+    qv = index.embedder.embed([q])[0]
+    _method_fn("concept-dense", index, cache)(q, qv, 300)
+    cfg = cache["concept-dense"].config
+    assert cfg.lexical_weight == 0.0 and cfg.lexical_seeds == 0 and cfg.strategy == "bridge"
+

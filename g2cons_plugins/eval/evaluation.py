@@ -40,6 +40,7 @@ METHODS = (
     "hybrid-weighted",
     "keyword",
     "concept",
+    "concept-dense",
     "concept-paper",
     "concept-ppr",
     "concept-e2",
@@ -207,6 +208,12 @@ def _method_fn(
         return lambda q, v, b: retrieve(index, q, beta=b, strategy="dense", query_vector=v)
     if method == "concept":
         return lambda q, v, b: retrieve(index, q, beta=b, query_vector=v)
+    if method == "concept-dense":  # the bridge on dense scores alone (the default before issue 14)
+        if "concept-dense" not in cache:
+            cfg = index.config.with_(lexical_weight=0.0, lexical_seeds=0)
+            cache["concept-dense"] = G2ConSIndex(index.stored, index.embedder, cfg, index.tokenizer)
+        cd = cache["concept-dense"]
+        return lambda q, v, b: retrieve(cd, q, beta=b, query_vector=v)
     if method == "concept-ppr":
         return lambda q, v, b: retrieve(index, q, beta=b, strategy="ppr", query_vector=v)
     if method == "concept-e2":

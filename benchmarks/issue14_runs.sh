@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Issue 14: the exact commands behind benchmarks/results/issue14/ (2 cores; embeddings cached in benchmarks/cache).
+# Every run: dense, BM25, the RRF and weighted hybrids, KET-RAG keyword, the concept path (default) and the
+# concept path on dense scores alone (concept-dense: the default before issue 14), CR per budget, supporting-
+# passage recall, all-gold-found, passage recall@2/5/10, paired sign tests, and per-question JSONL.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+D=../shared/data
+R=benchmarks/results/issue14
+C="--cache-dir benchmarks/cache --quiet"
+M=dense,bm25,hybrid,hybrid-weighted,keyword,concept,concept-dense
+mkdir -p $R
+export HF_HUB_OFFLINE=1
+
+run() {  # run NAME SET EMBEDDER BUDGETS [extra options]
+  local name=$1 set=$2 emb=$3 budgets=$4
+  shift 4
+  nice -n 10 g2cons eval --corpus $D/${set}_corpus.jsonl --questions $D/${set}_questions.jsonl --methods $M \
+    --budgets "$budgets" --embedder "$emb" $C "$@" --out $R/$name.json --per-question $R/${name}_per_question.jsonl \
+    --report $R/$name > $R/$name.md
+}
+
+# 1. multilingual (XQuAD, single-hop): the multilingual e5 embedder; Chinese segmented by jieba (rjieba) or by
+#    character bigrams; the English embedders with the language-aware analyzer for comparison
+run xquad_zh_multilingual multilingual/xquad_zh300 multilingual 500,1000
+run xquad_zh_multilingual_bigram multilingual/xquad_zh300 multilingual 500,1000 --segmenter bigram
+run xquad_es_multilingual multilingual/xquad_es300 multilingual 500,1000
+run xquad_zh_wordllama multilingual/xquad_zh300 wordllama 500,1000
+run xquad_es_wordllama multilingual/xquad_es300 wordllama 500,1000
+
+# 2. multi-hop (minilm): the held-out-style dev sets
+run hotpotqa_train100_minilm hotpotqa/hipporag_train100 minilm 1000,2000,4000
+run musique_train100_minilm musique/hipporag_train100 minilm 1000,2000,4000
+# the large sets (a cold minilm embedding takes ~5 minutes each on 2 cores)
+run musique_ketrag500_minilm musique/ketrag500 minilm 1000,2000,4000
+run 2wiki_ketrag500_minilm 2wikimultihopqa/ketrag500 minilm 1000,2000,4000
+
+# 3. development sweep of the concept-path knobs (wordllama; benchmarks/issue14_sweep.py)
+for set in hotpotqa/hipporag_train100 musique/hipporag_train100; do
+  name=$(echo $set | cut -d/ -f1)
+  nice -n 10 python benchmarks/issue14_sweep.py --corpus $D/${set}_corpus.jsonl --questions $D/${set}_questions.jsonl \
+    --embedder wordllama --cache-dir benchmarks/cache --budgets 1000,2000 --out $R/sweep_${name}_wordllama.json \
+    > $R/sweep_${name}_wordllama.md
+done
