@@ -125,6 +125,18 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.selection:
         out["selection"] = selection_quality(index, questions, kappas=args.kappas)
     extra = _eval_host(args, index, questions, out) if args.host else {}
+    if args.selection_downstream:
+        from ..eval.host_eval import selection_downstream
+        from ..eval.hosts import load_host
+
+        out["selection_downstream"] = selection_downstream(
+            index,
+            questions,
+            load_host(args.host or "llama-index-ner"),
+            kappas=args.downstream_kappas,
+            budgets=args.budgets,
+            show_progress=not args.quiet,
+        )
     if args.answer_model:
         _eval_answers(args, index, questions, out, extra)
     out["settings"]["peak_rss_mb"] = round(_peak_rss_mb(), 1)
@@ -135,6 +147,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if "selection" in out:
         print()
         print(format_table(out["selection"], SELECTION_COLUMNS))
+    if "selection_downstream" in out:
+        from ..eval.host_eval import DOWNSTREAM_COLUMNS
+
+        print()
+        print(format_table(out["selection_downstream"], DOWNSTREAM_COLUMNS))
     if "host" in out:
         from ..eval.host_eval import HOST_BUILD_COLUMNS
         from ..eval.report import host_pivot
@@ -261,6 +278,13 @@ def register(sub: Any) -> None:
     )
     e.add_argument("--selection", action="store_true", help="also measure core-chunk selection vs random")
     e.add_argument("--kappas", type=shares, default=[0.2, 0.8])
+    e.add_argument(
+        "--selection-downstream",
+        action="store_true",
+        help="judge selectors by the host KG built from their kept chunks (--host, default llama-index-ner): "
+        "default, length-matched random, shortest-first and uniform at --downstream-kappas; host-KG and fused CR",
+    )
+    e.add_argument("--downstream-kappas", type=shares, default=[0.2, 0.5, 0.8])
     e.add_argument("--report", type=Path, default=None, help="write a Markdown report with PNG plots to this folder")
     e.add_argument(
         "--host",

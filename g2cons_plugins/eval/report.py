@@ -335,6 +335,16 @@ def write_report(data: dict[str, Any], directory: Path, command: str = "") -> Pa
             format_table(a["rows"], ("method", "budget", "em", "f1", "n", "calls", "input_tokens", "output_tokens")),
             "",
         ]
+    if data.get("selection_downstream"):
+        from .host_eval import DOWNSTREAM_COLUMNS
+
+        lines += [
+            "## Selection judged downstream (host KG built from each selector's kept chunks; fused with the concept"
+            " path at the index's lambda and spill)",
+            "",
+            format_table(data["selection_downstream"], DOWNSTREAM_COLUMNS),
+            "",
+        ]
     if data.get("selection"):
         plot_selection(data["selection"], directory / "selection.png")
         lines += [
