@@ -20,25 +20,32 @@ run() {  # run NAME SET EMBEDDER BUDGETS [extra options]
     --report $R/$name > $R/$name.md
 }
 
-# 1. multilingual (XQuAD, single-hop): the multilingual e5 embedder; Chinese segmented by jieba (rjieba) or by
-#    character bigrams; the English embedders with the language-aware analyzer for comparison
+# 1. multilingual (XQuAD, single-hop) with the multilingual e5 embedder, and multi-hop (minilm) train100 sets
 run xquad_zh_multilingual multilingual/xquad_zh300 multilingual 500,1000
-run xquad_zh_multilingual_bigram multilingual/xquad_zh300 multilingual 500,1000 --segmenter bigram
 run xquad_es_multilingual multilingual/xquad_es300 multilingual 500,1000
-run xquad_zh_wordllama multilingual/xquad_zh300 wordllama 500,1000
-run xquad_es_wordllama multilingual/xquad_es300 wordllama 500,1000
-
-# 2. multi-hop (minilm): the held-out-style dev sets
 run hotpotqa_train100_minilm hotpotqa/hipporag_train100 minilm 1000,2000,4000
 run musique_train100_minilm musique/hipporag_train100 minilm 1000,2000,4000
+# 2. Chinese segmented by character bigrams instead of jieba; the English embedders with the language-aware
+#    analyzer, for comparison with the issue's table
+run xquad_zh_multilingual_bigram multilingual/xquad_zh300 multilingual 500,1000 --segmenter bigram
+run xquad_zh_wordllama multilingual/xquad_zh300 wordllama 500,1000
+run xquad_es_wordllama multilingual/xquad_es300 wordllama 500,1000
 # the large sets (a cold minilm embedding takes ~5 minutes each on 2 cores)
 run musique_ketrag500_minilm musique/ketrag500 minilm 1000,2000,4000
 run 2wiki_ketrag500_minilm 2wikimultihopqa/ketrag500 minilm 1000,2000,4000
 
-# 3. development sweep of the concept-path knobs (wordllama; benchmarks/issue14_sweep.py)
-for set in hotpotqa/hipporag_train100 musique/hipporag_train100; do
+# 3. development sweep of the concept-path knobs (benchmarks/issue14_sweep.py): wordllama and minilm
+for emb in wordllama minilm; do for set in hotpotqa/hipporag_train100 musique/hipporag_train100; do
   name=$(echo $set | cut -d/ -f1)
   nice -n 10 python benchmarks/issue14_sweep.py --corpus $D/${set}_corpus.jsonl --questions $D/${set}_questions.jsonl \
-    --embedder wordllama --cache-dir benchmarks/cache --budgets 1000,2000 --out $R/sweep_${name}_wordllama.json \
-    > $R/sweep_${name}_wordllama.md
-done
+    --embedder $emb --cache-dir benchmarks/cache --budgets 1000,2000,4000 --out $R/sweep_${name}_$emb.json \
+    > $R/sweep_${name}_$emb.md
+done; done
+nice -n 10 python benchmarks/issue14_sweep.py --corpus $D/multilingual/xquad_zh300_corpus.jsonl \
+  --questions $D/multilingual/xquad_zh300_questions.jsonl --embedder multilingual --cache-dir benchmarks/cache \
+  --budgets 500,1000 --out $R/sweep_xquad_zh_multilingual.json > $R/sweep_xquad_zh_multilingual.md
+# 4. selection judged downstream (LLM-free llama-index-ner host KG from each selector's kept chunks)
+nice -n 10 g2cons eval --corpus $D/hotpotqa/hipporag_train100_corpus.jsonl \
+  --questions $D/hotpotqa/hipporag_train100_questions.jsonl --methods concept --budgets 1000,2000 \
+  --embedder minilm $C --selection-downstream --out $R/selection_downstream_hotpotqa_minilm.json \
+  > $R/selection_downstream_hotpotqa_minilm.md

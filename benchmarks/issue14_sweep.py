@@ -21,14 +21,20 @@ from g2cons_plugins import G2ConSConfig, G2ConSIndex
 from g2cons_plugins.eval.evaluation import evaluate_retrieval, load_questions, passage_recall, read_jsonl
 
 # absolute settings (independent of the current defaults)
-_DENSE = {"lexical_weight": 0.0, "lexical_seeds": 0, "n_seed_units": 3, "bridge_bonus": 0.2}
+_DENSE = {"lexical_weight": 0.0, "lexical_seeds": 0, "n_seed_units": 3, "bridge_bonus": 0.2, "hybrid_seeds": True}
 VARIANTS: dict[str, dict[str, Any]] = {
     "concept": {},  # the current default
     "bridge-dense": _DENSE,  # the default before issue 14
+    "lexseed1": {**_DENSE, "lexical_seeds": 1},
     "lexseed2": {**_DENSE, "lexical_seeds": 2},
+    "lexseed3": {**_DENSE, "lexical_seeds": 3},
+    "lexseed2+hyb0.1": {**_DENSE, "lexical_seeds": 2, "lexical_weight": 0.1},
+    "lexseed2+bonus0.3": {**_DENSE, "lexical_seeds": 2, "bridge_bonus": 0.3},
     "hyb0.1": {**_DENSE, "lexical_weight": 0.1},
     "hyb0.2": {**_DENSE, "lexical_weight": 0.2},
     "hyb0.3": {**_DENSE, "lexical_weight": 0.3},
+    "hyb0.2-denseseeds": {**_DENSE, "lexical_weight": 0.2, "hybrid_seeds": False},
+    "hyb0.3-denseseeds": {**_DENSE, "lexical_weight": 0.3, "hybrid_seeds": False},
     "hyb0.2+lexseed2": {**_DENSE, "lexical_weight": 0.2, "lexical_seeds": 2},
     "hyb0.3+lexseed2": {**_DENSE, "lexical_weight": 0.3, "lexical_seeds": 2},
     "hyb0.2+seeds5": {**_DENSE, "lexical_weight": 0.2, "n_seed_units": 5},

@@ -80,8 +80,9 @@ class G2ConSConfig:
     bridge_max_df: int = 5  # bridge concepts occur in 2..bridge_max_df chunks
     bridge_vocab: Literal["all_words", "concepts"] = "all_words"
     bridge_link: Literal["seed_score", "indicator"] = "seed_score"
-    lexical_seeds: int = 0  # bridge: the top BM25 units (g2cons_plugins.lexical) also seed bridges, after dense
+    lexical_seeds: int = 1  # bridge: the top BM25 units (g2cons_plugins.lexical) also seed bridges, after dense
     lexical_weight: float = 0.0  # bridge: unit score = cos + lexical_weight x BM25 / max BM25 (0 = dense only)
+    hybrid_seeds: bool = True  # bridge with lexical_weight > 0: seed units by the hybrid score (False: by cos)
     ppr_damping: float = 0.5
     rerank: Literal["local_global", "naive"] = "local_global"  # paper walk; Table 4 ablation D: "naive"
     e2_hops: int = 4  # E2GraphRAG router: initial hop threshold h
@@ -131,6 +132,7 @@ class G2ConSConfig:
             (0.0 <= self.lexical_weight <= 10.0, f"lexical_weight must be in [0, 10], got {self.lexical_weight}"),
             (self.theta_sem is None or -1.0 <= self.theta_sem <= 1.0, "theta_sem must be in [-1, 1]"),
             (isinstance(self.spill, bool), f"spill must be True or False, got {self.spill!r}"),
+            (isinstance(self.hybrid_seeds, bool), f"hybrid_seeds must be True or False, got {self.hybrid_seeds!r}"),
         ]
         for ok, msg in checks:
             if not ok:
