@@ -5,7 +5,7 @@
 # passage recall, all-gold-found, passage recall@2/5/10, paired sign tests, and per-question JSONL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-D=../shared/data
+D=${G2CONS_DATA:-../shared/data}  # the shared data folder (set G2CONS_DATA where it is elsewhere)
 R=benchmarks/results/issue14
 C="--cache-dir benchmarks/cache --quiet"
 M=dense,bm25,hybrid,hybrid-weighted,keyword,concept,concept-dense
@@ -49,3 +49,4 @@ nice -n 10 g2cons eval --corpus $D/hotpotqa/hipporag_train100_corpus.jsonl \
   --questions $D/hotpotqa/hipporag_train100_questions.jsonl --methods concept --budgets 1000,2000 \
   --embedder minilm $C --selection-downstream --out $R/selection_downstream_hotpotqa_minilm.json \
   > $R/selection_downstream_hotpotqa_minilm.md
+python benchmarks/issue14_summary.py $R/*.json > $R/summary.md
