@@ -3,9 +3,9 @@
 # Every run: dense, BM25, the RRF and weighted hybrids, KET-RAG keyword, the concept path (default) and the
 # concept path on dense scores alone (concept-dense: the default before issue 14), CR per budget, supporting-
 # passage recall, all-gold-found, passage recall@2/5/10, paired sign tests, and per-question JSONL.
-# Status of the committed results: every run up to xquad_es_wordllama, plus musique_ketrag500_minilm where its
-# files exist, was produced by this script; 2wiki_ketrag500_minilm, section 3 (the committed development sweeps
-# are in results/issue14/dev/ with their own commands) and section 4 were not run in the issue-14 session.
+# Status of the committed results: sections 1 and 2 were produced by this script (2wiki_ketrag500_minilm by the
+# same command run on its own; its .md is the command's stdout); section 3 was not run as written (the committed
+# development sweeps are in results/issue14/dev/ with their own commands) and section 4 was not run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 D=${G2CONS_DATA:-../shared/data}  # the shared data folder (set G2CONS_DATA where it is elsewhere)
