@@ -5,7 +5,8 @@
 # passage recall, all-gold-found, passage recall@2/5/10, paired sign tests, and per-question JSONL.
 # Status of the committed results: sections 1 and 2 were produced by this script (2wiki_ketrag500_minilm by the
 # same command run on its own; its .md is the command's stdout); section 3 was not run as written (the committed
-# development sweeps are in results/issue14/dev/ with their own commands) and section 4 was not run.
+# development sweeps are in results/issue14/dev/ with their own commands); section 4 ran with --budgets 1000,2000
+# exactly as below (its .md is the command's stdout).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 D=${G2CONS_DATA:-../shared/data}  # the shared data folder (set G2CONS_DATA where it is elsewhere)
