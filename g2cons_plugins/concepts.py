@@ -38,6 +38,11 @@ _WORD = re.compile(TOKEN_PATTERN)
 
 
 def _vectorizer_kwargs(config: G2ConSConfig) -> dict[str, object]:
+    if config.language != "english":  # language-aware (g2cons_plugins.analysis); same words for English text
+        from .analysis import analyzer
+
+        stop = config.stop_words is not None
+        return {"analyzer": analyzer(config.language, config.segmenter, stop, config.ngram_max), "dtype": np.float32}
     return {
         "lowercase": True,
         "token_pattern": TOKEN_PATTERN,
@@ -86,9 +91,10 @@ def extract_vocabulary(chunk_texts: Sequence[str], config: G2ConSConfig) -> tupl
 def incidence(texts: Sequence[str], vocab: Sequence[str], config: G2ConSConfig) -> sp.csr_matrix:
     """texts x concepts 0/1 matrix: does the text contain the concept (same analyzer as extraction)."""
     kw = _vectorizer_kwargs(config)
-    kw["stop_words"] = None  # the vocabulary has none; n-grams must match the extraction analyzer
-    if config.stop_words == "english" and config.ngram_max > 1:
-        kw["stop_words"] = sorted(english_stopwords())
+    if "analyzer" not in kw:
+        kw["stop_words"] = None  # the vocabulary has none; n-grams must match the extraction analyzer
+        if config.stop_words == "english" and config.ngram_max > 1:
+            kw["stop_words"] = sorted(english_stopwords())
     cv = CountVectorizer(vocabulary=list(vocab), binary=True, **kw)  # type: ignore[arg-type]
     M = cv.transform(texts).tocsr().astype(np.float32)
     M.data[:] = 1.0
@@ -125,8 +131,7 @@ def name_vocabulary(
     """Bridge vocabulary: every non-stop word (KET-RAG's vocabulary) that is a *name* (written capitalised in at
     least half of its non-sentence-initial occurrences) and occurs in >= 2 chunks. Returns the names, the
     units x names 0/1 matrix and each name's chunk frequency |T_w| (the retrieval filters it by bridge_max_df)."""
-    kw = _vectorizer_kwargs(config)
-    kw["ngram_range"] = (1, 1)
+    kw = _vectorizer_kwargs(config.with_(ngram_max=1))
     cv = CountVectorizer(binary=True, **kw)  # type: ignore[arg-type]
     try:
         U = cv.fit_transform(unit_texts).tocsr().astype(np.float32)

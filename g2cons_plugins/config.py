@@ -50,7 +50,11 @@ class G2ConSConfig:
     min_df: int = 1  # a concept must occur in >= min_df chunks
     max_df: float = 0.5  # ... and in <= max_df share of chunks
     ngram_max: int = 1  # 1 = single words; 2 adds bigrams
-    stop_words: Literal["english"] | None = "english"
+    stop_words: Literal["english"] | None = "english"  # None: keep stop words; else per-language lists
+    # "auto": each sentence's language (script, then stop words) picks its stop words and, for Chinese /
+    # Japanese, word segmentation (g2cons_plugins.analysis); English text analyses exactly as "english"
+    language: Literal["auto", "english"] = "auto"
+    segmenter: Literal["auto", "jieba", "bigram"] = "auto"  # Chinese: jieba (rjieba) when installed, or bigrams
     incidence: Incidence = "contains"
     # --- edges ------------------------------------------------------------------------------------------
     cooccurrence: Literal["chunk", "sentence"] = "chunk"  # Table 4 ablation A: "sentence"
@@ -76,6 +80,9 @@ class G2ConSConfig:
     bridge_max_df: int = 5  # bridge concepts occur in 2..bridge_max_df chunks
     bridge_vocab: Literal["all_words", "concepts"] = "all_words"
     bridge_link: Literal["seed_score", "indicator"] = "seed_score"
+    lexical_seeds: int = 1  # bridge: the top BM25 units (g2cons_plugins.lexical) also seed bridges, after dense
+    lexical_weight: float = 0.0  # bridge: unit score = cos + lexical_weight x BM25 / max BM25 (0 = dense only)
+    hybrid_seeds: bool = True  # bridge with lexical_weight > 0: seed units by the hybrid score (False: by cos)
     ppr_damping: float = 0.5
     rerank: Literal["local_global", "naive"] = "local_global"  # paper walk; Table 4 ablation D: "naive"
     e2_hops: int = 4  # E2GraphRAG router: initial hop threshold h
@@ -121,8 +128,11 @@ class G2ConSConfig:
             (self.vector_level in ("sentence", "chunk"), "vector_level must be 'sentence' or 'chunk'"),
             (self.rerank in ("local_global", "naive"), "rerank must be 'local_global' or 'naive'"),
             (self.e2_hops >= 1 and self.e2_max_units >= 1, "e2_hops and e2_max_units must be >= 1"),
+            (self.lexical_seeds >= 0, f"lexical_seeds must be >= 0, got {self.lexical_seeds}"),
+            (0.0 <= self.lexical_weight <= 10.0, f"lexical_weight must be in [0, 10], got {self.lexical_weight}"),
             (self.theta_sem is None or -1.0 <= self.theta_sem <= 1.0, "theta_sem must be in [-1, 1]"),
             (isinstance(self.spill, bool), f"spill must be True or False, got {self.spill!r}"),
+            (isinstance(self.hybrid_seeds, bool), f"hybrid_seeds must be True or False, got {self.hybrid_seeds!r}"),
         ]
         for ok, msg in checks:
             if not ok:
@@ -132,9 +142,10 @@ class G2ConSConfig:
         """Numbers must be numbers (not bool, not str, finite); errors name the field."""
         from .validate import real
 
-        floats = ("kappa", "max_df", "theta_sem_percentile", "pagerank_damping", "bridge_bonus", "ppr_damping")
+        floats = ("kappa", "max_df", "theta_sem_percentile", "pagerank_damping", "bridge_bonus", "ppr_damping",
+                  "lexical_weight")
         ints = ("top_n", "min_df", "ngram_max", "theta_co", "seed", "beta", "k", "n_hops", "n_seed_units",
-                "bridge_rounds", "bridge_max_df", "e2_hops", "e2_max_units")
+                "bridge_rounds", "bridge_max_df", "e2_hops", "e2_max_units", "lexical_seeds")
         for name in floats + ("theta_sem", "lambda_"):
             value = getattr(self, name)
             if value is not None or name in floats:
@@ -158,6 +169,10 @@ class G2ConSConfig:
                 raise InputError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
         if self.stop_words not in ("english", None):
             raise InputError(f"stop_words must be 'english' or None, got {self.stop_words!r}")
+        if self.language not in ("auto", "english"):
+            raise InputError(f"language must be 'auto' or 'english', got {self.language!r}")
+        if self.segmenter not in ("auto", "jieba", "bigram"):
+            raise InputError(f"segmenter must be 'auto', 'jieba' or 'bigram', got {self.segmenter!r}")
         if self.spill is not None and not isinstance(self.spill, bool):
             raise InputError(f"spill must be True, False or None, got {self.spill!r}")
         if not isinstance(self.extra, dict):

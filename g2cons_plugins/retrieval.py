@@ -16,6 +16,9 @@ Strategies (``G2ConSConfig.strategy`` or ``retrieve(..., strategy=...)``):
   ranked by cos(phi(q), unit) + bonus. ``bridge_rounds`` (2) repeats this from the best bridged units, which
   reaches the third passage of a 3-hop question. It follows concept-to-chunk links, not concept-concept edges:
   in the paper walk the edges only matter when k is small, and never lift it to dense (README, "Decisions").
+  Lexical evidence (issue 14; :mod:`g2cons_plugins.lexical`, BM25 over the units from the concept analyzer's
+  words): ``lexical_weight`` w > 0 scores every unit cos + w x BM25 / max BM25 (seeds too unless
+  ``hybrid_seeds=False``), and ``lexical_seeds`` adds the best BM25 units to the seeds that bridges start from.
 - ``"dense"``: cos(phi(q), unit) alone (Text-RAG over the same units; a baseline and a fallback).
 - ``"ppr"``: personalized PageRank over the concept graph plus concept-unit links, restarted half on the query's
   concepts (TERAG: weight s(u)/f(u)) and half on the top dense units, fused with dense by reciprocal rank.
@@ -120,6 +123,17 @@ class DenseScores:
         return cand[np.lexsort((cand, -s))][:k]
 
 
+class HybridScores(DenseScores):
+    """cos(phi(q), unit) + ``weight`` x BM25(q, unit) / max BM25 (the same interface as :class:`DenseScores`;
+    always one exact scan, BM25 needs every unit anyway)."""
+
+    def __init__(self, dense: DenseScores, lexical: np.ndarray, weight: float) -> None:
+        self.vecs, self.qv, self.ann, self.n = dense.vecs, dense.qv, None, dense.n
+        top = float(lexical.max(initial=0.0))
+        extra = weight * lexical / top if top > 0 else np.zeros(self.n)
+        self._full = dense.full().astype(np.float64) + extra
+
+
 def _units_of(unit_concepts: sp.csr_matrix, concepts: Sequence[int] | np.ndarray) -> np.ndarray:
     if len(concepts) == 0:
         return np.zeros(0, dtype=np.int64)
@@ -211,6 +225,10 @@ def retrieve(
         return _ppr(index, query, sc.full(), beta)
     if strategy == "e2":
         return _e2(index, query, sc.full(), beta)
+    if strategy == "bridge" and (cfg.lexical_weight > 0 or cfg.lexical_seeds > 0):
+        lex = index.lexical.scores(query)
+        hyb = HybridScores(sc, lex, cfg.lexical_weight) if cfg.lexical_weight > 0 else sc
+        return _bridge(index, hyb, beta, lex, seed_sc=hyb if cfg.hybrid_seeds else sc)
     return _bridge(index, sc, beta)
 
 
@@ -317,7 +335,13 @@ def _row(M: sp.csr_matrix, i: int) -> np.ndarray:
     return M.indices[M.indptr[i] : M.indptr[i + 1]]
 
 
-def _bridge(index: Snapshot, sc: DenseScores, beta: int) -> list[RetrievedItem]:
+def _bridge(
+    index: Snapshot,
+    sc: DenseScores,
+    beta: int,
+    lexical: np.ndarray | None = None,
+    seed_sc: DenseScores | None = None,
+) -> list[RetrievedItem]:
     cfg, dv = index.config, index.derived
     if cfg.bridge_vocab == "all_words":
         vocab, unit_x, x_units, df = dv.names, dv.unit_names, dv.name_units, dv.name_df
@@ -325,9 +349,14 @@ def _bridge(index: Snapshot, sc: DenseScores, beta: int) -> list[RetrievedItem]:
     else:
         vocab, unit_x, x_units, df = dv.vocab, dv.unit_inc, dv.unit_concepts, dv.df
         is_name = dv.name_share >= 0.5
-    seeds = sc.top(cfg.n_seed_units).tolist()
+    seeds = (seed_sc or sc).top(cfg.n_seed_units).tolist()
+    n_dense = len(seeds)
+    if lexical is not None and cfg.lexical_seeds > 0:  # the best BM25 units seed bridges too
+        have = set(seeds)
+        lex_top = [u for u in _stable_desc(lexical)[: cfg.lexical_seeds + len(seeds)].tolist() if lexical[u] > 0]
+        seeds += [u for u in lex_top if u not in have][: cfg.lexical_seeds]
     seed_scores = sc.of(np.asarray(seeds, dtype=np.int64))
-    ref = max(float(seed_scores[0]), 1e-6) if seeds else 1.0
+    ref = max(float(seed_scores.max()), 1e-6) if seeds else 1.0
     score_of: dict[int, float] = dict(zip(seeds, seed_scores.tolist(), strict=True))
     bonus: dict[int, float] = {}  # unit -> bonus
     hop_of: dict[int, int] = {}
@@ -365,7 +394,10 @@ def _bridge(index: Snapshot, sc: DenseScores, beta: int) -> list[RetrievedItem]:
         names = [vocab[c] for c in _row(unit_x, u).tolist() if c in round_bridges[hop - 1]]
         return {"via": "bridge", "bridge_concepts": names[:5], "hop": hop}
 
-    first = [(u, score_of[u], {"via": "seed", "seed_rank": rank, "hop": 0}) for rank, u in enumerate(seeds)]
+    first = [
+        (u, score_of[u], {"via": "seed", "seed_rank": rank, "hop": 0, "source": "dense" if rank < n_dense else "bm25"})
+        for rank, u in enumerate(seeds)
+    ]
     return _ranked(index, sc, bonus, first, beta, reason)
 
 

@@ -13,6 +13,7 @@ import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 import numpy as np
@@ -22,6 +23,7 @@ from .config import G2ConSConfig
 from .embedders import Embedder, validate_embeddings
 from .errors import InputError
 from .graph import GraphStats
+from .lexical import LexicalIndex
 from .state import Derived, Stored, derive, store
 from .terms import TermIndex
 from .terms import update as update_terms
@@ -44,6 +46,11 @@ class Snapshot:
     chunk_pos: Mapping[str, int] = field(default_factory=dict)
     unit_pos: Mapping[str, int] = field(default_factory=dict)
     unit_ann: Any = None  # approximate nearest-neighbour index over unit vectors (large corpora), else None
+
+    @cached_property
+    def lexical(self) -> LexicalIndex:
+        """BM25 over the units (built on first use from the term index; :mod:`g2cons_plugins.lexical`)."""
+        return LexicalIndex.build(self.stored, self.derived.terms, self.config)
 
     @property
     def snapshot(self) -> Snapshot:

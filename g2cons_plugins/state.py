@@ -121,7 +121,7 @@ def derive(st: Stored, config: G2ConSConfig, terms: TermIndex | None = None) -> 
     edges = build_edges(co_inc, vecs, config.theta_co, config.theta_sem, config.theta_sem_percentile)
     A = adjacency(edges, len(vocab))
     pr = pagerank(A, damping=config.pagerank_damping)
-    names, unit_names, name_df = _names(st, terms, unit_chunk)
+    names, unit_names, name_df = _names(st, terms, unit_chunk, config)
     isolated, mean_deg, max_deg = degree_stats(A)
     stats = GraphStats(
         n_chunks=len(st.chunks),
@@ -159,14 +159,22 @@ def derive(st: Stored, config: G2ConSConfig, terms: TermIndex | None = None) -> 
     )
 
 
-def _names(st: Stored, terms: TermIndex, unit_chunk: sp.csr_matrix) -> tuple[list[str], sp.csr_matrix, np.ndarray]:
+def _names(
+    st: Stored, terms: TermIndex, unit_chunk: sp.csr_matrix, config: G2ConSConfig
+) -> tuple[list[str], sp.csr_matrix, np.ndarray]:
     """Bridge vocabulary: every word (KET-RAG's all-words vocabulary, unigrams) that is a *name* (written
-    capitalised in at least half of its non-sentence-initial occurrences) and occurs in >= 2 chunks; returns the
+    capitalised in at least half of its non-sentence-initial occurrences, or, with ``language="auto"``, a word of
+    a script without case: :func:`g2cons_plugins.analysis.caseless`) and occurs in >= 2 chunks; returns the
     names, the units x names 0/1 matrix and each name's chunk frequency |T_w|."""
     words = np.flatnonzero(np.fromiter((" " not in w for w in terms.words), dtype=bool, count=len(terms.words)))
     U = binary(st.sent_unit.T @ terms.counts[:, words])
     df = np.asarray(binary(unit_chunk.T @ U).sum(axis=0)).ravel().astype(np.int64)
-    keep = np.flatnonzero((share(terms, words) >= 0.5) & (df >= 2))
+    is_name = share(terms, words) >= 0.5
+    if config.language != "english":  # scripts without case: every word is a candidate, rare ones bridge
+        from .analysis import mark_caseless
+
+        is_name |= np.asarray(mark_caseless([terms.words[j] for j in words.tolist()]), dtype=bool)
+    keep = np.flatnonzero(is_name & (df >= 2))
     return [terms.words[j] for j in words[keep].tolist()], U[:, keep].tocsr(), df[keep]
 
 

@@ -47,8 +47,7 @@ class TermIndex:
 
 
 def _analyzer(config: G2ConSConfig):  # type: ignore[no-untyped-def]
-    kw = _vectorizer_kwargs(config)
-    kw["ngram_range"] = (1, 1)
+    kw = _vectorizer_kwargs(config.with_(ngram_max=1))
     return CountVectorizer(**kw).build_analyzer()  # type: ignore[arg-type]
 
 

@@ -142,15 +142,21 @@ def _punkt() -> Callable[[str], list[str]]:
 
 
 _BLANK_LINES = re.compile(r"\n\s*\n")
+_CJK_END = re.compile(r"(?<=[\u3002\uff01\uff1f\uff1b])")  # 。！？； : Chinese / Japanese sentence ends
 
 
 def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text`` (Punkt, English), also split at blank lines; empty pieces dropped, text kept."""
+    """Sentences of ``text`` (Punkt, English), also split at blank lines and after the Chinese / Japanese
+    full-width sentence ends (Punkt does not know them); empty pieces dropped, text kept."""
     out: list[str] = []
     split = _punkt()
     for block in _BLANK_LINES.split(text):
         if block.strip():
-            out.extend(s.strip() for s in split(block) if s.strip())
+            for s in split(block):
+                if _CJK_END.search(s):
+                    out.extend(p.strip() for p in _CJK_END.split(s) if p.strip())
+                elif s.strip():
+                    out.append(s.strip())
     return out
 
 

@@ -199,3 +199,26 @@ def test_report_verdicts_say_where_fusion_wins_and_where_not() -> None:
     assert cols == ["method", "1000", "2000"]
     assert {r["method"]: r.get("2000") for r in table}["host-kg"] == 70.0
     assert {r["method"]: r.get("1000") for r in table}["host-kg"] is None
+
+
+def test_selection_downstream_builds_one_host_kg_per_selector(corpus: list[dict[str, str]]) -> None:
+    from g2cons_plugins.eval.host_eval import DOWNSTREAM_SELECTORS, selection_downstream
+
+    index = G2ConSIndex.build(corpus, embedder="hash")
+    questions = [
+        {"question": "Where was Marie Curie born?", "answers": ["Warsaw"]},
+        {"question": "Who discovered radioactivity?", "answers": ["Henri Becquerel"]},
+    ]
+    host = GoldHost(questions)
+    rows = selection_downstream(index, questions, host, kappas=[0.5, 1.0], budgets=[400])
+    assert len(host.builds) == 2 * len(DOWNSTREAM_SELECTORS) and len(rows) == 2 * len(DOWNSTREAM_SELECTORS)
+    assert [b.selector for b in host.builds[:4]] == ["coverage", "length-matched-random", "shortest", "uniform"]
+    default = host.builds[0]
+    matched = host.builds[1]
+    assert len(matched.kept_ids) == len(default.kept_ids)  # the same number of chunks, random ones
+    for r in rows:
+        assert 0 <= r["host_cr"] <= 100 and 0 <= r["fused_cr"] <= 100
+        if r["kappa"] == 1.0:  # everything kept: the oracle host finds every answer
+            assert r["host_cr"] == 100.0 and r["kept_token_share"] == 1.0
+    with pytest.raises(InputError, match="downstream selectors"):
+        selection_downstream(index, questions, host, selectors=["best"])

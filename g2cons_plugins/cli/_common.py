@@ -96,7 +96,20 @@ def positive(s: str) -> int:
 
 def _config(args: argparse.Namespace) -> G2ConSConfig:
     unit = None if args.unit_tokens == 0 else args.unit_tokens
-    return G2ConSConfig(mode=args.mode, unit_tokens=unit)
+    extra: dict[str, Any] = {}
+    for item in getattr(args, "set", None) or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--set {item!r}: expected KEY=VALUE (a G2ConSConfig field)")
+        try:
+            extra[key.strip()] = json.loads(value)
+        except ValueError:
+            extra[key.strip()] = value
+    lang = {"language": args.language, "segmenter": args.segmenter} if hasattr(args, "language") else {}
+    try:
+        return G2ConSConfig(mode=args.mode, unit_tokens=unit, **lang, **extra)
+    except TypeError as e:  # an unknown field name
+        raise InputError(f"--set: {e}") from None
 
 
 def _peak_rss_mb() -> float:
@@ -236,8 +249,27 @@ def fusion_opts(p: argparse.ArgumentParser, what: str) -> None:
 
 
 def common_opts(sp_: argparse.ArgumentParser) -> None:
-    sp_.add_argument("--embedder", default="wordllama", help="wordllama | minilm | openai[:model] | hash")
+    sp_.add_argument(
+        "--embedder", default="wordllama", help="wordllama | minilm | multilingual | openai[:model] | hash"
+    )
     sp_.add_argument("--mode", default="default", choices=["default", "paper"])
+    sp_.add_argument(
+        "--language",
+        default="auto",
+        choices=["auto", "english"],
+        help="text analysis: auto = per-sentence language (stop words, Chinese/Japanese segmentation); "
+        "english = English analyzer for every text",
+    )
+    sp_.add_argument(
+        "--segmenter", default="auto", choices=["auto", "jieba", "bigram"], help="Chinese word segmentation"
+    )
+    sp_.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any other G2ConSConfig field (VALUE as JSON, else a string); repeatable",
+    )
     sp_.add_argument("--unit-tokens", type=count, default=150, help="retrieval unit size; 0 = whole chunks")
     sp_.add_argument("--cache-dir", default=None, help="embedding cache directory (reruns are cheap)")
     sp_.add_argument("--quiet", action="store_true", help="no progress bars")

@@ -25,13 +25,26 @@ def _earlier_eval_output(path: Path) -> bool:
     return isinstance(data, dict) and {"results", "settings"} <= set(data)
 
 
+def _earlier_per_question(path: Path) -> bool:
+    """A JSONL file whose first record is one an earlier ``g2cons eval --per-question`` wrote."""
+    try:
+        with path.open(encoding="utf-8") as fh:
+            first = json.loads(fh.readline())
+    except (OSError, ValueError):
+        return False
+    return isinstance(first, dict) and {"question_id", "method", "budget"} <= set(first)
+
+
 def _check_eval_paths(args: argparse.Namespace) -> None:
     """Before any work: outputs apart from the inputs and each other; never overwrite what eval did not write."""
     check_disjoint(
-        {"--corpus": args.corpus, "--questions": args.questions}, {"--out": args.out, "--report": args.report}
+        {"--corpus": args.corpus, "--questions": args.questions},
+        {"--out": args.out, "--report": args.report, "--per-question": args.per_question},
     )
     if args.out is not None and not _earlier_eval_output(args.out):
         check_replaceable_file(args.out, "--out")
+    if args.per_question is not None and not _earlier_per_question(args.per_question):
+        check_replaceable_file(args.per_question, "--per-question")
     rep = args.report
     if rep is not None and rep.exists():
         if not rep.is_dir():
@@ -48,11 +61,13 @@ def _check_eval_paths(args: argparse.Namespace) -> None:
 def cmd_eval(args: argparse.Namespace) -> int:
     from ..eval.evaluation import (
         METHODS,
+        RECALL_COLUMNS,
         RESULT_COLUMNS,
         SELECTION_COLUMNS,
         evaluate_retrieval,
         format_table,
         load_questions,
+        passage_recall,
         read_jsonl,
         selection_quality,
     )
@@ -82,9 +97,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
     )
     build_s = time.perf_counter() - t0
     print(index.stats, file=sys.stderr)
-    results = evaluate_retrieval(index, questions, methods, args.budgets, show_progress=not args.quiet)
+    per_q: list[dict[str, Any]] = []
+    results = evaluate_retrieval(
+        index, questions, methods, args.budgets, show_progress=not args.quiet, per_question=per_q
+    )
+    recall = passage_recall(index, questions, methods, per_question=per_q)
     out: dict[str, Any] = {
         "results": results,
+        "recall": recall,
+        "paired": _paired(per_q, methods, args.budgets, bool(recall)),
         "settings": {
             "corpus": str(args.corpus),
             "pack_tokens": args.pack_tokens,
@@ -104,13 +125,33 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.selection:
         out["selection"] = selection_quality(index, questions, kappas=args.kappas)
     extra = _eval_host(args, index, questions, out) if args.host else {}
+    if args.selection_downstream:
+        from ..eval.host_eval import selection_downstream
+        from ..eval.hosts import load_host
+
+        out["selection_downstream"] = selection_downstream(
+            index,
+            questions,
+            load_host(args.host or "llama-index-ner"),
+            kappas=args.downstream_kappas,
+            budgets=args.budgets,
+            show_progress=not args.quiet,
+        )
     if args.answer_model:
         _eval_answers(args, index, questions, out, extra)
     out["settings"]["peak_rss_mb"] = round(_peak_rss_mb(), 1)
     print(format_table(results, RESULT_COLUMNS))
+    if recall:
+        print()
+        print(format_table(recall, RECALL_COLUMNS))
     if "selection" in out:
         print()
         print(format_table(out["selection"], SELECTION_COLUMNS))
+    if "selection_downstream" in out:
+        from ..eval.host_eval import DOWNSTREAM_COLUMNS
+
+        print()
+        print(format_table(out["selection_downstream"], DOWNSTREAM_COLUMNS))
     if "host" in out:
         from ..eval.host_eval import HOST_BUILD_COLUMNS
         from ..eval.report import host_pivot
@@ -122,6 +163,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if "answers" in out:
         print()
         print(format_table(out["answers"]["rows"], ("method", "budget", "em", "f1", "n")))
+    if args.per_question:
+        Path(args.per_question).parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(args.per_question, "".join(json.dumps(r) + "\n" for r in per_q))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         digest = atomic_write_text(args.out, json.dumps(out, indent=2))
@@ -132,6 +176,24 @@ def cmd_eval(args: argparse.Namespace) -> int:
         path = write_report(out, Path(args.report), command="g2cons " + " ".join(sys.argv[1:]))
         print(f"report: {path}", file=sys.stderr)
     return 0
+
+
+def _paired(
+    records: list[dict[str, Any]], methods: list[str], budgets: list[int], recall: bool
+) -> list[dict[str, Any]]:
+    """``concept`` against every other method: paired sign test on CR hits per budget (and on recall@5)."""
+    from ..eval.evaluation import paired_test
+
+    if "concept" not in methods:
+        return []
+    rows = []
+    for other in methods:
+        if other == "concept":
+            continue
+        rows += [paired_test(records, "concept", other, b) for b in budgets]
+        if recall:
+            rows.append(paired_test(records, "concept", other, "rank", key="recall@5"))
+    return rows
 
 
 def _eval_host(
@@ -206,8 +268,23 @@ def register(sub: Any) -> None:
     e.add_argument("--budgets", type=_ints, default=[2000, 4000, 12000])
     e.add_argument("--limit", type=count, default=0, help="only the first N questions (smoke runs)")
     e.add_argument("--out", type=Path, default=None)
+    e.add_argument(
+        "--per-question",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write one JSONL record per question, method and budget (hit, support share, recall@k) for "
+        "paired comparisons",
+    )
     e.add_argument("--selection", action="store_true", help="also measure core-chunk selection vs random")
     e.add_argument("--kappas", type=shares, default=[0.2, 0.8])
+    e.add_argument(
+        "--selection-downstream",
+        action="store_true",
+        help="judge selectors by the host KG built from their kept chunks (--host, default llama-index-ner): "
+        "default, length-matched random, shortest-first and uniform at --downstream-kappas; host-KG and fused CR",
+    )
+    e.add_argument("--downstream-kappas", type=shares, default=[0.2, 0.5, 0.8])
     e.add_argument("--report", type=Path, default=None, help="write a Markdown report with PNG plots to this folder")
     e.add_argument(
         "--host",

@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
+from ..analysis import bm25_tokens
 from ..config import G2ConSConfig
 from ..errors import InputError
 from ..index import G2ConSIndex
 from ..retrieval import RetrievedItem, fill_ranked, retrieve
-from ..text import english_stopwords
 
 # the paper's Table 4 ablations of its own walk (mode="paper"), as config changes
 ABLATIONS: dict[str, dict[str, Any]] = {
@@ -33,8 +33,32 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "ablation-C": {"vector_level": "chunk"},  # C: chunk-level concept vectors
     "ablation-D": {"rerank": "naive"},  # D: naive instead of local + global reranking
 }
-METHODS = ("dense", "bm25", "keyword", "concept", "concept-paper", "concept-ppr", "concept-e2", *ABLATIONS)
-RESULT_COLUMNS = ("method", "budget", "context_recall", "latency_ms_p50", "latency_ms_p95")
+METHODS = (
+    "dense",
+    "bm25",
+    "hybrid",
+    "hybrid-weighted",
+    "keyword",
+    "concept",
+    "concept-dense",
+    "concept-paper",
+    "concept-ppr",
+    "concept-e2",
+    *ABLATIONS,
+)
+RESULT_COLUMNS = (
+    "method",
+    "budget",
+    "context_recall",
+    "support_recall",
+    "support_all_found",
+    "latency_ms_p50",
+    "latency_ms_p95",
+)
+RECALL_KS = (2, 5, 10)
+RECALL_COLUMNS = ("method", *(f"recall@{k}" for k in RECALL_KS), "all_found@5", "n_with_support")
+RRF_K = 60  # reciprocal-rank-fusion constant (Cormack et al. 2009; SPRIG's dense + BM25 hybrid)
+HYBRID_DENSE_WEIGHT = 0.5  # hybrid-weighted: weight of the min-max normalised dense score (BM25 gets the rest)
 SELECTION_COLUMNS = (
     "kappa",
     "selector",
@@ -87,22 +111,63 @@ def load_questions(path: str | Path) -> list[dict[str, Any]]:
 
 
 class BM25Units:
-    """BM25 (rank_bm25 Okapi) over the index's retrieval units; tokens = lower-cased words minus stop words."""
+    """BM25 (rank_bm25 Okapi) over the index's retrieval units; tokens = lower-cased words minus stop words, per
+    language (:func:`g2cons_plugins.analysis.bm25_tokens`: English text exactly as before)."""
 
     def __init__(self, index: G2ConSIndex) -> None:
         from rank_bm25 import BM25Okapi
 
         self.index = index
-        self._stop = english_stopwords()
+        self._lang, self._seg = index.config.language, index.config.segmenter
         self.bm25 = BM25Okapi([self._tok(u.text) for u in index.stored.units])
 
     def _tok(self, text: str) -> list[str]:
-        return [w for w in re.findall(r"\w+", text.lower()) if w not in self._stop]
+        return bm25_tokens(text, self._lang, self._seg)
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every unit for ``query``."""
+        return np.asarray(self.bm25.get_scores(self._tok(query)), dtype=np.float64)
 
     def retrieve(self, query: str, beta: int) -> list[RetrievedItem]:
-        scores = np.asarray(self.bm25.get_scores(self._tok(query)))
+        scores = self.scores(query)
         order = np.lexsort((np.arange(len(scores)), -scores))
         return fill_ranked(self.index, order, scores, beta, {"via": "bm25"})
+
+
+def _ranks(scores: np.ndarray) -> np.ndarray:
+    """0-based rank of each position when sorted by score descending, ties by position."""
+    order = np.lexsort((np.arange(len(scores)), -scores))
+    r = np.empty(len(scores), dtype=np.int64)
+    r[order] = np.arange(len(scores))
+    return r
+
+
+def _minmax(x: np.ndarray) -> np.ndarray:
+    if not len(x):
+        return np.zeros(0, dtype=np.float64)
+    lo, hi = float(x.min()), float(x.max())
+    return (x - lo) / (hi - lo) if hi > lo else np.zeros_like(x, dtype=np.float64)
+
+
+def rrf_scores(dense: np.ndarray, lexical: np.ndarray, k: int = RRF_K) -> np.ndarray:
+    """Reciprocal rank fusion of two score vectors over the same units: sum of 1 / (k + rank), rank from 1."""
+    return 1.0 / (k + 1 + _ranks(dense)) + 1.0 / (k + 1 + _ranks(lexical))
+
+
+def weighted_scores(dense: np.ndarray, lexical: np.ndarray, dense_weight: float = HYBRID_DENSE_WEIGHT) -> np.ndarray:
+    """Convex combination of the min-max normalised dense and lexical scores."""
+    return dense_weight * _minmax(np.asarray(dense, np.float64)) + (1 - dense_weight) * _minmax(lexical)
+
+
+def hybrid_retrieve(
+    index: G2ConSIndex, bm: BM25Units, query: str, qv: np.ndarray, beta: int, weighted: bool = False
+) -> list[RetrievedItem]:
+    """Dense + BM25 over the same units: RRF (k = 60) or, ``weighted``, a convex mix of normalised scores."""
+    dense = index.stored.unit_vecs @ qv
+    lexical = bm.scores(query)
+    scores = weighted_scores(dense, lexical) if weighted else rrf_scores(dense, lexical)
+    order = np.lexsort((np.arange(len(scores)), -scores))
+    return fill_ranked(index, order, scores, beta, {"via": "hybrid-weighted" if weighted else "hybrid-rrf"})
 
 
 def keyword_retrieve(
@@ -143,6 +208,12 @@ def _method_fn(
         return lambda q, v, b: retrieve(index, q, beta=b, strategy="dense", query_vector=v)
     if method == "concept":
         return lambda q, v, b: retrieve(index, q, beta=b, query_vector=v)
+    if method == "concept-dense":  # the bridge on dense scores alone (the default before issue 14)
+        if "concept-dense" not in cache:
+            cfg = index.config.with_(lexical_weight=0.0, lexical_seeds=0)
+            cache["concept-dense"] = G2ConSIndex(index.stored, index.embedder, cfg, index.tokenizer)
+        cd = cache["concept-dense"]
+        return lambda q, v, b: retrieve(cd, q, beta=b, query_vector=v)
     if method == "concept-ppr":
         return lambda q, v, b: retrieve(index, q, beta=b, strategy="ppr", query_vector=v)
     if method == "concept-e2":
@@ -173,12 +244,21 @@ def _method_fn(
             )
         kw = cache["keyword"]
         return lambda q, v, b: keyword_retrieve(kw, v, b)
-    if method == "bm25":
+    if method in ("bm25", "hybrid", "hybrid-weighted"):
         if "bm25" not in cache:
             cache["bm25"] = BM25Units(index)
         bm = cache["bm25"]
-        return lambda q, v, b: bm.retrieve(q, b)
+        if method == "bm25":
+            return lambda q, v, b: bm.retrieve(q, b)
+        weighted = method == "hybrid-weighted"
+        return lambda q, v, b: hybrid_retrieve(index, bm, q, v, b, weighted=weighted)
     raise InputError(f"unknown method {method!r}; choose from {METHODS}")
+
+
+def embed_queries(index: G2ConSIndex, texts: Sequence[str]) -> np.ndarray:
+    """phi of many queries: the embedder's ``embed_queries`` (query prefix, e.g. e5's "query: ") when it has one."""
+    fn = getattr(index.embedder, "embed_queries", None)
+    return np.asarray(fn(list(texts)) if callable(fn) else index.embedder.embed(list(texts)))
 
 
 def evaluate_retrieval(
@@ -187,10 +267,15 @@ def evaluate_retrieval(
     methods: Sequence[str],
     budgets: Sequence[int],
     show_progress: bool = False,
+    per_question: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """CR (and supporting-passage recall where gold ids exist) per method and budget, plus query latency."""
+    """CR (and supporting-passage recall where gold ids exist) per method and budget, plus query latency.
+
+    ``per_question``: when a list, one record per question, method and budget is appended to it
+    (``question_id``, ``method``, ``budget``, ``hit``, and ``support_share`` where gold ids exist), for paired
+    comparisons (:func:`paired_test`)."""
     qtexts = [q["question"] for q in questions]
-    qvecs = index.embedder.embed(qtexts)
+    qvecs = embed_queries(index, qtexts)
     cache: dict[str, Any] = {}
     results = []
     for method in methods:
@@ -207,7 +292,9 @@ def evaluate_retrieval(
                 t0 = time.perf_counter()
                 items = fn(q["question"], qvecs[i], beta)
                 lat.append(time.perf_counter() - t0)
-                hits += answer_in_context(q["answers"], "\n".join(x.text for x in items))
+                hit = answer_in_context(q["answers"], "\n".join(x.text for x in items))
+                hits += hit
+                rec: dict[str, Any] = {"question_id": q.get("id", i), "method": method, "budget": beta, "hit": hit}
                 gold = q.get("supporting_passage_ids")
                 if gold:
                     got = {x.parent_id for x in items}
@@ -215,6 +302,9 @@ def evaluate_retrieval(
                     sup.append(share)
                     sup_all += share == 1.0
                     n_sup += 1
+                    rec["support_share"] = round(share, 4)
+                if per_question is not None:
+                    per_question.append(rec)
             row: dict[str, Any] = {
                 "method": method,
                 "budget": beta,
@@ -231,11 +321,92 @@ def evaluate_retrieval(
     return results
 
 
+def recall_budget(index: G2ConSIndex, k: int = max(RECALL_KS)) -> int:
+    """A token budget that holds about ``k`` + 2 passages of the 90th-percentile size (for recall@k rankings)."""
+    p90 = float(np.percentile(index.stored.chunk_tokens, 90)) if len(index.stored.chunk_tokens) else 1.0
+    return max(4000, int((k + 2) * p90))
+
+
+def passage_recall(
+    index: G2ConSIndex,
+    questions: Sequence[dict[str, Any]],
+    methods: Sequence[str],
+    ks: Sequence[int] = RECALL_KS,
+    per_question: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """Passage recall@k (HippoRAG 2's protocol): each method's units, in its own rank order, mapped to their
+    parent passages; the first ``k`` distinct passages are its top k, and recall@k is the mean share of a
+    question's gold passages among them (only questions with ``supporting_passage_ids``). ``all_found@5``:
+    share of questions with every gold passage in the top 5. The ranking comes from one retrieval at
+    :func:`recall_budget`; a method that returns fewer than k passages there is scored on what it returned.
+    ``per_question``: records with ``budget`` = ``"rank"`` and ``recall@k`` are appended to it."""
+    qs = [(i, q) for i, q in enumerate(questions) if q.get("supporting_passage_ids")]
+    if not qs:
+        return []
+    qvecs = embed_queries(index, [q["question"] for _, q in qs])
+    beta = recall_budget(index, max(ks))
+    cache: dict[str, Any] = {}
+    rows = []
+    for method in methods:
+        fn = _method_fn(method, index, cache)
+        shares: dict[int, list[float]] = {k: [] for k in ks}
+        all5 = 0
+        for (i, q), v in zip(qs, qvecs, strict=True):
+            ranked = list(dict.fromkeys(x.parent_id for x in fn(q["question"], v, beta)))
+            gold = set(q["supporting_passage_ids"])
+            rec: dict[str, Any] = {"question_id": q.get("id", i), "method": method, "budget": "rank"}
+            for k in ks:
+                share = len(gold & set(ranked[:k])) / len(gold)
+                shares[k].append(share)
+                rec[f"recall@{k}"] = round(share, 4)
+            all5 += gold <= set(ranked[:5])
+            if per_question is not None:
+                per_question.append(rec)
+        row: dict[str, Any] = {"method": method}
+        row.update({f"recall@{k}": round(100.0 * float(np.mean(shares[k])), 2) for k in ks})
+        row["all_found@5"] = round(100.0 * all5 / len(qs), 2)
+        row["n_with_support"] = len(qs)
+        row["ranking_budget"] = beta
+        rows.append(row)
+    return rows
+
+
+def paired_test(
+    records: Sequence[dict[str, Any]], method_a: str, method_b: str, budget: int | str, key: str = "hit"
+) -> dict[str, Any]:
+    """Paired comparison of two methods over the same questions from ``per_question`` records: mean difference
+    of ``key`` (a - b, in points for 0/1 keys), wins / losses, and the two-sided exact sign-test p-value over
+    the questions where they differ (McNemar's exact test for 0/1 ``key``)."""
+    from scipy.stats import binomtest
+
+    def pick(m: str) -> dict[Any, float]:
+        return {r["question_id"]: float(r[key]) for r in records if r["method"] == m and r["budget"] == budget}
+
+    a, b = pick(method_a), pick(method_b)
+    common = sorted(set(a) & set(b), key=str)
+    if not common:
+        raise InputError(f"no common questions for {method_a!r} and {method_b!r} at budget {budget!r} ({key})")
+    diff = [a[q] - b[q] for q in common]
+    wins, losses = sum(d > 0 for d in diff), sum(d < 0 for d in diff)
+    p = binomtest(wins, wins + losses, 0.5).pvalue if wins + losses else 1.0
+    return {
+        "a": method_a,
+        "b": method_b,
+        "budget": budget,
+        "key": key,
+        "n": len(common),
+        "mean_diff": round(100.0 * float(np.mean(diff)), 2),
+        "wins": wins,
+        "losses": losses,
+        "p_value": round(float(p), 4),
+    }
+
+
 def method_contexts(
     index: G2ConSIndex, questions: Sequence[dict[str, Any]], methods: Sequence[str], beta: int
 ) -> dict[str, list[str]]:
     """Each method's retrieved context (units joined by newlines) per question at budget ``beta``."""
-    qvecs = index.embedder.embed([q["question"] for q in questions])
+    qvecs = embed_queries(index, [q["question"] for q in questions])
     cache: dict[str, Any] = {}
     out = {}
     for method in methods:

@@ -21,7 +21,7 @@ from ..ensemble import fuse
 from ..errors import InputError
 from ..index import G2ConSIndex
 from ..retrieval import retrieve
-from .evaluation import answer_in_context
+from .evaluation import answer_in_context, embed_queries
 from .hosts import HostKG
 
 HOST_BUILD_COLUMNS = (
@@ -100,7 +100,7 @@ def evaluate_host(
     bad = [x for x in (*kappas, *lambdas) if not 0.0 <= x <= 1.0]
     if bad:
         raise InputError(f"kappas and lambdas must be in [0, 1], got {bad}")
-    qvecs = index.embedder.embed([q["question"] for q in questions])
+    qvecs = embed_queries(index, [q["question"] for q in questions])
     concept: dict[int, list[Any]] = {b: [] for b in budgets}
     concept_ms: dict[int, list[float]] = {b: [] for b in budgets}
     for q, v in zip(questions, qvecs, strict=True):
@@ -180,3 +180,93 @@ def evaluate_host(
         "concept": concept_rows,
         "contexts": contexts,
     }
+
+
+DOWNSTREAM_SELECTORS = ("default", "length-matched-random", "shortest", "uniform")
+DOWNSTREAM_COLUMNS = ("kappa", "selector", "kept_chunks", "kept_token_share", "budget", "host_cr", "fused_cr")
+
+
+def _length_matched(index: G2ConSIndex, kept_ids: Sequence[str], seed: int) -> list[str]:
+    """Random chunks with the same chunk-length profile as ``kept_ids`` (each replaced by a random chunk of the
+    same token-length decile, as :func:`~g2cons_plugins.eval.evaluation.selection_quality`)."""
+    st = index.stored
+    tokens = st.chunk_tokens
+    deciles = np.searchsorted(np.quantile(tokens, np.linspace(0, 1, 11)[1:-1]), tokens, side="right")
+    pos = {c.id: i for i, c in enumerate(st.chunks)}
+    kept = [pos[c] for c in kept_ids]
+    rng = np.random.default_rng(seed)
+    pick: list[int] = []
+    for d in range(10):
+        need = sum(int(deciles[i] == d) for i in kept)
+        pool = np.flatnonzero(deciles == d)
+        pick += rng.choice(pool, size=min(need, len(pool)), replace=False).tolist()
+    return [st.chunks[i].id for i in sorted(pick)]
+
+
+def selection_downstream(
+    index: G2ConSIndex,
+    questions: Sequence[dict[str, Any]],
+    host: HostKG,
+    kappas: Sequence[float] = (0.2, 0.5, 0.8),
+    budgets: Sequence[int] = (2000,),
+    selectors: Sequence[str] = DOWNSTREAM_SELECTORS,
+    seed: int = 0,
+    show_progress: bool = False,
+) -> list[dict[str, Any]]:
+    """Selection judged by what it is for: for each kappa and selector, the host KG is built over the kept chunks
+    and measured alone (host-KG CR) and fused with the concept path (the index's lambda and spill). Selectors:
+    ``default`` (the index's selector), ``length-matched-random`` (random chunks with the default's chunk-length
+    profile, ``seed``), ``shortest`` (shortest chunks first) and ``uniform`` (random order, ``seed``)."""
+    from dataclasses import replace
+
+    from tqdm.auto import tqdm
+
+    bad = [s for s in selectors if s not in DOWNSTREAM_SELECTORS]
+    if bad:
+        raise InputError(f"unknown downstream selectors {bad}; choose from {DOWNSTREAM_SELECTORS}")
+    qvecs = embed_queries(index, [q["question"] for q in questions])
+    pairs = list(zip(questions, qvecs, strict=True))
+    concept = {b: [retrieve(index, q["question"], beta=b, query_vector=v) for q, v in pairs] for b in budgets}
+    prompt = int(host.prompt_tokens_per_call)
+    lam, spill = index.config.fusion_lambda, index.config.fusion_spill
+    tokens = {c.id: int(t) for c, t in zip(index.stored.chunks, index.stored.chunk_tokens, strict=True)}
+    total = sum(tokens.values())
+    rows: list[dict[str, Any]] = []
+    for kappa in kappas:
+        default = index.select(kappa=kappa, prompt_tokens_per_call=prompt)
+        for sel in selectors:
+            if sel == "default":
+                report = default
+            elif sel == "length-matched-random":
+                kept = _length_matched(index, default.kept_ids, seed)
+                kept_set = set(kept)
+                dropped = [c for c in tokens if c not in kept_set]
+                kt = sum(tokens[c] for c in kept)
+                report = replace(
+                    default, selector=sel, kept_ids=kept, dropped_ids=dropped, kept_tokens=kt, dropped_tokens=total - kt
+                )
+            else:
+                report = index.select(kappa=kappa, selector=sel, prompt_tokens_per_call=prompt, seed=seed)
+            host.build(index, report, show_progress=False)
+            hits = {b: [0, 0] for b in budgets}
+            for i, q in enumerate(tqdm(questions, desc=f"{sel} kappa={kappa:g}", disable=not show_progress)):
+                hitems = host.retrieve(q["question"])
+                for b in budgets:
+                    alone = fuse(hitems, [], b, 1.0, tokenizer=index.tokenizer, spill=False)
+                    fused = fuse(hitems, concept[b][i], b, lam, tokenizer=index.tokenizer, spill=spill)
+                    hits[b][0] += answer_in_context(q["answers"], "\n".join(f.text for f in alone))
+                    hits[b][1] += answer_in_context(q["answers"], "\n".join(f.text for f in fused))
+            for b in budgets:
+                rows.append(
+                    {
+                        "kappa": kappa,
+                        "selector": sel if sel != "default" else f"default ({default.selector})",
+                        "kept_chunks": len(report.kept_ids),
+                        "kept_token_share": round(report.kept_tokens / max(total, 1), 4),
+                        "budget": b,
+                        "host_cr": round(100.0 * hits[b][0] / len(questions), 2),
+                        "fused_cr": round(100.0 * hits[b][1] / len(questions), 2),
+                        "n_questions": len(questions),
+                    }
+                )
+    return rows

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .evaluation import RESULT_COLUMNS, SELECTION_COLUMNS, format_table
+from .evaluation import RECALL_COLUMNS, RESULT_COLUMNS, SELECTION_COLUMNS, format_table
 
 COLORS = {"concept": "C1", "dense": "C4", "bm25": "C0", "keyword": "C5", "concept-paper": "C2", "concept-ppr": "C3"}
 
@@ -274,6 +274,24 @@ def write_report(data: dict[str, Any], directory: Path, command: str = "") -> Pa
     if any("support_recall" in r for r in data["results"]):
         pivot_sp, cols_sp = cr_pivot(data["results"], "support_recall")
         lines += ["Supporting-passage recall (%):", "", format_table(pivot_sp, cols_sp), ""]
+        pivot_all, cols_all = cr_pivot(data["results"], "support_all_found")
+        lines += ["All gold passages found (% of questions):", "", format_table(pivot_all, cols_all), ""]
+    if data.get("recall"):
+        lines += [
+            "## Passage recall@k (%, HippoRAG 2 protocol: first k distinct passages of each method's ranking)",
+            "",
+            format_table(data["recall"], RECALL_COLUMNS),
+            "",
+        ]
+    if data.get("paired"):
+        lines += [
+            "## Paired comparisons (concept vs each method, same questions; exact sign test on discordant pairs)",
+            "",
+            "`mean_diff`: concept minus the other, points (CR hits per budget, or recall@5 at `rank`).",
+            "",
+            format_table(data["paired"], ("a", "b", "budget", "key", "n", "mean_diff", "wins", "losses", "p_value")),
+            "",
+        ]
     plot_latency(data["results"], directory / "latency.png")
     lines += ["![latency](latency.png)", ""]
     if data.get("host"):
@@ -315,6 +333,16 @@ def write_report(data: dict[str, Any], directory: Path, command: str = "") -> Pa
             f"## EM / F1 (answering model `{a['model']}`, budget {a['budget']})",
             "",
             format_table(a["rows"], ("method", "budget", "em", "f1", "n", "calls", "input_tokens", "output_tokens")),
+            "",
+        ]
+    if data.get("selection_downstream"):
+        from .host_eval import DOWNSTREAM_COLUMNS
+
+        lines += [
+            "## Selection judged downstream (host KG built from each selector's kept chunks; fused with the concept"
+            " path at the index's lambda and spill)",
+            "",
+            format_table(data["selection_downstream"], DOWNSTREAM_COLUMNS),
             "",
         ]
     if data.get("selection"):

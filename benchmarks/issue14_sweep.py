@@ -1,0 +1,87 @@
+"""Issue 14 development sweep: concept-path variants (lexical seeds, hybrid scores, seeds, bridge bonus) against
+dense, BM25 and the hybrids on one corpus, sharing one build. Prints a Markdown table of CR (and recall@5 where
+gold passages exist) per variant and budget, and writes JSON.
+
+    python benchmarks/issue14_sweep.py --corpus C --questions Q --embedder wordllama --out sweep.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from g2cons_plugins import G2ConSConfig, G2ConSIndex
+from g2cons_plugins.eval.evaluation import evaluate_retrieval, load_questions, passage_recall, read_jsonl
+
+# absolute settings (independent of the current defaults)
+_DENSE = {"lexical_weight": 0.0, "lexical_seeds": 0, "n_seed_units": 3, "bridge_bonus": 0.2, "hybrid_seeds": True}
+VARIANTS: dict[str, dict[str, Any]] = {
+    "concept": {},  # the current default
+    "bridge-dense": _DENSE,  # the default before issue 14
+    "lexseed1": {**_DENSE, "lexical_seeds": 1},
+    "lexseed2": {**_DENSE, "lexical_seeds": 2},
+    "lexseed3": {**_DENSE, "lexical_seeds": 3},
+    "lexseed2+hyb0.1": {**_DENSE, "lexical_seeds": 2, "lexical_weight": 0.1},
+    "lexseed2+bonus0.3": {**_DENSE, "lexical_seeds": 2, "bridge_bonus": 0.3},
+    "hyb0.1": {**_DENSE, "lexical_weight": 0.1},
+    "hyb0.2": {**_DENSE, "lexical_weight": 0.2},
+    "hyb0.3": {**_DENSE, "lexical_weight": 0.3},
+    "hyb0.2-denseseeds": {**_DENSE, "lexical_weight": 0.2, "hybrid_seeds": False},
+    "hyb0.3-denseseeds": {**_DENSE, "lexical_weight": 0.3, "hybrid_seeds": False},
+    "hyb0.2+lexseed2": {**_DENSE, "lexical_weight": 0.2, "lexical_seeds": 2},
+    "hyb0.3+lexseed2": {**_DENSE, "lexical_weight": 0.3, "lexical_seeds": 2},
+    "hyb0.2+seeds5": {**_DENSE, "lexical_weight": 0.2, "n_seed_units": 5},
+    "hyb0.2+bonus0.3": {**_DENSE, "lexical_weight": 0.2, "bridge_bonus": 0.3},
+}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--corpus", required=True)
+    ap.add_argument("--questions", required=True)
+    ap.add_argument("--embedder", default="wordllama")
+    ap.add_argument("--budgets", default="1000,2000")
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--cache-dir", default=None)
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args()
+    budgets = [int(b) for b in a.budgets.split(",")]
+    questions = load_questions(a.questions)
+    base = G2ConSIndex.build(read_jsonl(a.corpus), embedder=a.embedder, cache_dir=a.cache_dir)
+    rows: list[dict[str, Any]] = []
+    for r in evaluate_retrieval(base, questions, ["dense", "bm25", "hybrid", "hybrid-weighted"], budgets):
+        rows.append(r)
+    recall = {r["method"]: r for r in passage_recall(base, questions, ["dense", "bm25", "hybrid", "hybrid-weighted"])}
+    for name in a.variants.split(","):
+        cfg: G2ConSConfig = base.config.with_(**VARIANTS[name])
+        idx = G2ConSIndex(base.stored, base.embedder, cfg, base.tokenizer)
+        t0 = time.perf_counter()
+        for r in evaluate_retrieval(idx, questions, ["concept"], budgets):
+            r["method"] = name
+            rows.append(r)
+        for r in passage_recall(idx, questions, ["concept"]):
+            recall[name] = {**r, "method": name}
+        print(f"{name}: {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    cr = {(r["method"], r["budget"]): r["context_recall"] for r in rows}
+    head = ["method", *(f"CR@{b}" for b in budgets), "recall@5", "p50 ms @" + str(budgets[-1])]
+    print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+    lat = {(r["method"], r["budget"]): r["latency_ms_p50"] for r in rows}
+    for m in methods:
+        rec = recall.get(m, {}).get("recall@5", "")
+        vals = [m, *(str(cr[(m, b)]) for b in budgets), str(rec), str(lat[(m, budgets[-1])])]
+        print("| " + " | ".join(vals) + " |")
+    if a.out:
+        Path(a.out).write_text(json.dumps({"rows": rows, "recall": list(recall.values()), "args": vars(a)}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

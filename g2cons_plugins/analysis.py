@@ -1,0 +1,215 @@
+"""Language-aware text analysis: the words behind concepts, names, BM25 and the keyword baseline.
+
+One analyzer, applied to each sentence (or query) on its own, so an incremental add analyses only new text:
+
+- **Language**, per text: by script first (Han -> Chinese, kana -> Japanese, Hangul -> Korean), then, for
+  alphabetic scripts, the language whose stop-word list covers most of the text's words; ties and texts with no
+  stop word are English. An English text therefore gets exactly the English analysis, so English corpora
+  analyse as before (``G2ConSConfig(language="english")`` forces it for every text).
+- **Words**: lower-cased runs of two or more word characters (scikit-learn's ``(?u)\\b\\w\\w+\\b``); runs of Chinese
+  or Japanese characters, written without spaces, are segmented: Chinese by jieba (``rjieba``, the maintained
+  jieba-rs binding, when installed) or by character bigrams (always available; Japanese always uses bigrams,
+  as jieba's dictionary is Chinese). Single characters are dropped like single Latin letters.
+- **Stop words**: the text's language list from the ``stop-words`` package (33 languages, bundled, offline;
+  extra ``multilingual``) and NLTK's English list (vendored, always). Without the package only English stop
+  words are known; frequent words are still kept out of the concepts by ``max_df``.
+- **Names** in scripts without case (Chinese, Japanese, Korean, Arabic, Hebrew, Thai, ...): a capital letter
+  cannot mark a name, so every word of such a script counts as a name candidate, and the bridge keeps only the
+  rare ones (2..``bridge_max_df`` chunks, i.e. distinctive by document frequency): see :func:`caseless`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from functools import cache, lru_cache
+
+from .errors import InputError
+from .text import english_stopwords
+
+__all__ = [
+    "SEGMENTERS",
+    "analyzer",
+    "bm25_tokens",
+    "caseless",
+    "detect_language",
+    "has_jieba",
+    "stopwords",
+    "words",
+]
+
+SEGMENTERS = ("auto", "jieba", "bigram")
+_WORD = re.compile(r"(?u)\b\w\w+\b")
+_RUN = re.compile(r"\w+")
+# Han (CJK unified + ext. A + compatibility), kana, Hangul
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_KANA = "\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff"
+_HANGUL = "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
+_CJ = re.compile(f"[{_HAN}{_KANA}]+")
+_HAS_HAN = re.compile(f"[{_HAN}]")
+_HAS_KANA = re.compile(f"[{_KANA}]")
+_HANGUL_RUN = re.compile(f"[{_HANGUL}]+")
+# stop-words package names of the languages detected by their stop words (alphabetic scripts)
+_LISTS = {
+    "es": "spanish", "fr": "french", "de": "german", "it": "italian", "pt": "portuguese", "nl": "dutch",
+    "ca": "catalan", "ro": "romanian", "sv": "swedish", "da": "danish", "no": "norwegian", "fi": "finnish",
+    "pl": "polish", "cs": "czech", "sk": "slovak", "hu": "hungarian", "tr": "turkish", "id": "indonesian",
+    "ru": "russian", "uk": "ukrainian", "bg": "bulgarian", "el": "greek", "ar": "arabic", "fa": "persian",
+    "he": "hebrew", "hi": "hindi", "vi": "vietnamese", "zh": "chinese", "ja": "japanese", "ko": "korean",
+}  # fmt: skip
+
+
+@cache
+def stopwords(language: str) -> frozenset[str]:
+    """Stop words of ``language`` (ISO 639-1 code): English from NLTK (vendored); others from the ``stop-words``
+    package when installed, else empty."""
+    if language == "en":
+        return english_stopwords()
+    name = _LISTS.get(language)
+    if name is None:
+        return frozenset()
+    try:
+        from stop_words import get_stop_words
+    except ImportError:
+        return frozenset()
+    try:
+        return frozenset(w.lower() for w in get_stop_words(name))
+    except Exception:  # a list missing from the installed version
+        return frozenset()
+
+
+@lru_cache(maxsize=1)
+def _alphabetic() -> tuple[tuple[str, frozenset[str], frozenset[str]], ...]:
+    """(code, stop words, those that are not English stop words) of each alphabetic language with a list."""
+    en = english_stopwords()
+    return tuple((code, ws, ws - en) for code in _LISTS if code not in ("zh", "ja", "ko") and (ws := stopwords(code)))
+
+
+@lru_cache(maxsize=1)
+def has_jieba() -> bool:
+    """True when ``rjieba`` (jieba-rs) is installed."""
+    try:
+        import rjieba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def detect_language(text: str) -> str:
+    """ISO 639-1 code of ``text``'s language. Script first: Chinese / Japanese (kana present) / Korean when their
+    characters are at least a third of the word characters (an English sentence quoting a Chinese name stays
+    English). Alphabetic scripts by stop words: another language wins with more stop-word hits than English, two
+    of them words that are not English stop words (short English sentences share "was", "in" with German or
+    Dutch lists; "la", "en", "del" are not English)."""
+    letters = sum(len(r) for r in _RUN.findall(text))
+    if letters:
+        cj = sum(len(r) for r in _CJ.findall(text))
+        if 3 * cj >= letters:
+            return "ja" if _HAS_KANA.search(text) else "zh"
+        if 3 * sum(len(r) for r in _HANGUL_RUN.findall(text)) >= letters:
+            return "ko"
+    ws = _WORD.findall(text.lower())
+    if not ws:
+        return "en"
+    en = english_stopwords()
+    n_en = sum(w in en for w in ws)
+    best, best_n = "en", n_en
+    for code, stop, own in _alphabetic():
+        n = sum(w in stop for w in ws)
+        if n > max(best_n, 2 * n_en + 1) and sum(w in own for w in ws) >= 2:
+            best, best_n = code, n
+    return best
+
+
+def _bigrams(run: str) -> list[str]:
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def _segment(run: str, language: str, segmenter: str) -> list[str]:
+    """Words of a run of Chinese / Japanese characters (single characters dropped)."""
+    use_jieba = language == "zh" and (segmenter == "jieba" or (segmenter == "auto" and has_jieba()))
+    if use_jieba:
+        import rjieba
+
+        return [w for w in rjieba.cut(run) if len(w) >= 2 and not w.isspace()]
+    return _bigrams(run)
+
+
+def words(text: str, language: str | None = None, segmenter: str = "auto", stop: bool = True) -> list[str]:
+    """Lower-cased words of ``text`` (two or more word characters; Chinese / Japanese segmented), minus the stop
+    words of its language (detected unless given) when ``stop``."""
+    if segmenter not in SEGMENTERS:
+        raise InputError(f"segmenter must be one of {SEGMENTERS}, got {segmenter!r}")
+    if segmenter == "jieba" and not has_jieba():
+        raise InputError("segmenter='jieba' needs rjieba: pip install 'g2cons-plugins[multilingual]'")
+    lang = language or detect_language(text)
+    low = text.lower()
+    if lang not in ("zh", "ja") or not _CJ.search(low):
+        out = _WORD.findall(low)
+    else:
+        out = []
+        for run in _RUN.findall(low):
+            if not _CJ.search(run):
+                if len(run) >= 2:
+                    out.append(run)
+                continue
+            pos = 0
+            for m in _CJ.finditer(run):
+                if m.start() - pos >= 2:
+                    out.append(run[pos : m.start()])
+                out.extend(_segment(m.group(), lang, segmenter))
+                pos = m.end()
+            if len(run) - pos >= 2:
+                out.append(run[pos:])
+    if stop:
+        sw = stopwords(lang)
+        if lang != "en":
+            sw = sw | english_stopwords()  # English words inside other languages' texts (names, citations)
+        out = [w for w in out if w not in sw]
+    return out
+
+
+def analyzer(
+    language: str = "auto", segmenter: str = "auto", stop: bool = True, ngram_max: int = 1
+) -> Callable[[str], list[str]]:
+    """A scikit-learn ``analyzer`` callable: :func:`words` (language per text when ``language="auto"``), plus
+    word n-grams up to ``ngram_max`` joined by a space, in scikit-learn's order."""
+    if language not in ("auto", "english"):
+        raise InputError(f"language must be 'auto' or 'english', got {language!r}")
+    fixed = "en" if language == "english" else None
+
+    def analyze(text: str) -> list[str]:
+        toks = words(text, fixed, segmenter, stop)
+        if ngram_max == 1:
+            return toks
+        out = list(toks)
+        for n in range(2, min(ngram_max, len(toks)) + 1):
+            out.extend(" ".join(toks[i : i + n]) for i in range(len(toks) - n + 1))
+        return out
+
+    return analyze
+
+
+_ANY_WORD = re.compile(r"\w+")
+
+
+def bm25_tokens(text: str, language: str = "auto", segmenter: str = "auto") -> list[str]:
+    r"""BM25 tokens: English text as the English BM25 baseline always tokenised it (lower-cased ``\w+`` runs, single
+    characters included, minus NLTK's English stop words); other languages by :func:`words`."""
+    lang = "en" if language == "english" else detect_language(text)
+    if lang == "en":
+        sw = english_stopwords()
+        return [w for w in _ANY_WORD.findall(text.lower()) if w not in sw]
+    return words(text, lang, segmenter)
+
+
+def caseless(word: str) -> bool:
+    """True for a word of a script without letter case (its first letter has no upper/lower form): such a word
+    can be a name without being capitalised."""
+    c = word[:1]
+    return c.isalpha() and c.lower() == c.upper()
+
+
+def mark_caseless(vocab: Sequence[str]) -> list[bool]:
+    """:func:`caseless` of every word."""
+    return [caseless(w) for w in vocab]
