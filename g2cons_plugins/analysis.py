@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import cache, lru_cache
 
 from .errors import InputError
@@ -169,6 +170,27 @@ def words(text: str, language: str | None = None, segmenter: str = "auto", stop:
     return out
 
 
+@dataclass(frozen=True)
+class Analyzer:
+    """A scikit-learn ``analyzer`` callable (plain data, so indexes that hold one pickle and deep-copy):
+    :func:`words` (language per text when ``fixed`` is None), plus word n-grams up to ``ngram_max`` joined by a
+    space, in scikit-learn's order."""
+
+    fixed: str | None
+    segmenter: str
+    stop: bool
+    ngram_max: int
+
+    def __call__(self, text: str) -> list[str]:
+        toks = words(text, self.fixed, self.segmenter, self.stop)
+        if self.ngram_max == 1:
+            return toks
+        out = list(toks)
+        for n in range(2, min(self.ngram_max, len(toks)) + 1):
+            out.extend(" ".join(toks[i : i + n]) for i in range(len(toks) - n + 1))
+        return out
+
+
 def analyzer(
     language: str = "auto", segmenter: str = "auto", stop: bool = True, ngram_max: int = 1
 ) -> Callable[[str], list[str]]:
@@ -176,18 +198,7 @@ def analyzer(
     word n-grams up to ``ngram_max`` joined by a space, in scikit-learn's order."""
     if language not in ("auto", "english"):
         raise InputError(f"language must be 'auto' or 'english', got {language!r}")
-    fixed = "en" if language == "english" else None
-
-    def analyze(text: str) -> list[str]:
-        toks = words(text, fixed, segmenter, stop)
-        if ngram_max == 1:
-            return toks
-        out = list(toks)
-        for n in range(2, min(ngram_max, len(toks)) + 1):
-            out.extend(" ".join(toks[i : i + n]) for i in range(len(toks) - n + 1))
-        return out
-
-    return analyze
+    return Analyzer("en" if language == "english" else None, segmenter, stop, ngram_max)
 
 
 _ANY_WORD = re.compile(r"\w+")
