@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..outputs import atomic_write_bytes, atomic_write_text
+from ..plots import save_figure
 from .evaluation import RECALL_COLUMNS, RESULT_COLUMNS, SELECTION_COLUMNS, format_table
 
 COLORS = {"concept": "C1", "dense": "C4", "bm25": "C0", "keyword": "C5", "concept-paper": "C2", "concept-ppr": "C3"}
@@ -23,6 +25,11 @@ def _plt() -> Any:
     except ImportError as e:
         raise InputError('plots need matplotlib: pip install "g2cons-plugins[eval]"') from e
     return plt
+
+
+def _write_figure(fig: Any, out: Path) -> None:
+    """Save ``fig`` as PNG atomically (a reader never sees half a file) and close it."""
+    atomic_write_bytes(out, save_figure(fig, "png"))
 
 
 def plot_cr(results: Sequence[dict[str, Any]], out: Path) -> None:
@@ -45,8 +52,7 @@ def plot_cr(results: Sequence[dict[str, Any]], out: Path) -> None:
         ax.legend(fontsize=8)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    _write_figure(fig, out)
 
 
 def plot_selection(selection: Sequence[dict[str, Any]], out: Path) -> None:
@@ -77,8 +83,7 @@ def plot_selection(selection: Sequence[dict[str, Any]], out: Path) -> None:
         ax.set_title(f"kappa = {kappa} (by tokens)")
         ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    _write_figure(fig, out)
 
 
 def host_pivot(host: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -161,8 +166,7 @@ def _finish(plt: Any, fig: Any, ax: Any, xlabel: str, title: str, path: Path) ->
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _write_figure(fig, path)
     return path
 
 
@@ -181,8 +185,7 @@ def plot_latency(results: Sequence[dict[str, Any]], out: Path) -> None:
     ax.set_title(f"query latency at beta {beta}")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
+    _write_figure(fig, out)
 
 
 def cr_pivot(results: Sequence[dict[str, Any]], key: str = "context_recall") -> tuple[list[dict[str, Any]], list[str]]:
@@ -245,7 +248,7 @@ def write_report(data: dict[str, Any], directory: Path, command: str = "") -> Pa
     """Write ``report.md`` (+ ``results.json``, ``cr.png``, ``latency.png``, ``selection.png``, and with a host
     ``kappa_frontier.png`` / ``lambda_curve.png``) into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "results.json").write_text(json.dumps(data, indent=2), encoding="utf-8")
+    atomic_write_text(directory / "results.json", json.dumps(data, indent=2))
     plot_cr([data], directory / "cr.png")
     s = data["settings"]
     lines = [
@@ -364,5 +367,5 @@ def write_report(data: dict[str, Any], directory: Path, command: str = "") -> Pa
         "",
     ]
     path = directory / "report.md"
-    path.write_text("\n".join(lines), encoding="utf-8")
+    atomic_write_text(path, "\n".join(lines))
     return path
