@@ -60,7 +60,8 @@ def build_edges(
     else:
         theta = float(theta_sem)
     sel = np.flatnonzero(cos >= theta)
-    sel = sel[np.lexsort((c[sel], r[sel]))]
+    n_concepts = max(int(chunk_incidence.shape[1]), 1)
+    sel = sel[np.argsort(r[sel].astype(np.int64) * n_concepts + c[sel])]  # by (row, col): pairs are unique
     rows, cols, co = r[sel].astype(np.int64), c[sel].astype(np.int64), k[sel]
     del r, c, k
     df = np.asarray(chunk_incidence.sum(axis=0)).ravel().astype(np.float64)

@@ -66,6 +66,19 @@ def _stable_desc(scores: np.ndarray) -> np.ndarray:
     return np.lexsort((np.arange(len(scores)), -scores))
 
 
+def _top_desc(scores: np.ndarray, k: int) -> np.ndarray:
+    """``_stable_desc(scores)[:k]`` without sorting every score: a partition finds the k-th largest value, and only
+    the scores at or above it are sorted (ties by index, so every tie at the cut-off competes on position)."""
+    n = len(scores)
+    if k >= n:
+        return _stable_desc(scores)
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    cut = np.partition(scores, n - k)[n - k]  # the k-th largest value
+    top = np.flatnonzero(scores >= cut)
+    return top[np.lexsort((top, -scores[top]))][:k]
+
+
 def _first(index: Snapshot, beta: int) -> int:
     """How many top units to sort eagerly for a budget: about 3x what fits at the median unit size."""
     return int(3 * beta / index.stored.median_unit_tokens) + 32
@@ -112,12 +125,7 @@ class DenseScores:
         """The ``k`` best units, by score descending, ties by position (all units when ``k >= n``)."""
         k = min(k, self.n)
         if self.ann is None or k >= self.n:
-            scores = self.full()
-            if k >= self.n:
-                return _stable_desc(scores)
-            cut = np.partition(scores, self.n - k)[self.n - k]  # the k-th largest value
-            top = np.flatnonzero(scores >= cut)
-            return top[np.lexsort((top, -scores[top]))][:k]
+            return _top_desc(self.full(), k)
         cand = np.unique(np.asarray(self.ann.search(self.qv, k)[0], dtype=np.int64))
         s = self.of(cand)
         return cand[np.lexsort((cand, -s))][:k]
@@ -301,7 +309,7 @@ def _bfs(A: sp.csr_matrix, seeds: Sequence[int] | np.ndarray, hops: int) -> dict
 def _paper(index: Snapshot, qv: np.ndarray, dense: np.ndarray, beta: int) -> list[RetrievedItem]:
     cfg, dv = index.config, index.derived
     sims = dv.concept_vecs @ qv
-    seeds = _stable_desc(sims)[: cfg.k]
+    seeds = _top_desc(sims, cfg.k)
     f = _Filler(index, beta, stop_on_overflow=True)
     if cfg.rerank == "naive":  # ablation D: seed and expanded concepts' units pooled and reranked together
         pool = _units_of(dv.unit_concepts, list(_bfs(dv.A, seeds, cfg.n_hops)))
@@ -353,7 +361,7 @@ def _bridge(
     n_dense = len(seeds)
     if lexical is not None and cfg.lexical_seeds > 0:  # the best BM25 units seed bridges too
         have = set(seeds)
-        lex_top = [u for u in _stable_desc(lexical)[: cfg.lexical_seeds + len(seeds)].tolist() if lexical[u] > 0]
+        lex_top = [u for u in _top_desc(lexical, cfg.lexical_seeds + len(seeds)).tolist() if lexical[u] > 0]
         seeds += [u for u in lex_top if u not in have][: cfg.lexical_seeds]
     seed_scores = sc.of(np.asarray(seeds, dtype=np.int64))
     ref = max(float(seed_scores.max()), 1e-6) if seeds else 1.0
@@ -412,7 +420,7 @@ def _ppr(index: Snapshot, query: str, dense: np.ndarray, beta: int) -> list[Retr
     if qc:
         w = 1.0 / np.maximum(dv.df[qc], 1)
         p[qc] = 0.5 * w / w.sum()
-    top = _stable_desc(dense)[:10]
+    top = _top_desc(dense, 10)
     p[n_c + top] += (0.5 if qc else 1.0) / len(top)
     pr = pagerank(H, damping=cfg.ppr_damping, personalization=p)[n_c:]
     rr = 1.0 / (60 + np.argsort(_stable_desc(pr))) + 1.0 / (60 + np.argsort(_stable_desc(dense)))
@@ -468,7 +476,7 @@ def _e2(index: Snapshot, query: str, dense: np.ndarray, beta: int) -> list[Retri
     if eq and not local:
         mode = "global_occurrence"
         eq_set = set(eq)
-        top = _stable_desc(dense)[: 2 * cfg.e2_max_units]
+        top = _top_desc(dense, 2 * cfg.e2_max_units)
         held = {int(u): len(eq_set.intersection(_row(dv.unit_inc, int(u)).tolist())) for u in top}
         local = sorted((u for u in held if held[u] > 0), key=lambda u: (-held[u], -dense[u], u))
     for u in local:

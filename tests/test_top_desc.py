@@ -1,0 +1,26 @@
+"""The partial top-k used on every query equals the full stable sort's first k, ties included."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from g2cons_plugins.retrieval import _stable_desc, _top_desc
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(min_value=-3, max_value=3), min_size=0, max_size=60),  # few values: many ties
+    st.integers(min_value=0, max_value=70),
+)
+def test_top_desc_equals_the_full_stable_sort(values: list[int], k: int) -> None:
+    scores = np.asarray(values, dtype=np.float64) / 2.0
+    got = _top_desc(scores, k)
+    assert got.tolist() == _stable_desc(scores)[:k].tolist()
+
+
+def test_top_desc_breaks_ties_at_the_cut_off_by_position() -> None:
+    scores = np.array([0.0, 1.0, 0.5, 1.0, 0.5, 0.5])
+    assert _top_desc(scores, 3).tolist() == [1, 3, 2]
+    assert _top_desc(scores, 4).tolist() == [1, 3, 2, 4]
