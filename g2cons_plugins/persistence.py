@@ -8,7 +8,7 @@ Layout of an index directory (format version 2)::
         chunks.jsonl           one {"id", "text", "metadata", "n_tokens"} per line
         units.jsonl            one {"id", "parent_id", "text", "n_tokens", "sentences": [positions]} per line
         sentences.json         the distinct sentences, in order
-        sentence_vectors.npy   float32 (n_sentences, dim)
+        sentence_vectors.npy   float32 (n_sentences, dim), memory-mapped on load
         unit_vectors.npy       float32 (n_units, dim), memory-mapped on load
         derived.npz/.json      the derived state (:mod:`g2cons_plugins.derived_io`), so a load does not re-derive
     .lock                    taken by a saving process (``fcntl.flock``); loaders never lock
@@ -618,14 +618,14 @@ def _read_stored(folder: Path, dim: int) -> Stored:
         cols.extend([len(units) - 1] * len(sent))
     if {u.parent_id for u in units} != set(pos):
         raise PersistError(f"{uf}: some chunks of {cf.name} have no retrieval unit")
-    sent_vecs = _vectors(folder / "sentence_vectors.npy", len(sentences), dim, mmap=False)
+    sent_vecs = _vectors(folder / "sentence_vectors.npy", len(sentences), dim, mmap=True)  # read only by derive
     unit_vecs = _vectors(folder / "unit_vectors.npy", len(units), dim, mmap=True)
     sent_unit = binary(
         sp.csr_matrix((np.ones(len(rows_), np.float32), (rows_, cols)), shape=(len(sentences), len(units)))
     )
     arrays = [np.asarray(chunk_tokens, dtype=np.int64), np.asarray(parents, dtype=np.int64)]
     arrays.append(np.array([u.n_tokens for u in units], dtype=np.int64))
-    for a in arrays + [sent_vecs]:
+    for a in arrays:
         a.flags.writeable = False
     return Stored(
         chunks=chunks,
