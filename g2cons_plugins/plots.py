@@ -21,7 +21,8 @@ from .errors import InputError
 _COLORS = {"seed": "#1f77b4", "bridge": "#ff7f0e", "concept": "#2ca02c", "dense": "#7f7f7f"}
 
 
-def _plt() -> Any:
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` with the non-interactive Agg backend (InputError naming the extra when missing)."""
     try:
         import matplotlib
 
@@ -40,7 +41,7 @@ def _short(text: str, n: int = 38) -> str:
 def concept_path_figure(question: str, items: Sequence[Any], kept_chunks: set[str], unit_concepts: Any) -> Any:
     """The figure of one question's concept path (see module doc). ``unit_concepts``: unit id -> set of its
     concepts (joins seed units to the bridge concepts they hold)."""
-    plt = _plt()
+    plt = pyplot()
     seeds = [x for x in items if x.reason.get("via") == "seed"]
     bridged = [x for x in items if x.reason.get("via") == "bridge"]
     rest = [x for x in items if x.reason.get("via") not in ("seed", "bridge")]
@@ -113,7 +114,7 @@ def concept_path_figure(question: str, items: Sequence[Any], kept_chunks: set[st
 def selection_figure(doc_tokens: Sequence[tuple[str, int, int]], curve: Sequence[tuple[float, float]], kappa: float,
                      top: int = 25) -> Any:  # fmt: skip
     """Kept/dropped tokens per document (the ``top`` largest) and concept coverage vs kappa."""
-    plt = _plt()
+    plt = pyplot()
     docs = sorted(doc_tokens, key=lambda d: -(d[1] + d[2]))[:top]
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, max(4.0, 0.28 * len(docs) + 1.5)),
                                gridspec_kw={"width_ratios": [1.5, 1]})  # fmt: skip
@@ -141,7 +142,7 @@ def selection_figure(doc_tokens: Sequence[tuple[str, int, int]], curve: Sequence
 
 def save_figure(fig: Any, fmt: str) -> bytes:
     """The figure as ``png`` or ``svg`` bytes (and closes it)."""
-    plt = _plt()
+    plt = pyplot()
     buf = io.BytesIO()
     fig.savefig(buf, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else None)
     plt.close(fig)

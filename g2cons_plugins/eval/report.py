@@ -8,23 +8,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
 from ..outputs import atomic_write_bytes, atomic_write_text
-from ..plots import save_figure
+from ..plots import pyplot, save_figure
 from .evaluation import RECALL_COLUMNS, RESULT_COLUMNS, SELECTION_COLUMNS, format_table
 
 COLORS = {"concept": "C1", "dense": "C4", "bm25": "C0", "keyword": "C5", "concept-paper": "C2", "concept-ppr": "C3"}
-
-
-def _plt() -> Any:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as e:
-        raise InputError('plots need matplotlib: pip install "g2cons-plugins[eval]"') from e
-    return plt
 
 
 def _write_figure(fig: Any, out: Path) -> None:
@@ -34,7 +22,7 @@ def _write_figure(fig: Any, out: Path) -> None:
 
 def plot_cr(results: Sequence[dict[str, Any]], out: Path) -> None:
     """CR vs budget, one panel per result set (``{"results": [...], "settings": {...}}``)."""
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(results), figsize=(6 * len(results), 4.2), squeeze=False)
     for ax, data in zip(axes[0], results, strict=True):
         for m in sorted({r["method"] for r in data["results"]}):
@@ -57,7 +45,7 @@ def plot_cr(results: Sequence[dict[str, Any]], out: Path) -> None:
 
 def plot_selection(selection: Sequence[dict[str, Any]], out: Path) -> None:
     """Answer coverage of each selector against uniform and length-matched random, per kappa."""
-    plt = _plt()
+    plt = pyplot()
     kappas = sorted({r["kappa"] for r in selection})
     fig, axes = plt.subplots(1, len(kappas), figsize=(5.5 * len(kappas), 3.8), squeeze=False)
     for ax, kappa in zip(axes[0], kappas, strict=True):
@@ -104,7 +92,7 @@ def host_pivot(host: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
 
 def plot_host(host: dict[str, Any], directory: Path) -> tuple[Path, Path]:
     """``kappa_frontier.png`` (KG build tokens vs CR of host and fused) and ``lambda_curve.png`` (CR vs lambda)."""
-    plt = _plt()
+    plt = pyplot()
     main = host["main"]
     share = {b["kappa"]: b["share_of_full_input_tokens"] for b in host["builds"]}
     budgets = sorted({r["budget"] for r in host["sweep"]})
@@ -172,7 +160,7 @@ def _finish(plt: Any, fig: Any, ax: Any, xlabel: str, title: str, path: Path) ->
 
 def plot_latency(results: Sequence[dict[str, Any]], out: Path) -> None:
     """Query latency p50/p95 per method at the smallest budget (host rows: host retrieval alone)."""
-    plt = _plt()
+    plt = pyplot()
     beta = min(r["budget"] for r in results)
     rows = [r for r in results if r["budget"] == beta and r.get("latency_ms_p50") is not None]
     fig, ax = plt.subplots(figsize=(6.5, 3.6))
