@@ -88,7 +88,11 @@ class G2ConSConfig:
     e2_hops: int = 4  # E2GraphRAG router: initial hop threshold h
     e2_max_units: int = 25  # ... tighten h until at most this many local units
     # --- scale ------------------------------------------------------------------------------------------
-    ann_threshold: int | None = 200_000  # from this many units on, dense candidates come from an HNSW index
+    # From this many units on, dense candidates come from an HNSW index (usearch, extra [ann]); None: always exact.
+    # Opt-in: the graph is rebuilt single-threaded for every snapshot (build, load, add, remove): 225 s for 62k units
+    # here (2 shared cores), and a search for the ~230 units a 2k budget needs, at recall 0.98, took as long as the
+    # exact scan (benchmarks/scale/README.md has the measurements).
+    ann_threshold: int | None = None
     # --- fusion -----------------------------------------------------------------------------------------
     lambda_: float | None = None  # None -> 0.4 (default mode) / 0.6 (paper mode)
     spill: bool | None = None  # None -> True (default mode) / False (paper mode: hard lambda caps)
