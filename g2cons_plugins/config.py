@@ -89,9 +89,9 @@ class G2ConSConfig:
     e2_max_units: int = 25  # ... tighten h until at most this many local units
     # --- scale ------------------------------------------------------------------------------------------
     # From this many units on, dense candidates come from an HNSW index (usearch, extra [ann]); None: always exact.
-    # Opt-in: the graph is rebuilt single-threaded for every snapshot (build, load, add, remove): 225 s for 62k units
-    # here (2 shared cores), and a search for the ~230 units a 2k budget needs, at recall 0.98, took as long as the
-    # exact scan (benchmarks/scale/README.md has the measurements).
+    # Opt-in: the graph is rebuilt single-threaded for every snapshot (build, load, add, remove): 100 s for 62k units
+    # here, more than the whole 40k-passage build, and at recall 0.99 a search took 10.7 ms against 12.2 ms for the
+    # exact scan (benchmarks/scale/results/unit_search_40k_wordllama.md).
     ann_threshold: int | None = None
     # --- fusion -----------------------------------------------------------------------------------------
     lambda_: float | None = None  # None -> 0.4 (default mode) / 0.6 (paper mode)
