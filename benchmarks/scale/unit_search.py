@@ -1,9 +1,12 @@
 """Dense unit search at scale: the exact scan against the approximate routes tried for issue 12.
 
-    nice -n 10 python benchmarks/scale/unit_search.py --index PATH --out benchmarks/scale/results/unit_search
+    python -c "import sys; sys.path.insert(0, 'benchmarks/scale'); import corpus; from g2cons_plugins import \
+        G2ConSIndex; G2ConSIndex.build(list(corpus.passages(40000)), embedder='wordllama').save('/tmp/idx40000')"
+    nice -n 5 python benchmarks/scale/unit_search.py --index /tmp/idx40000 \
+        --out benchmarks/scale/results/unit_search_40k_wordllama
 
-``PATH`` is a saved G2ConS index (e.g. one written by ``bench.py``'s build job, or ``G2ConSIndex.build(...).save``
-on ``corpus.passages(40000)``). Its unit vectors are searched with the embedded MuSiQue ketrag500 questions
+``--index`` is any saved G2ConS index (above: the 40k-passage generated corpus, 61,756 units). Its unit vectors
+are searched with the embedded MuSiQue ketrag500 questions
 (the index's embedder, query prefix where it has one) for k = 10 (the seeds) and k = the eager candidate count of
 a 2k budget (``3 * 2000 / median_unit_tokens + 32``, the units a default query ranks). Routes:
 
