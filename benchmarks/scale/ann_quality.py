@@ -1,8 +1,10 @@
-"""Does the approximate unit index cost quality? Exact vs HNSW (usearch) retrieval on a real multi-hop set.
+"""Does the approximate unit index (or float16 unit vectors) cost quality? Exact vs HNSW (usearch) retrieval on a
+real multi-hop set; ``--variant float16``: exact float32 vectors vs the same vectors rounded to float16.
 
     nice -n 10 python benchmarks/scale/ann_quality.py --corpus ../shared/data/musique/ketrag500_corpus.jsonl \\
         --questions ../shared/data/musique/ketrag500_questions.jsonl --embedder wordllama \\
         --out benchmarks/scale/results/ann_quality_musique_wordllama.json
+    (the same with ``--variant float16 --out benchmarks/scale/results/float16_quality_musique_wordllama.json``)
 
 One index is built; a second one shares its stored state but has ``ann_threshold=1`` (the HNSW path is forced
 although the corpus is small). For every question and budget it reports Context Recall of both, and the recall of
@@ -36,6 +38,7 @@ def main() -> None:
     ap.add_argument("--cache-dir", default="benchmarks/cache")
     ap.add_argument("--budgets", default="1000,2000,4000")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--variant", choices=("ann", "float16"), default="ann", help="what the second index changes")
     args = ap.parse_args()
 
     rows = read_jsonl(args.corpus)
@@ -43,12 +46,24 @@ def main() -> None:
     questions = load_questions(args.questions)
     embedder = CachedEmbedder(get_embedder(args.embedder), cache_dir=args.cache_dir)
     exact = G2ConSIndex.build(docs, embedder=embedder)
-    approx = G2ConSIndex(exact.stored, exact.embedder, exact.config.with_(ann_threshold=1), exact.tokenizer)
+    if args.variant == "ann":
+        approx = G2ConSIndex(exact.stored, exact.embedder, exact.config.with_(ann_threshold=1), exact.tokenizer)
+    else:  # the unit vectors a float16 store would hold (the query vector stays float32)
+        import dataclasses
+
+        import numpy as np
+
+        half = np.asarray(exact.stored.unit_vecs, dtype=np.float16).astype(np.float32)
+        half.flags.writeable = False
+        approx = G2ConSIndex(
+            dataclasses.replace(exact.stored, unit_vecs=half), exact.embedder, exact.config, exact.tokenizer
+        )
     qvecs = exact.embedder.embed([q["question"] for q in questions])
     budgets = [int(b) for b in args.budgets.split(",")]
     out: dict[str, Any] = {
         "corpus": args.corpus,
         "embedder": args.embedder,
+        "variant": args.variant,
         "n_units": len(exact.units),
         "n_questions": len(questions),
         "rows": [],
