@@ -23,6 +23,14 @@ from scipy.stats import binomtest
 METRICS = (("host_cr", "host_hits", "host-KG CR"), ("fused_cr", "fused_hits", "fused CR"))
 
 
+LABELS = {
+    "hotpotqa_minilm": "HotpotQA train100",
+    "musique_minilm": "MuSiQue train100",
+    "musique_ketrag500_minilm": "MuSiQue ketrag500",
+    "2wiki_ketrag500_minilm": "2Wiki ketrag500",
+}
+
+
 def _name(selector: str) -> str:
     return "default" if selector.startswith("default") else selector
 
@@ -34,7 +42,16 @@ def _load(paths: list[str]) -> dict[str, list[dict[str, Any]]]:
         if not data.get("selection_downstream"):
             continue
         sets[Path(p).stem.removeprefix("selection_downstream_")] = data["selection_downstream"]
-    return sets
+    order = list(LABELS)
+    return dict(
+        sorted(
+            sets.items(),
+            key=lambda kv: (
+                order.index(kv[0].removesuffix("_chunks")) if kv[0].removesuffix("_chunks") in order else len(order),
+                kv[0],
+            ),
+        )
+    )
 
 
 def _sign(wins: int, losses: int) -> float:
@@ -52,6 +69,7 @@ def _section(title: str, sets: dict[str, list[dict[str, Any]]]) -> list[str]:
     if not sets:
         return []
     names = list(sets)
+    heads = [LABELS.get(s, s) for s in names]
     selectors = list(dict.fromkeys(_name(r["selector"]) for rows in sets.values() for r in rows))
     kappas = sorted({r["kappa"] for rows in sets.values() for r in rows})
     budgets = sorted({r["budget"] for rows in sets.values() for r in rows})
@@ -59,7 +77,7 @@ def _section(title: str, sets: dict[str, list[dict[str, Any]]]) -> list[str]:
     bl = " / ".join(f"{b // 1000}k" if b % 1000 == 0 else str(b) for b in budgets)
     out = [f"## {title}", ""]
     for key, _, label in METRICS:
-        out += [f"### {label} at {bl} tokens", "", "| kappa | selector | " + " | ".join(names) + " | mean |"]
+        out += [f"### {label} at {bl} tokens", "", "| kappa | selector | " + " | ".join(heads) + " | mean |"]
         out.append("|" + "---|" * (len(names) + 3))
         for k in kappas:
             for sel in selectors:
@@ -74,7 +92,7 @@ def _section(title: str, sets: dict[str, list[dict[str, Any]]]) -> list[str]:
     out += [
         "### Build cost: calls (kept chunks) / input-token share (chunk + prompt tokens per call) / chunk-token share",
         "",
-        "| kappa | selector | " + " | ".join(names) + " |",
+        "| kappa | selector | " + " | ".join(heads) + " |",
         "|" + "---|" * (len(names) + 2),
     ]
     for k in kappas:
@@ -94,7 +112,7 @@ def _section(title: str, sets: dict[str, list[dict[str, Any]]]) -> list[str]:
         out += [
             f"### Paired: default minus each selector, {label} (points; wins/losses; exact sign-test p)",
             "",
-            "| kappa | budget | vs | " + " | ".join(names) + " | pooled over sets |",
+            "| kappa | budget | vs | " + " | ".join(heads) + " | pooled over sets |",
             "|" + "---|" * (len(names) + 4),
         ]
         for k in kappas:
