@@ -20,6 +20,7 @@ from typing import Any
 
 from scipy.stats import binomtest
 
+GOLD: dict[str, str] = {}  # set -> "supporting passages | their median tokens | the others' median tokens"
 METRICS = (("host_cr", "host_hits", "host-KG CR"), ("fused_cr", "fused_hits", "fused CR"))
 
 
@@ -35,13 +36,35 @@ def _name(selector: str) -> str:
     return "default" if selector.startswith("default") else selector
 
 
+def _gold_lengths(settings: dict[str, Any]) -> str:
+    """Median tokens of the supporting passages and of the others (the corpus and questions the run used)."""
+    import statistics
+
+    from g2cons_plugins.eval.evaluation import load_questions, read_jsonl
+    from g2cons_plugins.text import get_tokenizer
+
+    corpus, questions = Path(settings["corpus"]), Path(settings["questions"])
+    if not corpus.exists() or not questions.exists():
+        return "- | - | -"
+    gold = {g for q in load_questions(questions) for g in q.get("supporting_passage_ids") or []}
+    tok = get_tokenizer()
+    n = {c["id"]: len(tok.encode(c["text"])) for c in read_jsonl(corpus)}
+    g = [v for k, v in n.items() if k in gold]
+    o = [v for k, v in n.items() if k not in gold]
+    med = f"{statistics.median(g):g}" if g else "-"
+    return f"{len(g):,} | {med} | {statistics.median(o):g}"
+
+
 def _load(paths: list[str]) -> dict[str, list[dict[str, Any]]]:
     sets: dict[str, list[dict[str, Any]]] = {}
     for p in paths:
         data = json.loads(Path(p).read_text(encoding="utf-8"))
         if not data.get("selection_downstream"):
             continue
-        sets[Path(p).stem.removeprefix("selection_downstream_")] = data["selection_downstream"]
+        name = Path(p).stem.removeprefix("selection_downstream_")
+        sets[name] = data["selection_downstream"]
+        if not name.endswith("_chunks"):
+            GOLD[name] = _gold_lengths(data["settings"])
     order = list(LABELS)
     return dict(
         sorted(
@@ -161,6 +184,13 @@ def main(paths: list[str]) -> int:
     lines = ["# Selection judged downstream: summary", ""]
     lines += _section("kappa by tokens (the default: equal input tokens, chunk + prompt, per kappa)", by_tokens)
     lines += _section("kappa by chunks (--set kappa_by=chunks: equal calls per kappa)", by_chunks)
+    lines += [
+        "## Passage length: supporting passages (gold ids in the questions) against the rest, cl100k tokens",
+        "",
+        "| set | supporting passages | median tokens, supporting | median tokens, other |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| {LABELS.get(s, s)} | {GOLD[s]} |" for s in by_tokens if s in GOLD]
     print("\n".join(lines))
     return 0
 
