@@ -5,8 +5,8 @@
 # passage recall, all-gold-found, passage recall@2/5/10, paired sign tests, and per-question JSONL.
 # Status of the committed results: sections 1 and 2 were produced by this script (2wiki_ketrag500_minilm by the
 # same command run on its own; its .md is the command's stdout); section 3 was not run as written (the committed
-# development sweeps are in results/issue14/dev/ with their own commands); section 4 ran with --budgets 1000,2000
-# exactly as below (its .md is the command's stdout).
+# development sweeps are in results/issue14/dev/ with their own commands); section 4 ran exactly as below, each
+# command on its own (its .md is the command's stdout).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 D=${G2CONS_DATA:-../shared/data}  # the shared data folder (set G2CONS_DATA where it is elsewhere)
@@ -48,9 +48,22 @@ done; done
 nice -n 10 python benchmarks/issue14_sweep.py --corpus $D/multilingual/xquad_zh300_corpus.jsonl \
   --questions $D/multilingual/xquad_zh300_questions.jsonl --embedder multilingual --cache-dir benchmarks/cache \
   --budgets 500,1000 --out $R/sweep_xquad_zh_multilingual.json > $R/sweep_xquad_zh_multilingual.md
-# 4. selection judged downstream (LLM-free llama-index-ner host KG from each selector's kept chunks)
-nice -n 10 g2cons eval --corpus $D/hotpotqa/hipporag_train100_corpus.jsonl \
-  --questions $D/hotpotqa/hipporag_train100_questions.jsonl --methods concept --budgets 1000,2000 \
-  --embedder minilm $C --selection-downstream --out $R/selection_downstream_hotpotqa_minilm.json \
-  > $R/selection_downstream_hotpotqa_minilm.md
+# 4. selection judged downstream (LLM-free llama-index-ner host KG from each selector's kept chunks): kappa by
+#    tokens (the default: every selector is sent the same extraction input tokens, chunk + prompt, per kappa),
+#    then kappa by chunks on the train100 sets (the same number of extraction calls per kappa); the summary pairs
+#    the default with every other selector per question (run as below, with --cache-dir /work/main/benchmarks/cache)
+downstream() {  # downstream NAME SET [extra options]
+  local name=$1 set=$2
+  shift 2
+  nice -n 10 g2cons eval --corpus $D/${set}_corpus.jsonl --questions $D/${set}_questions.jsonl --methods concept \
+    --budgets 1000,2000 --embedder minilm $C --selection-downstream "$@" --out $R/selection_downstream_$name.json \
+    > $R/selection_downstream_$name.md
+}
+downstream hotpotqa_minilm hotpotqa/hipporag_train100
+downstream musique_minilm musique/hipporag_train100
+downstream musique_ketrag500_minilm musique/ketrag500
+downstream 2wiki_ketrag500_minilm 2wikimultihopqa/ketrag500
+downstream hotpotqa_minilm_chunks hotpotqa/hipporag_train100 --set kappa_by=chunks
+downstream musique_minilm_chunks musique/hipporag_train100 --set kappa_by=chunks
+python benchmarks/selection_downstream_summary.py $R/selection_downstream_*.json > $R/selection_downstream_summary.md
 python benchmarks/issue14_summary.py $R/*.json > $R/summary.md

@@ -216,9 +216,21 @@ def test_selection_downstream_builds_one_host_kg_per_selector(corpus: list[dict[
     default = host.builds[0]
     matched = host.builds[1]
     assert len(matched.kept_ids) == len(default.kept_ids)  # the same number of chunks, random ones
-    for r in rows:
+    tokens = dict(zip([c.id for c in index.stored.chunks], index.stored.chunk_tokens.tolist(), strict=True))
+    for r, b in zip(rows, host.builds, strict=True):
         assert 0 <= r["host_cr"] <= 100 and 0 <= r["fused_cr"] <= 100
+        # cost of the build: one call per kept chunk, its tokens plus the host's prompt
+        assert r["calls"] == len(b.kept_ids)
+        assert r["input_tokens"] == sum(tokens[c] for c in b.kept_ids) + 50 * len(b.kept_ids)
+        # per-question hits agree with the rate
+        assert len(r["host_hits"]) == len(questions) and set(r["host_hits"] + r["fused_hits"]) <= {"0", "1"}
+        assert r["host_cr"] == 100.0 * r["host_hits"].count("1") / len(questions)
+        assert r["fused_cr"] == 100.0 * r["fused_hits"].count("1") / len(questions)
         if r["kappa"] == 1.0:  # everything kept: the oracle host finds every answer
-            assert r["host_cr"] == 100.0 and r["kept_token_share"] == 1.0
+            assert r["host_cr"] == 100.0 and r["kept_token_share"] == 1.0 and r["input_share"] == 1.0
     with pytest.raises(InputError, match="downstream selectors"):
         selection_downstream(index, questions, host, selectors=["best"])
+    # any selector of selection.SELECTORS can be judged
+    host2 = GoldHost(questions)
+    rows = selection_downstream(index, questions, host2, kappas=[0.5], budgets=[400], selectors=["concept_coverage"])
+    assert [b.selector for b in host2.builds] == ["concept_coverage"] and rows[0]["selector"] == "concept_coverage"

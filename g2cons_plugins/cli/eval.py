@@ -135,6 +135,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             load_host(args.host or "llama-index-ner"),
             kappas=args.downstream_kappas,
             budgets=args.budgets,
+            selectors=[x.strip() for x in args.downstream_selectors.split(",") if x.strip()],
             show_progress=not args.quiet,
         )
     if args.answer_model:
@@ -282,9 +283,15 @@ def register(sub: Any) -> None:
         "--selection-downstream",
         action="store_true",
         help="judge selectors by the host KG built from their kept chunks (--host, default llama-index-ner): "
-        "default, length-matched random, shortest-first and uniform at --downstream-kappas; host-KG and fused CR",
+        "--downstream-selectors at --downstream-kappas; host-KG and fused CR, calls and input tokens",
     )
     e.add_argument("--downstream-kappas", type=shares, default=[0.2, 0.5, 0.8])
+    e.add_argument(
+        "--downstream-selectors",
+        default="default,length-matched-random,shortest,uniform",
+        help="selectors judged by --selection-downstream: default (the index's), length-matched-random, or any "
+        "selector name (coverage, concept_coverage, pagerank, shortest, uniform, knn_pagerank)",
+    )
     e.add_argument("--report", type=Path, default=None, help="write a Markdown report with PNG plots to this folder")
     e.add_argument(
         "--host",

@@ -183,7 +183,16 @@ def evaluate_host(
 
 
 DOWNSTREAM_SELECTORS = ("default", "length-matched-random", "shortest", "uniform")
-DOWNSTREAM_COLUMNS = ("kappa", "selector", "kept_chunks", "kept_token_share", "budget", "host_cr", "fused_cr")
+DOWNSTREAM_COLUMNS = (
+    "kappa",
+    "selector",
+    "kept_chunks",
+    "kept_token_share",
+    "input_tokens",
+    "budget",
+    "host_cr",
+    "fused_cr",
+)
 
 
 def _length_matched(index: G2ConSIndex, kept_ids: Sequence[str], seed: int) -> list[str]:
@@ -216,14 +225,24 @@ def selection_downstream(
     """Selection judged by what it is for: for each kappa and selector, the host KG is built over the kept chunks
     and measured alone (host-KG CR) and fused with the concept path (the index's lambda and spill). Selectors:
     ``default`` (the index's selector), ``length-matched-random`` (random chunks with the default's chunk-length
-    profile, ``seed``), ``shortest`` (shortest chunks first) and ``uniform`` (random order, ``seed``)."""
+    profile, ``seed``), or any name in :data:`~g2cons_plugins.selection.SELECTORS` (e.g. ``shortest``: shortest
+    chunks first; ``uniform``: random order, ``seed``).
+
+    Each row also holds the build's cost: ``calls`` (one extraction call per kept chunk), ``input_tokens`` (kept
+    chunk tokens + the host's prompt per call; with ``kappa_by="tokens"`` every selector is held to about the same
+    input tokens at one kappa) and ``build_s``; and the per-question hits, ``host_hits`` / ``fused_hits``, as
+    strings of 0/1 in question order, for paired tests between selectors."""
     from dataclasses import replace
 
     from tqdm.auto import tqdm
 
-    bad = [s for s in selectors if s not in DOWNSTREAM_SELECTORS]
+    from ..selection import SELECTORS
+
+    bad = [s for s in selectors if s not in ("default", "length-matched-random", *SELECTORS)]
     if bad:
-        raise InputError(f"unknown downstream selectors {bad}; choose from {DOWNSTREAM_SELECTORS}")
+        raise InputError(
+            f"unknown downstream selectors {bad}; choose from {('default', 'length-matched-random', *SELECTORS)}"
+        )
     qvecs = embed_queries(index, [q["question"] for q in questions])
     pairs = list(zip(questions, qvecs, strict=True))
     concept = {b: [retrieve(index, q["question"], beta=b, query_vector=v) for q, v in pairs] for b in budgets}
@@ -231,6 +250,7 @@ def selection_downstream(
     lam, spill = index.config.fusion_lambda, index.config.fusion_spill
     tokens = {c.id: int(t) for c, t in zip(index.stored.chunks, index.stored.chunk_tokens, strict=True)}
     total = sum(tokens.values())
+    full_input = total + prompt * len(tokens)
     rows: list[dict[str, Any]] = []
     for kappa in kappas:
         default = index.select(kappa=kappa, prompt_tokens_per_call=prompt)
@@ -247,26 +267,37 @@ def selection_downstream(
                 )
             else:
                 report = index.select(kappa=kappa, selector=sel, prompt_tokens_per_call=prompt, seed=seed)
+            t0 = time.perf_counter()
             host.build(index, report, show_progress=False)
-            hits = {b: [0, 0] for b in budgets}
+            build_s = time.perf_counter() - t0
+            hits: dict[int, tuple[list[int], list[int]]] = {b: ([], []) for b in budgets}
             for i, q in enumerate(tqdm(questions, desc=f"{sel} kappa={kappa:g}", disable=not show_progress)):
                 hitems = host.retrieve(q["question"])
                 for b in budgets:
                     alone = fuse(hitems, [], b, 1.0, tokenizer=index.tokenizer, spill=False)
                     fused = fuse(hitems, concept[b][i], b, lam, tokenizer=index.tokenizer, spill=spill)
-                    hits[b][0] += answer_in_context(q["answers"], "\n".join(f.text for f in alone))
-                    hits[b][1] += answer_in_context(q["answers"], "\n".join(f.text for f in fused))
+                    hits[b][0].append(int(answer_in_context(q["answers"], "\n".join(f.text for f in alone))))
+                    hits[b][1].append(int(answer_in_context(q["answers"], "\n".join(f.text for f in fused))))
+            calls = len(report.kept_ids)
             for b in budgets:
+                host_hits, fused_hits = hits[b]
                 rows.append(
                     {
                         "kappa": kappa,
                         "selector": sel if sel != "default" else f"default ({default.selector})",
-                        "kept_chunks": len(report.kept_ids),
+                        "kept_chunks": calls,
                         "kept_token_share": round(report.kept_tokens / max(total, 1), 4),
+                        "calls": calls,
+                        "input_tokens": report.kept_tokens + prompt * calls,
+                        "input_share": round((report.kept_tokens + prompt * calls) / max(full_input, 1), 4),
+                        "prompt_tokens_per_call": prompt,
                         "budget": b,
-                        "host_cr": round(100.0 * hits[b][0] / len(questions), 2),
-                        "fused_cr": round(100.0 * hits[b][1] / len(questions), 2),
+                        "host_cr": round(100.0 * sum(host_hits) / len(questions), 2),
+                        "fused_cr": round(100.0 * sum(fused_hits) / len(questions), 2),
                         "n_questions": len(questions),
+                        "build_s": round(build_s, 3),
+                        "host_hits": "".join(map(str, host_hits)),
+                        "fused_hits": "".join(map(str, fused_hits)),
                     }
                 )
     return rows
