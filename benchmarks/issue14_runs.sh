@@ -11,7 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 D=${G2CONS_DATA:-../shared/data}  # the shared data folder (set G2CONS_DATA where it is elsewhere)
 R=benchmarks/results/issue14
-C="--cache-dir benchmarks/cache --quiet"
+CACHE=${G2CONS_CACHE:-benchmarks/cache}  # the embedding cache (set G2CONS_CACHE to share one across worktrees)
+C="--cache-dir $CACHE --quiet"
 M=dense,bm25,hybrid,hybrid-weighted,keyword,concept,concept-dense
 mkdir -p $R
 export HF_HUB_OFFLINE=1
@@ -42,11 +43,11 @@ run 2wiki_ketrag500_minilm 2wikimultihopqa/ketrag500 minilm 1000,2000,4000
 for emb in wordllama minilm; do for set in hotpotqa/hipporag_train100 musique/hipporag_train100; do
   name=$(echo $set | cut -d/ -f1)
   nice -n 10 python benchmarks/issue14_sweep.py --corpus $D/${set}_corpus.jsonl --questions $D/${set}_questions.jsonl \
-    --embedder $emb --cache-dir benchmarks/cache --budgets 1000,2000,4000 --out $R/sweep_${name}_$emb.json \
+    --embedder $emb --cache-dir $CACHE --budgets 1000,2000,4000 --out $R/sweep_${name}_$emb.json \
     > $R/sweep_${name}_$emb.md
 done; done
 nice -n 10 python benchmarks/issue14_sweep.py --corpus $D/multilingual/xquad_zh300_corpus.jsonl \
-  --questions $D/multilingual/xquad_zh300_questions.jsonl --embedder multilingual --cache-dir benchmarks/cache \
+  --questions $D/multilingual/xquad_zh300_questions.jsonl --embedder multilingual --cache-dir $CACHE \
   --budgets 500,1000 --out $R/sweep_xquad_zh_multilingual.json > $R/sweep_xquad_zh_multilingual.md
 # 4. selection judged downstream (LLM-free llama-index-ner host KG from each selector's kept chunks)
 nice -n 10 g2cons eval --corpus $D/hotpotqa/hipporag_train100_corpus.jsonl \
