@@ -20,6 +20,7 @@ export HF_HUB_OFFLINE=1
 run() {  # run NAME SET EMBEDDER BUDGETS [extra options]
   local name=$1 set=$2 emb=$3 budgets=$4
   shift 4
+  if [ -n "${ONLY:-}" ] && [[ ",$ONLY," != *",$name,"* ]]; then return 0; fi
   nice -n 10 g2cons eval --corpus $D/${set}_corpus.jsonl --questions $D/${set}_questions.jsonl --methods $M \
     --budgets "$budgets" --embedder "$emb" $C "$@" --out $R/$name.json --per-question $R/${name}_per_question.jsonl \
     --report $R/$name > $R/$name.md
@@ -38,6 +39,9 @@ run xquad_es_wordllama multilingual/xquad_es300 wordllama 500,1000
 # the large sets (a cold minilm embedding takes ~5 minutes each on 2 cores)
 run musique_ketrag500_minilm musique/ketrag500 minilm 1000,2000,4000
 run 2wiki_ketrag500_minilm 2wikimultihopqa/ketrag500 minilm 1000,2000,4000
+
+# ONLY=name1,name2 (run names above): rerun just those reports, skip sections 3 and 4, rewrite the summary
+if [ -n "${ONLY:-}" ]; then python benchmarks/issue14_summary.py $R/*.json > $R/summary.md; exit 0; fi
 
 # 3. development sweep of the concept-path knobs (benchmarks/issue14_sweep.py): wordllama and minilm
 for emb in wordllama minilm; do for set in hotpotqa/hipporag_train100 musique/hipporag_train100; do
