@@ -3,8 +3,10 @@
 # Every run: dense, BM25, the RRF and weighted hybrids, KET-RAG keyword, the concept path (default) and the
 # concept path on dense scores alone (concept-dense: the default before issue 14), CR per budget, supporting-
 # passage recall, all-gold-found, passage recall@2/5/10, paired sign tests, and per-question JSONL.
-# Status of the committed results: sections 1 and 2 were produced by this script (2wiki_ketrag500_minilm by the
-# same command run on its own; its .md is the command's stdout); section 3 was not run as written (the committed
+# Status of the committed results: sections 1 and 2 were produced by this script with the default of
+# score_scale="spread" / lexical_weight=0.075, one report at a time, as
+#   G2CONS_DATA=/work/shared/data G2CONS_CACHE=/work/main/benchmarks/cache ONLY=<name> bash benchmarks/issue14_runs.sh
+# for every run name below (each .md is the command's stdout); section 3 was not run as written (the committed
 # development sweeps are in results/issue14/dev/ with their own commands); section 4 ran with --budgets 1000,2000
 # exactly as below (its .md is the command's stdout).
 set -euo pipefail
