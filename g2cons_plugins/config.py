@@ -81,7 +81,7 @@ class G2ConSConfig:
     bridge_vocab: Literal["all_words", "concepts"] = "all_words"
     bridge_link: Literal["seed_score", "indicator"] = "seed_score"
     lexical_seeds: int = 1  # bridge: the top BM25 units (g2cons_plugins.lexical) also seed bridges, after dense
-    lexical_weight: float = 0.075  # bridge: unit score = cos + lexical_weight x BM25 / max BM25 (0 = dense only)
+    lexical_weight: float = 0.075  # bridge: cos + lexical_weight x BM25 / max BM25 (0 = dense only; not with ANN)
     hybrid_seeds: bool = True  # bridge with lexical_weight > 0: seed units by the hybrid score (False: by cos)
     # bridge: the unit of bridge_bonus and lexical_weight. "cosine": added to cos as they are; "spread": scaled by
     # the query's spread of cos over the units (std / 0.1, ~1 for MiniLM; e5's cosines spread ~5x less)

@@ -231,9 +231,12 @@ def retrieve(
     if strategy == "e2":
         return _e2(index, query, sc.full(), beta)
     scale = score_spread(sc) / SPREAD_REF if cfg.score_scale == "spread" else 1.0
-    if strategy == "bridge" and (cfg.lexical_weight > 0 or cfg.lexical_seeds > 0):
+    # the hybrid term needs every unit's cosine: with a vector index (large corpora) it is left out, so a query
+    # stays an ANN search (the lexical seed still applies)
+    lw = cfg.lexical_weight if sc.ann is None else 0.0
+    if strategy == "bridge" and (lw > 0 or cfg.lexical_seeds > 0):
         lex = index.lexical.scores(query)
-        hyb = HybridScores(sc, lex, cfg.lexical_weight * scale) if cfg.lexical_weight > 0 else sc
+        hyb = HybridScores(sc, lex, lw * scale) if lw > 0 else sc
         return _bridge(index, hyb, beta, lex, seed_sc=hyb if cfg.hybrid_seeds else sc, scale=scale)
     return _bridge(index, sc, beta, scale=scale)
 

@@ -78,3 +78,29 @@ def _dense(index: G2ConSIndex, q: str) -> object:
 
     snap = index.snapshot
     return DenseScores(snap, snap.embed_query(q))
+
+
+def test_vector_index_path_leaves_out_the_hybrid_term(
+    corpus: list[dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hybrid term needs every unit's cosine; with a vector index a query must stay an ANN search."""
+    from g2cons_plugins import retrieval
+
+    pytest.importorskip("usearch")
+    index = G2ConSIndex.build(corpus, embedder="hash", config=G2ConSConfig(unit_tokens=None, ann_threshold=1))
+    assert index.snapshot.unit_ann is not None and index.config.lexical_weight > 0
+    exact = G2ConSIndex.build(corpus, embedder="hash", config=G2ConSConfig(unit_tokens=None))
+    built: list[int] = []
+    real = retrieval.HybridScores.__init__
+
+    def spy(self: object, *args: object) -> None:
+        built.append(1)
+        real(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(retrieval.HybridScores, "__init__", spy)
+    retrieve(exact, QUERIES[0], beta=400)
+    assert built  # the exact path uses it
+    built.clear()
+    items = retrieve(index, QUERIES[0], beta=400)
+    assert not built and items
+    assert any(x.reason.get("source") == "bm25" for x in items)  # the lexical seed still applies
