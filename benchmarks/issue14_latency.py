@@ -35,7 +35,8 @@ def main() -> int:
     qs = [q["question"] for q in load_questions(a.questions)]
     qv = embed_queries(base, qs)
     rows = []
-    for name, changes in (("concept (default)", {}), ("concept-dense", {"lexical_seeds": 0})):
+    dense_bridge = {"lexical_seeds": 0, "lexical_weight": 0.0, "score_scale": "cosine"}  # the default before issue 14
+    for name, changes in (("concept (default)", {}), ("concept-dense", dense_bridge)):
         snap = G2ConSIndex(base.stored, base.embedder, base.config.with_(**changes), base.tokenizer).snapshot
         for b in (int(x) for x in a.budgets.split(",")):
             for q, v in zip(qs, qv, strict=True):  # warm-up

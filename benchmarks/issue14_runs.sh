@@ -3,15 +3,19 @@
 # Every run: dense, BM25, the RRF and weighted hybrids, KET-RAG keyword, the concept path (default) and the
 # concept path on dense scores alone (concept-dense: the default before issue 14), CR per budget, supporting-
 # passage recall, all-gold-found, passage recall@2/5/10, paired sign tests, and per-question JSONL.
-# Status of the committed results: sections 1 and 2 were produced by this script (2wiki_ketrag500_minilm by the
-# same command run on its own; its .md is the command's stdout); section 3 was not run as written (the committed
+# Status of the committed results: sections 1 and 2 were produced by this script with the default of
+# score_scale="spread" / lexical_weight=0.075, one report at a time, as
+#   G2CONS_DATA=/work/shared/data G2CONS_CACHE=/work/main/benchmarks/cache ONLY=<name> bash benchmarks/issue14_runs.sh
+# for every run name below (each .md is the command's stdout); section 3 was not run as written (the committed
 # development sweeps are in results/issue14/dev/ with their own commands); section 4 ran exactly as below, each
-# command on its own (its .md is the command's stdout).
+# command on its own (its .md is the command's stdout), before the score_scale default: its host-KG CR does not
+# depend on the concept path, its fused CR used the previous concept default.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 D=${G2CONS_DATA:-../shared/data}  # the shared data folder (set G2CONS_DATA where it is elsewhere)
 R=benchmarks/results/issue14
-C="--cache-dir benchmarks/cache --quiet"
+CACHE=${G2CONS_CACHE:-benchmarks/cache}  # the embedding cache (set G2CONS_CACHE to share one across worktrees)
+C="--cache-dir $CACHE --quiet"
 M=dense,bm25,hybrid,hybrid-weighted,keyword,concept,concept-dense
 mkdir -p $R
 export HF_HUB_OFFLINE=1
@@ -19,6 +23,7 @@ export HF_HUB_OFFLINE=1
 run() {  # run NAME SET EMBEDDER BUDGETS [extra options]
   local name=$1 set=$2 emb=$3 budgets=$4
   shift 4
+  if [ -n "${ONLY:-}" ] && [[ ",$ONLY," != *",$name,"* ]]; then return 0; fi
   nice -n 10 g2cons eval --corpus $D/${set}_corpus.jsonl --questions $D/${set}_questions.jsonl --methods $M \
     --budgets "$budgets" --embedder "$emb" $C "$@" --out $R/$name.json --per-question $R/${name}_per_question.jsonl \
     --report $R/$name > $R/$name.md
@@ -38,15 +43,18 @@ run xquad_es_wordllama multilingual/xquad_es300 wordllama 500,1000
 run musique_ketrag500_minilm musique/ketrag500 minilm 1000,2000,4000
 run 2wiki_ketrag500_minilm 2wikimultihopqa/ketrag500 minilm 1000,2000,4000
 
+# ONLY=name1,name2 (run names above): rerun just those reports, skip sections 3 and 4, rewrite the summary
+if [ -n "${ONLY:-}" ]; then python benchmarks/issue14_summary.py $R/*.json > $R/summary.md; exit 0; fi
+
 # 3. development sweep of the concept-path knobs (benchmarks/issue14_sweep.py): wordllama and minilm
 for emb in wordllama minilm; do for set in hotpotqa/hipporag_train100 musique/hipporag_train100; do
   name=$(echo $set | cut -d/ -f1)
   nice -n 10 python benchmarks/issue14_sweep.py --corpus $D/${set}_corpus.jsonl --questions $D/${set}_questions.jsonl \
-    --embedder $emb --cache-dir benchmarks/cache --budgets 1000,2000,4000 --out $R/sweep_${name}_$emb.json \
+    --embedder $emb --cache-dir $CACHE --budgets 1000,2000,4000 --out $R/sweep_${name}_$emb.json \
     > $R/sweep_${name}_$emb.md
 done; done
 nice -n 10 python benchmarks/issue14_sweep.py --corpus $D/multilingual/xquad_zh300_corpus.jsonl \
-  --questions $D/multilingual/xquad_zh300_questions.jsonl --embedder multilingual --cache-dir benchmarks/cache \
+  --questions $D/multilingual/xquad_zh300_questions.jsonl --embedder multilingual --cache-dir $CACHE \
   --budgets 500,1000 --out $R/sweep_xquad_zh_multilingual.json > $R/sweep_xquad_zh_multilingual.md
 # 4. selection judged downstream (LLM-free llama-index-ner host KG from each selector's kept chunks): kappa by
 #    tokens (the default: every selector is sent the same extraction input tokens, chunk + prompt, per kappa),

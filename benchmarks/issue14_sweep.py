@@ -21,7 +21,8 @@ from g2cons_plugins import G2ConSConfig, G2ConSIndex
 from g2cons_plugins.eval.evaluation import evaluate_retrieval, load_questions, passage_recall, read_jsonl
 
 # absolute settings (independent of the current defaults)
-_DENSE = {"lexical_weight": 0.0, "lexical_seeds": 0, "n_seed_units": 3, "bridge_bonus": 0.2, "hybrid_seeds": True}
+_DENSE = {"lexical_weight": 0.0, "lexical_seeds": 0, "n_seed_units": 3, "bridge_bonus": 0.2, "hybrid_seeds": True,
+          "score_scale": "cosine"}
 VARIANTS: dict[str, dict[str, Any]] = {
     "concept": {},  # the current default
     "bridge-dense": _DENSE,  # the default before issue 14
@@ -39,6 +40,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "hyb0.3+lexseed2": {**_DENSE, "lexical_weight": 0.3, "lexical_seeds": 2},
     "hyb0.2+seeds5": {**_DENSE, "lexical_weight": 0.2, "n_seed_units": 5},
     "hyb0.2+bonus0.3": {**_DENSE, "lexical_weight": 0.2, "bridge_bonus": 0.3},
+    "lexseed1+spread": {**_DENSE, "lexical_seeds": 1, "score_scale": "spread"},
+    "lexseed1+spread+hyb0.075": {**_DENSE, "lexical_seeds": 1, "score_scale": "spread", "lexical_weight": 0.075},
+    "lexseed1+spread+hyb0.1": {**_DENSE, "lexical_seeds": 1, "score_scale": "spread", "lexical_weight": 0.1},
 }
 
 

@@ -87,8 +87,11 @@ class G2ConSConfig:
     bridge_vocab: Literal["all_words", "concepts"] = "all_words"
     bridge_link: Literal["seed_score", "indicator"] = "seed_score"
     lexical_seeds: int = 1  # bridge: the top BM25 units (g2cons_plugins.lexical) also seed bridges, after dense
-    lexical_weight: float = 0.0  # bridge: unit score = cos + lexical_weight x BM25 / max BM25 (0 = dense only)
+    lexical_weight: float = 0.075  # bridge: cos + lexical_weight x BM25 / max BM25 (0 = dense only; not with ANN)
     hybrid_seeds: bool = True  # bridge with lexical_weight > 0: seed units by the hybrid score (False: by cos)
+    # bridge: the unit of bridge_bonus and lexical_weight. "cosine": added to cos as they are; "spread": scaled by
+    # the query's spread of cos over the units (std / 0.1, ~1 for MiniLM; e5's cosines spread ~5x less)
+    score_scale: Literal["cosine", "spread"] = "spread"
     ppr_damping: float = 0.5
     rerank: Literal["local_global", "naive"] = "local_global"  # paper walk; Table 4 ablation D: "naive"
     e2_hops: int = 4  # E2GraphRAG router: initial hop threshold h
@@ -143,6 +146,8 @@ class G2ConSConfig:
             (self.theta_sem is None or -1.0 <= self.theta_sem <= 1.0, "theta_sem must be in [-1, 1]"),
             (isinstance(self.spill, bool), f"spill must be True or False, got {self.spill!r}"),
             (isinstance(self.hybrid_seeds, bool), f"hybrid_seeds must be True or False, got {self.hybrid_seeds!r}"),
+            (self.score_scale in ("cosine", "spread"),
+             f"score_scale must be 'cosine' or 'spread', got {self.score_scale!r}"),
         ]
         for ok, msg in checks:
             if not ok:

@@ -19,6 +19,9 @@ Strategies (``G2ConSConfig.strategy`` or ``retrieve(..., strategy=...)``):
   Lexical evidence (issue 14; :mod:`g2cons_plugins.lexical`, BM25 over the units from the concept analyzer's
   words): ``lexical_weight`` w > 0 scores every unit cos + w x BM25 / max BM25 (seeds too unless
   ``hybrid_seeds=False``), and ``lexical_seeds`` adds the best BM25 units to the seeds that bridges start from.
+  ``score_scale="spread"`` measures ``bridge_bonus`` and ``lexical_weight`` in the query's spread of cosines
+  (std over the units / ``SPREAD_REF``): an embedder whose cosines crowd together (multilingual e5: std ~0.02
+  against MiniLM's ~0.095) then gets a bonus of the same weight relative to its own score gaps.
 - ``"dense"``: cos(phi(q), unit) alone (Text-RAG over the same units; a baseline and a fallback).
 - ``"ppr"``: personalized PageRank over the concept graph plus concept-unit links, restarted half on the query's
   concepts (TERAG: weight s(u)/f(u)) and half on the top dense units, fused with dense by reciprocal rank.
@@ -42,6 +45,8 @@ from .snapshot import HasSnapshot, Snapshot, as_snapshot
 from .validate import positive_int
 
 STRATEGIES = ("bridge", "paper", "dense", "ppr", "e2")
+SPREAD_REF = 0.1  # score_scale="spread": a query whose cosines have this std gets bridge_bonus / lexical_weight as is
+SPREAD_SAMPLE = 4096  # with a vector index, the spread is measured on at most about this many units (strided)
 
 
 @dataclass(frozen=True)
@@ -233,11 +238,25 @@ def retrieve(
         return _ppr(index, query, sc.full(), beta)
     if strategy == "e2":
         return _e2(index, query, sc.full(), beta)
-    if strategy == "bridge" and (cfg.lexical_weight > 0 or cfg.lexical_seeds > 0):
+    scale = score_spread(sc) / SPREAD_REF if cfg.score_scale == "spread" else 1.0
+    # the hybrid term needs every unit's cosine: with a vector index (large corpora) it is left out, so a query
+    # stays an ANN search (the lexical seed still applies)
+    lw = cfg.lexical_weight if sc.ann is None else 0.0
+    if strategy == "bridge" and (lw > 0 or cfg.lexical_seeds > 0):
         lex = index.lexical.scores(query)
-        hyb = HybridScores(sc, lex, cfg.lexical_weight) if cfg.lexical_weight > 0 else sc
-        return _bridge(index, hyb, beta, lex, seed_sc=hyb if cfg.hybrid_seeds else sc)
-    return _bridge(index, sc, beta)
+        hyb = HybridScores(sc, lex, lw * scale) if lw > 0 else sc
+        return _bridge(index, hyb, beta, lex, seed_sc=hyb if cfg.hybrid_seeds else sc, scale=scale)
+    return _bridge(index, sc, beta, scale=scale)
+
+
+def score_spread(sc: DenseScores) -> float:
+    """Standard deviation of cos(phi(q), unit) over the units (with a vector index, over a strided sample of
+    about ``SPREAD_SAMPLE`` units, so no full scan)."""
+    if sc.n == 0:
+        return 0.0
+    if sc.ann is None:
+        return float(np.std(sc.full()))
+    return float(np.std(sc.of(np.arange(0, sc.n, max(1, sc.n // SPREAD_SAMPLE)))))
 
 
 def _ranked(
@@ -349,6 +368,7 @@ def _bridge(
     beta: int,
     lexical: np.ndarray | None = None,
     seed_sc: DenseScores | None = None,
+    scale: float = 1.0,
 ) -> list[RetrievedItem]:
     cfg, dv = index.config, index.derived
     if cfg.bridge_vocab == "all_words":
@@ -389,7 +409,7 @@ def _bridge(
         new = [u for u in reached if u not in taken and u not in bonus and reached[u] > 0]
         score_of.update(zip(new, sc.of(np.asarray(new, dtype=np.int64)).tolist(), strict=True))
         for u in new:
-            bonus[u] = cfg.bridge_bonus * reached[u]
+            bonus[u] = cfg.bridge_bonus * scale * reached[u]
             hop_of[u] = rnd
         new.sort(key=lambda u: (-(score_of[u] + bonus[u]), u))
         frontier = new[: cfg.n_seed_units]

@@ -292,7 +292,11 @@ def test_bridge_mode_seeds_first_then_bridges(index: G2ConSIndex) -> None:
     q = "Which river flows through the city where Marie Curie was born?"
     qv = index.embed_query(q)
     items = index.retrieve(q, beta=2000, strategy="bridge")
-    dense_order = np.argsort(-(index.stored.unit_vecs @ qv), kind="stable")[: index.config.n_seed_units]
+    cos = index.stored.unit_vecs @ qv
+    # seeds by the hybrid score: cos + lexical_weight x (std of cos / 0.1) x BM25 / max BM25 (score_scale "spread")
+    lex = index.snapshot.lexical.scores(q)
+    seed_score = cos + index.config.lexical_weight * (np.std(cos) / 0.1) * lex / lex.max()
+    dense_order = np.argsort(-seed_score, kind="stable")[: index.config.n_seed_units]
     assert [x.unit_id for x in items[: len(dense_order)]] == [index.units[i].id for i in dense_order]
     bridged = [x for x in items if x.reason["via"] == "bridge"]
     assert bridged
