@@ -47,9 +47,39 @@ def _fsync_write(path: Path, write: Any) -> None:
         os.fsync(fh.fileno())
 
 
+# The config fields the stored and derived state depend on (splitting, analysis, concepts, graph, PageRank). Fields
+# that only steer selection, retrieval or fusion are left out, so an index saved before a retrieval knob existed
+# (or with another beta, lambda, strategy ...) still loads its derived state.
+DERIVE_FIELDS = (
+    "unit_tokens",
+    "concept_mode",
+    "top_n",
+    "min_df",
+    "max_df",
+    "ngram_max",
+    "stop_words",
+    "language",
+    "segmenter",
+    "incidence",
+    "cooccurrence",
+    "vector_level",
+    "theta_co",
+    "theta_sem",
+    "theta_sem_percentile",
+    "pagerank_damping",
+)
+
+
 def config_digest(config: G2ConSConfig) -> str:
-    """sha256 of the config's canonical JSON: the derived state is only valid for the config it was made with."""
-    return hashlib.sha256(json.dumps(config.to_dict(), sort_keys=True).encode("utf-8")).hexdigest()
+    """sha256 of the canonical JSON of the config's :data:`DERIVE_FIELDS`: the derived state is only valid for the
+    values it was made with."""
+    d = config.to_dict()
+    return hashlib.sha256(json.dumps({k: d[k] for k in DERIVE_FIELDS}, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def _legacy_digest(saved_config: dict[str, Any]) -> str:
+    """The digest indexes saved before :data:`DERIVE_FIELDS` wrote: sha256 of the whole saved config."""
+    return hashlib.sha256(json.dumps(saved_config, sort_keys=True).encode("utf-8")).hexdigest()
 
 
 def _savez(fh: Any, arrays: dict[str, np.ndarray]) -> None:
@@ -148,11 +178,14 @@ class _Reader:
         return M
 
 
-def read_derived(folder: Path, st: Stored, dim: int, config: G2ConSConfig) -> Derived:
+def read_derived(
+    folder: Path, st: Stored, dim: int, config: G2ConSConfig, saved_config: dict[str, Any] | None = None
+) -> Derived:
     """Read the derived state written by :func:`write_derived`, checked against ``st`` and ``config`` (see module
-    doc)."""
+    doc). ``saved_config``: the config as the manifest holds it, to accept the whole-config digest of older saves."""
     r = _Reader(folder)
-    if r.field("config_sha256") != config_digest(config):
+    digest = r.field("config_sha256")
+    if digest != config_digest(config) and (saved_config is None or digest != _legacy_digest(saved_config)):
         raise PersistError(f"{r.json_path}: the derived state was computed with another config than the manifest's")
     try:
         vocab, names, words = r.strings("vocab"), r.strings("names"), r.strings("terms.words")

@@ -471,7 +471,7 @@ def _read(
     cached = emb if isinstance(emb, CachedEmbedder) else CachedEmbedder(emb)
     derived = None
     if digest is not None and not rebuild:
-        derived = read_derived(folder, stored, dim, config)
+        derived = read_derived(folder, stored, dim, config, saved_config=m["config"])
         if verify:
             fresh = derive(stored, config)
             if fresh.vocab != derived.vocab or (fresh.A != derived.A).nnz or fresh.stats != derived.stats:

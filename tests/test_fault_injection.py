@@ -288,6 +288,48 @@ def test_verify_and_rebuild(saved: Path) -> None:
     assert a.stats == b.stats and a.derived.vocab == b.derived.vocab
 
 
+def test_config_digest_covers_only_what_the_derived_state_depends_on() -> None:
+    from g2cons_plugins.derived_io import config_digest
+
+    base = G2ConSConfig()
+    retrieval_only = base.with_(beta=3000, lexical_weight=0.5, score_scale="cosine", ann_threshold=10, lambda_=0.9)
+    assert config_digest(retrieval_only) == config_digest(base)
+    assert config_digest(base.with_(theta_co=5)) != config_digest(base)
+    assert config_digest(base.with_(language="english")) != config_digest(base)
+
+
+def test_an_index_saved_before_newer_retrieval_knobs_loads_its_derived_state(
+    copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An older save: its manifest's config lacks the newer retrieval knobs and its derived.json holds the
+    whole-config digest of that config. It must load without re-deriving, with the knobs at their defaults."""
+    import g2cons_plugins.persistence as persistence
+    import g2cons_plugins.snapshot as snapshot
+
+    old_keys = ("score_scale", "lexical_weight", "lexical_seeds", "hybrid_seeds")
+    _forge(copy, "manifest.json", _manifest_edit(lambda m: [m["config"].pop(k, None) for k in old_keys]))
+    cfg = json.loads((V(copy) / "manifest.json").read_text(encoding="utf-8"))["config"]
+    legacy = hashlib.sha256(json.dumps(cfg, sort_keys=True).encode("utf-8")).hexdigest()
+
+    def legacy_digest(data: bytes) -> bytes:
+        d = json.loads(data)
+        d["config_sha256"] = legacy
+        return json.dumps(d).encode("utf-8")
+
+    _forge(copy, "derived.json", legacy_digest)
+
+    def no_derive(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the load re-derived")
+
+    stats = G2ConSIndex.load(copy, rebuild=True).stats
+    monkeypatch.setattr(persistence, "derive", no_derive)
+    monkeypatch.setattr(snapshot, "derive", no_derive)
+    idx = G2ConSIndex.load(copy)
+    assert idx.config.score_scale == G2ConSConfig().score_scale
+    assert idx.stats == stats
+    assert idx.retrieve("Where is it?")  # usable
+
+
 # ---------------------------------------------------------------------------------------------- file system
 def test_umask_is_respected(tmp_path: Path) -> None:
     old = os.umask(0o022)
