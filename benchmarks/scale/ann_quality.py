@@ -27,6 +27,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from g2cons_plugins import G2ConSIndex  # noqa: E402
 from g2cons_plugins.embedders import CachedEmbedder, get_embedder  # noqa: E402
 from g2cons_plugins.eval.evaluation import answer_in_context, load_questions, read_jsonl  # noqa: E402
+from g2cons_plugins.outputs import atomic_write_text  # noqa: E402
 from g2cons_plugins.retrieval import retrieve  # noqa: E402
 
 
@@ -95,7 +96,7 @@ def main() -> None:
             print(json.dumps(row), flush=True)
             out["rows"].append(row)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    atomic_write_text(args.out, json.dumps(out, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -177,6 +177,8 @@ def markdown(res: dict[str, Any]) -> str:
 
 
 def main() -> None:
+    from g2cons_plugins.outputs import atomic_write_text
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--index", type=Path, required=True, help="a saved G2ConS index")
     ap.add_argument("--queries", type=int, default=200)
@@ -184,9 +186,9 @@ def main() -> None:
     a = ap.parse_args()
     res = run(a.index, a.queries)
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    a.out.with_suffix(".json").write_text(json.dumps(res, indent=1) + "\n", encoding="utf-8")
+    atomic_write_text(a.out.with_suffix(".json"), json.dumps(res, indent=1) + "\n")
     md = markdown(res)
-    a.out.with_suffix(".md").write_text(md, encoding="utf-8")
+    atomic_write_text(a.out.with_suffix(".md"), md)
     print(md)
 
 
