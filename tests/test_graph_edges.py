@@ -24,15 +24,32 @@ def _reference(inc: np.ndarray, vecs: np.ndarray, theta_co: int, theta_sem: floa
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("theta_co", [1, 2, 3, 6])
 @pytest.mark.parametrize("block", [1, 7, 4096])
-def test_edges_equal_brute_force(seed: int, theta_co: int, block: int) -> None:
+@pytest.mark.parametrize("workers", [1, 3])
+def test_edges_equal_brute_force(seed: int, theta_co: int, block: int, workers: int) -> None:
     rng = np.random.default_rng(seed)
     inc = (rng.random((60, 40)) < rng.uniform(0.05, 0.4, size=40)).astype(np.int8)  # concepts of varied df
     vecs = rng.normal(size=(40, 8)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    edges = build_edges(sp.csr_matrix(inc), vecs, theta_co, -0.2, 50.0, batch=5, block_concepts=block)
+    edges = build_edges(sp.csr_matrix(inc), vecs, theta_co, -0.2, 50.0, batch=5, block_concepts=block, workers=workers)
     rows = zip(edges.rows, edges.cols, edges.co, edges.dice, strict=True)
     got = {(int(r), int(c), int(k), round(float(d), 5)) for r, c, k, d in rows}
     assert got == _reference(inc, vecs, theta_co, -0.2)
     assert np.all(edges.rows < edges.cols) and np.all(np.diff(edges.rows) >= 0)
     co = inc.T.astype(np.int64) @ inc.astype(np.int64)
     assert edges.n_candidates == int((np.triu(co, 1) >= theta_co).sum())
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_threads_give_the_same_edges_in_the_same_order(seed: int) -> None:
+    """Blocks computed on a thread pool are taken in order: the edge set, its order and the percentile threshold
+    are those of the one-thread run."""
+    rng = np.random.default_rng(seed)
+    inc = sp.csr_matrix((rng.random((300, 120)) < rng.uniform(0.02, 0.3, size=120)).astype(np.int8))
+    vecs = rng.normal(size=(120, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    one = build_edges(inc, vecs, 2, None, 60.0, batch=7, block_concepts=5, workers=1)
+    many = build_edges(inc, vecs, 2, None, 60.0, batch=7, block_concepts=5, workers=4)
+    assert one.n_candidates > 100 and len(one.rows) > 10  # the case is not trivial
+    assert one.theta_sem == many.theta_sem
+    for name in ("rows", "cols", "co", "cosine", "dice"):
+        assert np.array_equal(getattr(one, name), getattr(many, name)), name
