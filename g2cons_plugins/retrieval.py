@@ -109,10 +109,13 @@ class DenseScores:
     computed exactly for the units asked for, so a ranking differs from the exact one only where the index
     misses a true top unit."""
 
+    TOP_MIN = 256  # the exact path sorts at least this many top units at once; later, smaller asks are prefixes
+
     def __init__(self, snap: Snapshot, qv: np.ndarray) -> None:
         self.vecs, self.qv, self.ann = snap.stored.unit_vecs, qv, snap.unit_ann
         self.n = len(self.vecs)
         self._full: np.ndarray | None = None if self.ann is not None else self.vecs @ qv
+        self._sorted = np.zeros(0, dtype=np.int64)  # exact path: the best units in rank order (a prefix of all)
 
     def full(self) -> np.ndarray:
         """Scores of every unit (one exact scan)."""
@@ -130,7 +133,10 @@ class DenseScores:
         """The ``k`` best units, by score descending, ties by position (all units when ``k >= n``)."""
         k = min(k, self.n)
         if self.ann is None or k >= self.n:
-            return _top_desc(self.full(), k)
+            if k > len(self._sorted):  # one partition of every score serves the seeds and the ranking
+                self._sorted = _top_desc(self.full(), max(k, min(self.TOP_MIN, self.n)))
+                self._sorted.flags.writeable = False  # callers get views of it
+            return self._sorted[:k]
         cand = np.unique(np.asarray(self.ann.search(self.qv, k)[0], dtype=np.int64))
         s = self.of(cand)
         return cand[np.lexsort((cand, -s))][:k]
@@ -142,9 +148,12 @@ class HybridScores(DenseScores):
 
     def __init__(self, dense: DenseScores, lexical: np.ndarray, weight: float) -> None:
         self.vecs, self.qv, self.ann, self.n = dense.vecs, dense.qv, None, dense.n
-        top = float(lexical.max(initial=0.0))
-        extra = weight * lexical / top if top > 0 else np.zeros(self.n)
-        self._full = dense.full().astype(np.float64) + extra
+        self._sorted = np.zeros(0, dtype=np.int64)
+        self._full = dense.full().astype(np.float64)
+        hit = np.flatnonzero(lexical)  # BM25 is zero on most units: add the term where it is not
+        top = float(lexical[hit].max(initial=0.0))
+        if top > 0:
+            self._full[hit] += weight * lexical[hit] / top
 
 
 def _units_of(unit_concepts: sp.csr_matrix, concepts: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -381,7 +390,8 @@ def _bridge(
     n_dense = len(seeds)
     if lexical is not None and cfg.lexical_seeds > 0:  # the best BM25 units seed bridges too
         have = set(seeds)
-        lex_top = [u for u in _top_desc(lexical, cfg.lexical_seeds + len(seeds)).tolist() if lexical[u] > 0]
+        hit = np.flatnonzero(lexical > 0)  # only units with a query word can be lexical seeds
+        lex_top = hit[_top_desc(lexical[hit], cfg.lexical_seeds + len(seeds))].tolist()
         seeds += [u for u in lex_top if u not in have][: cfg.lexical_seeds]
     seed_scores = sc.of(np.asarray(seeds, dtype=np.int64))
     ref = max(float(seed_scores.max()), 1e-6) if seeds else 1.0
