@@ -18,6 +18,7 @@ import logging
 import time
 import warnings
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -102,6 +103,19 @@ def derive(st: Stored, config: G2ConSConfig, terms: TermIndex | None = None) -> 
         (np.ones(len(st.units), np.float32), (np.arange(len(st.units)), st.unit_parent)),
         shape=(len(st.units), len(st.chunks)),
     )
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="g2cons-names") as pool:
+        # the bridge vocabulary depends on the term counts only: it is made while the concept graph is built
+        names_job = pool.submit(_names, st, terms, unit_chunk, config)
+        return _derive(st, config, terms, unit_chunk, names_job)
+
+
+def _derive(
+    st: Stored,
+    config: G2ConSConfig,
+    terms: TermIndex,
+    unit_chunk: sp.csr_matrix,
+    names_job: Future[tuple[list[str], sp.csr_matrix, np.ndarray]],
+) -> Derived:
     chunk_counts = (unit_chunk.T @ st.sent_unit.T).tocsr() @ terms.counts  # chunk term counts, via sentences
     cols, extracted = top_concepts(sp.csr_matrix(chunk_counts), config)
     vocab = [terms.words[j] for j in cols.tolist()]
@@ -121,7 +135,7 @@ def derive(st: Stored, config: G2ConSConfig, terms: TermIndex | None = None) -> 
     edges = build_edges(co_inc, vecs, config.theta_co, config.theta_sem, config.theta_sem_percentile)
     A = adjacency(edges, len(vocab))
     pr = pagerank(A, damping=config.pagerank_damping)
-    names, unit_names, name_df = _names(st, terms, unit_chunk, config)
+    names, unit_names, name_df = names_job.result()
     isolated, mean_deg, max_deg = degree_stats(A)
     stats = GraphStats(
         n_chunks=len(st.chunks),
