@@ -62,33 +62,36 @@ def build_edges(
     the CPUs this process may use, at most 4; scipy's sparse product and NumPy's gathers release the GIL);
     blocks are taken in order and each pair's cosine is the same dot product whatever the block, so the result
     does not depend on ``workers``."""
-    rs, cs, ks, coss = [], [], [], []
-    for r, c, k, cos in _candidate_blocks(chunk_incidence, vectors, theta_co, block_concepts, batch, workers):
-        rs.append(r)
-        cs.append(c)
-        ks.append(k)
-        coss.append(cos)
-    r, c, k = (np.concatenate(x) if x else np.zeros(0, np.int32) for x in (rs, cs, ks))
-    cos = np.concatenate(coss) if coss else np.zeros(0, np.float32)
-    del rs, cs, ks, coss
-    if theta_sem is None:
-        theta = float(np.percentile(cos, percentile)) if len(cos) else 1.0
+    blocks = list(_candidate_blocks(chunk_incidence, vectors, theta_co, block_concepts, batch, workers))
+    n_candidates = sum(len(b[0]) for b in blocks)
+    if theta_sem is None:  # the percentile needs every candidate's cosine; nothing else is concatenated before it
+        all_cos = np.concatenate([b[3] for b in blocks]) if blocks else np.zeros(0, np.float32)
+        theta = float(np.percentile(all_cos, percentile)) if len(all_cos) else 1.0
+        del all_cos
     else:
         theta = float(theta_sem)
-    sel = np.flatnonzero(cos >= theta)
+    kept: list[Block] = []
+    while blocks:  # keep the edges of each block and free it (the candidates are ~3x the edges)
+        r, c, k, cos = blocks.pop(0)
+        m = cos >= theta
+        kept.append((r[m], c[m], k[m], cos[m]))
+        del r, c, k, cos, m
+    r, c, k = (np.concatenate([b[i] for b in kept]) if kept else np.zeros(0, np.int32) for i in range(3))
+    cos = np.concatenate([b[3] for b in kept]) if kept else np.zeros(0, np.float32)
+    del kept
     n_concepts = max(int(chunk_incidence.shape[1]), 1)
-    sel = sel[np.argsort(r[sel].astype(np.int64) * n_concepts + c[sel])]  # by (row, col): pairs are unique
-    rows, cols, co = r[sel].astype(np.int64), c[sel].astype(np.int64), k[sel]
-    del r, c, k
+    order = np.argsort(r.astype(np.int64) * n_concepts + c)  # by (row, col): pairs are unique
+    rows, cols, co, cos = r[order].astype(np.int64), c[order].astype(np.int64), k[order], cos[order]
+    del r, c, k, order
     df = np.asarray(chunk_incidence.sum(axis=0)).ravel().astype(np.float64)
     return EdgeSet(
         rows=rows,
         cols=cols,
         co=co,
-        cosine=cos[sel],
+        cosine=cos,
         dice=(2.0 * co / (df[rows] + df[cols])).astype(np.float32),
         theta_sem=theta,
-        n_candidates=int(len(cos)),
+        n_candidates=int(n_candidates),
     )
 
 
