@@ -103,6 +103,10 @@ def _iter_desc(scores: np.ndarray, first: int) -> Iterator[int]:
     yield from rest[np.lexsort((rest, -scores[rest]))].tolist()
 
 
+_NONE = np.zeros(0, dtype=np.int64)
+_NONE.flags.writeable = False
+
+
 class DenseScores:
     """cos(phi(q), unit) for the units a strategy asks for. Without a vector index (small corpora) one exact scan;
     with one (:attr:`Snapshot.unit_ann`, large corpora), :meth:`top` asks it for candidates and every score is
@@ -115,7 +119,7 @@ class DenseScores:
         self.vecs, self.qv, self.ann = snap.stored.unit_vecs, qv, snap.unit_ann
         self.n = len(self.vecs)
         self._full: np.ndarray | None = None if self.ann is not None else self.vecs @ qv
-        self._sorted = np.zeros(0, dtype=np.int64)  # exact path: the best units in rank order (a prefix of all)
+        self._sorted = _NONE  # exact path: the best units in rank order (a prefix of all), read-only
 
     def full(self) -> np.ndarray:
         """Scores of every unit (one exact scan)."""
@@ -148,7 +152,7 @@ class HybridScores(DenseScores):
 
     def __init__(self, dense: DenseScores, lexical: np.ndarray, weight: float) -> None:
         self.vecs, self.qv, self.ann, self.n = dense.vecs, dense.qv, None, dense.n
-        self._sorted = np.zeros(0, dtype=np.int64)
+        self._sorted = _NONE
         self._full = dense.full().astype(np.float64)
         hit = np.flatnonzero(lexical)  # BM25 is zero on most units: add the term where it is not
         top = float(lexical[hit].max(initial=0.0))
