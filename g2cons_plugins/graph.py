@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import EmbeddingError
+from .memory import release_free_memory
 
 
 def concept_vectors(sent_incidence: sp.csr_matrix, sent_vecs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -64,6 +65,7 @@ def build_edges(
     does not depend on ``workers``."""
     blocks = list(_candidate_blocks(chunk_incidence, vectors, theta_co, block_concepts, batch, workers))
     n_candidates = sum(len(b[0]) for b in blocks)
+    release_free_memory()  # what the threads freed (see g2cons_plugins.memory)
     if theta_sem is None:  # the percentile needs every candidate's cosine; nothing else is concatenated before it
         all_cos = np.concatenate([b[3] for b in blocks]) if blocks else np.zeros(0, np.float32)
         theta = float(np.percentile(all_cos, percentile)) if len(all_cos) else 1.0
@@ -84,6 +86,7 @@ def build_edges(
     rows, cols, co, cos = r[order].astype(np.int64), c[order].astype(np.int64), k[order], cos[order]
     del r, c, k, order
     df = np.asarray(chunk_incidence.sum(axis=0)).ravel().astype(np.float64)
+    release_free_memory()
     return EdgeSet(
         rows=rows,
         cols=cols,
@@ -155,9 +158,12 @@ def _candidate_blocks(
 
 
 def adjacency(edges: EdgeSet, n: int) -> sp.csr_matrix:
-    """Symmetric weighted adjacency (Dice weights)."""
-    A = sp.coo_matrix((edges.dice, (edges.rows, edges.cols)), shape=(n, n), dtype=np.float64)
-    return (A + A.T).tocsr()
+    """Symmetric weighted adjacency (Dice weights). The upper triangle is assembled straight from the edges,
+    which are sorted by (row, col), so no coordinate-format copy is made."""
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(edges.rows, minlength=n), out=indptr[1:])
+    upper = sp.csr_matrix((edges.dice.astype(np.float64), edges.cols, indptr), shape=(n, n))
+    return sp.csr_matrix(upper + upper.T)
 
 
 def pagerank(
@@ -173,11 +179,12 @@ def pagerank(
     if n == 0:
         return np.zeros(0)
     p = np.full(n, 1.0 / n) if personalization is None else personalization / personalization.sum()
+    A = sp.csr_matrix(A)  # no copy when it is one already
     out = np.asarray(A.sum(axis=1)).ravel()
     dangling = out == 0
     inv = np.where(dangling, 0.0, 1.0 / np.where(dangling, 1.0, out))
-    P = sp.diags(inv) @ A  # row-stochastic on non-dangling rows
-    PT = P.T.tocsr()
+    PT = A.T.tocsr()  # P^T for P = diag(inv) A, row-stochastic on non-dangling rows: one copy of A, not two
+    PT.data *= inv[PT.indices]
     x = p.copy()
     for _ in range(max_iter):
         prev = x
