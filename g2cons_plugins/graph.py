@@ -158,11 +158,15 @@ def _candidate_blocks(
 
 
 def adjacency(edges: EdgeSet, n: int) -> sp.csr_matrix:
-    """Symmetric weighted adjacency (Dice weights). The upper triangle is assembled straight from the edges,
-    which are sorted by (row, col), so no coordinate-format copy is made."""
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(edges.rows, minlength=n), out=indptr[1:])
-    upper = sp.csr_matrix((edges.dice.astype(np.float64), edges.cols, indptr), shape=(n, n))
+    """Symmetric weighted adjacency (Dice weights). Edges sorted by row (as :func:`build_edges` makes them) are
+    assembled straight into the upper triangle, with no coordinate-format copy; others go through one."""
+    data = edges.dice.astype(np.float64)
+    if np.all(edges.rows[1:] >= edges.rows[:-1]):
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(edges.rows, minlength=n), out=indptr[1:])
+        upper = sp.csr_matrix((data, edges.cols, indptr), shape=(n, n))
+    else:
+        upper = sp.csr_matrix((data, (edges.rows, edges.cols)), shape=(n, n))
     return sp.csr_matrix(upper + upper.T)
 
 

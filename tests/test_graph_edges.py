@@ -65,3 +65,24 @@ def test_release_free_memory_is_safe_to_call_anywhere() -> None:
     assert release_free_memory() is first
     if not sys.platform.startswith("linux"):
         assert first is False
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_adjacency_is_the_symmetric_dice_matrix_whatever_the_edge_order(shuffle: bool) -> None:
+    from g2cons_plugins.graph import EdgeSet, adjacency
+
+    rng = np.random.default_rng(3)
+    pairs = sorted({(int(a), int(b)) for a, b in rng.integers(0, 30, size=(120, 2)) if a < b})
+    rows, cols = (np.array(x, dtype=np.int64) for x in zip(*pairs, strict=True))
+    dice = rng.uniform(0.1, 1.0, size=len(rows)).astype(np.float32)
+    if shuffle:
+        p = rng.permutation(len(rows))
+        rows, cols, dice = rows[p], cols[p], dice[p]
+    z = np.zeros(len(rows), np.float32)
+    edges = EdgeSet(rows, cols, z.astype(np.int32), z, dice, 0.0, len(rows))
+    A = adjacency(edges, 32)
+    dense = np.zeros((32, 32))
+    dense[rows, cols] = dice
+    dense[cols, rows] = dice
+    assert np.array_equal(A.toarray(), dense)
+    assert A.has_canonical_format
