@@ -14,7 +14,7 @@ from itertools import islice
 import numpy as np
 import scipy.sparse as sp
 
-from .errors import EmbeddingError
+from .errors import EmbeddingError, InputError
 from .memory import release_free_memory
 
 
@@ -98,8 +98,21 @@ def build_edges(
     )
 
 
+THREADS_ENV = "G2CONS_NUM_THREADS"
+
+
 def default_workers() -> int:
-    """Threads for the concept graph: the CPUs this process may use, at most 4."""
+    """Threads for the concept graph: ``$G2CONS_NUM_THREADS`` when set (a positive integer; 1 = no thread pool),
+    else the CPUs this process may use, at most 4. The edges do not depend on it."""
+    value = os.environ.get(THREADS_ENV, "").strip()
+    if value:
+        try:
+            n = int(value)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise InputError(f"{THREADS_ENV} must be a positive integer, got {value!r}")
+        return n
     try:
         n = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux

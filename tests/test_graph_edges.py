@@ -86,3 +86,17 @@ def test_adjacency_is_the_symmetric_dice_matrix_whatever_the_edge_order(shuffle:
     dense[cols, rows] = dice
     assert np.array_equal(A.toarray(), dense)
     assert A.has_canonical_format
+
+
+def test_thread_count_comes_from_the_environment_and_bad_values_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    from g2cons_plugins.errors import InputError
+    from g2cons_plugins.graph import THREADS_ENV, default_workers
+
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    assert 1 <= default_workers() <= 4
+    monkeypatch.setenv(THREADS_ENV, "7")
+    assert default_workers() == 7
+    for bad in ("0", "-2", "two"):
+        monkeypatch.setenv(THREADS_ENV, bad)
+        with pytest.raises(InputError, match=THREADS_ENV):
+            default_workers()
