@@ -60,7 +60,7 @@ def build_edges(
     candidate pairs kept is the same whatever the embedder's cosine scale.
 
     The candidate pairs and their cosines are computed by blocks of concepts on ``workers`` threads (default:
-    the CPUs this process may use, at most 4; scipy's sparse product and NumPy's gathers release the GIL);
+    :func:`default_workers`; scipy's sparse product and NumPy's gathers release the GIL);
     blocks are taken in order and each pair's cosine is the same dot product whatever the block, so the result
     does not depend on ``workers``."""
     blocks = list(_candidate_blocks(chunk_incidence, vectors, theta_co, block_concepts, batch, workers))
