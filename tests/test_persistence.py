@@ -6,6 +6,7 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import gc
 import hashlib
 import json
 import math
@@ -351,6 +352,29 @@ def test_modified_file(copy: Path, name: str) -> None:
         fh.write(b"\n")
     with pytest.raises(PersistError, match=name.replace(".", r"\.")):
         G2ConSIndex.load(copy)
+
+
+@pytest.mark.parametrize("name", ["chunks.jsonl", "units.jsonl", "sentences.json"])
+def test_checksum_is_reported_before_the_parse_error_it_causes(copy: Path, name: str) -> None:
+    # the checksums run on a thread while the files are parsed: the corruption, not its symptom, is reported
+    f = V(copy) / name
+    f.write_bytes(b"{not json" + f.read_bytes())
+    with pytest.raises(PersistError, match=name.replace(".", r"\.") + ": checksum mismatch"):
+        G2ConSIndex.load(copy)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_load_restores_the_garbage_collector_state(saved: Path, enabled: bool) -> None:
+    # a load pauses the cyclic collector while it parses: the caller's setting comes back, also after an error
+    (gc.enable if enabled else gc.disable)()
+    try:
+        G2ConSIndex.load(saved)
+        assert gc.isenabled() is enabled
+        with pytest.raises(PersistError):
+            G2ConSIndex.load(saved, embedder=HashEmbedder(dim=8))
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable()
 
 
 def test_missing_manifest(copy: Path) -> None:
