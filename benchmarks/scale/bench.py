@@ -7,7 +7,9 @@ Corpora come from ``corpus.py`` (seeded recombinations of real sentences). Each 
 ``build`` (build, save, add 1%, remove 1%) and ``load`` (load the saved index, then queries), so every peak-RSS
 figure belongs to that size alone. Peak RSS per phase is sampled every 20 ms by a thread (``/proc/self/statm``);
 ``ru_maxrss`` is the process-wide peak. Query latency includes embedding the question (real MuSiQue questions,
-default ``retrieve`` settings). Writes ``OUT.json``, ``OUT.md`` (a table) and ``OUT.png`` (a plot).
+default ``retrieve`` settings). Writes ``OUT.json``, ``OUT.md`` (a table, each size's update and query ratios,
+and issue 12's targets at 80k and 1M where those sizes were run) and ``OUT.png`` (a plot); ``--render OUT.json``
+re-writes the last two from saved results.
 """
 
 from __future__ import annotations
@@ -177,6 +179,53 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"{r['peak_rss_build_mb']:,.0f} / {r['peak_rss_add_mb']:,.0f} / "
             f"{max(r['peak_rss_load_mb'], r['peak_rss_query_mb']):,.0f} |"
         )
+    return "\n".join(lines) + "\n" + targets(rows)
+
+
+# issue 12's targets: (passages, label, value of a row (and the 10k row), limit); checked where that size was run
+TARGETS: tuple[tuple[int, str, Any, float], ...] = (
+    (80_000, "load s / build s", lambda r, b: r["load_s"] / r["build_s"], 0.10),
+    (80_000, "add 1% s / build s", lambda r, b: r["add_1pct_s"] / r["build_s"], 0.10),
+    (80_000, "query p50 / the 10k query p50", lambda r, b: r["query_p50_ms"] / b["query_p50_ms"], 2.5),
+    (80_000, "peak RSS of build + add + remove, GB", lambda r, b: _peak_gb(r), 1.5),
+    (1_000_000, "build min", lambda r, b: r["build_s"] / 60, 60),
+    (1_000_000, "peak RSS of build + add + remove, GB", lambda r, b: _peak_gb(r), 12),
+    (1_000_000, "load s", lambda r, b: r["load_s"], 20),
+    (1_000_000, "add 1% s / build s", lambda r, b: r["add_1pct_s"] / r["build_s"], 0.05),
+    (1_000_000, "remove 1% s / build s", lambda r, b: r["remove_1pct_s"] / r["build_s"], 0.05),
+    (1_000_000, "query p50 ms", lambda r, b: r["query_p50_ms"], 10),
+)
+
+
+def _peak_gb(r: dict[str, Any]) -> float:
+    return max(r["peak_rss_build_mb"], r["peak_rss_add_mb"], r.get("peak_rss_remove_mb", 0)) / 1024
+
+
+def targets(rows: list[dict[str, Any]]) -> str:
+    """Every size's update and query ratios, then issue 12's targets at the sizes that were run (met / missed)."""
+    base = next((r for r in rows if r["n_passages"] == 10_000), None)
+    lines = [
+        "",
+        "| passages | load / build | add 1% / build | remove 1% / build | query p50 / 10k query p50 |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        q = f"{r['query_p50_ms'] / base['query_p50_ms']:.2f}x" if base else "-"
+        lines.append(
+            f"| {r['n_passages']:,} | {r['load_s'] / r['build_s']:.1%} | {r['add_1pct_s'] / r['build_s']:.1%} | "
+            f"{r['remove_1pct_s'] / r['build_s']:.1%} | {q} |"
+        )
+    checks = []
+    for n, label, value, limit in TARGETS:
+        row = next((r for r in rows if r["n_passages"] == n), None)
+        if row is None or (base is None and "10k" in label):
+            continue
+        v = value(row, base)
+        shown = f"{v:.1%}" if limit < 1 else f"{v:,.2f}"
+        want = f"{limit:.0%}" if limit < 1 else f"{limit:g}"
+        checks.append(f"| {n:,} | {label} | {shown} | <= {want} | {'met' if v <= limit else 'missed'} |")
+    if checks:
+        lines += ["", "| passages | target | measured | limit | |", "|---|---|---|---|---|", *checks]
     return "\n".join(lines) + "\n"
 
 
@@ -224,6 +273,7 @@ def main() -> None:
         help="output prefix: writes OUT.json, OUT.md, OUT.png",
     )
     ap.add_argument("--workdir", type=Path, help="where indexes are saved (default: a temporary directory)")
+    ap.add_argument("--render", type=Path, help="only re-write OUT.md and OUT.png from this saved OUT.json")
     ap.add_argument("--job", choices=("build", "load"), help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--path", type=Path, help=argparse.SUPPRESS)
@@ -233,6 +283,13 @@ def main() -> None:
         return
     if args.job == "load":
         print(json.dumps(job_load(args.path, args.queries)))
+        return
+    if args.render:
+        saved = json.loads(args.render.read_text(encoding="utf-8"))
+        out = args.render.with_suffix("")
+        _write(out.with_suffix(".md"), markdown(saved["rows"], saved["meta"]))
+        plot(saved["rows"], out.with_suffix(".png"), f"G2ConS scale ({saved['meta']['embedder']})")
+        print(markdown(saved["rows"], saved["meta"]))
         return
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     commit = subprocess.run(
