@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from .config import G2ConSConfig
 from .errors import PersistError
 from .graph import EdgeSet, GraphStats
 from .state import Derived, Stored
+from .stored_io import fsync_write
 from .terms import TermIndex
 
 __all__ = ["DERIVED_FILES", "read_derived", "write_derived"]
@@ -38,13 +38,6 @@ _SPARSE = ("extracted", "sent_inc", "unit_inc", "chunk_inc", "A", "unit_names")
 _DENSE = ("concept_vecs", "sentence_counts", "df", "pagerank", "name_share", "name_df")
 _EDGE = ("rows", "cols", "co", "cosine", "dice")
 _TERMS = ("counts", "noninit", "caps")
-
-
-def _fsync_write(path: Path, write: Any) -> None:
-    with path.open("xb") as fh:
-        write(fh)
-        fh.flush()
-        os.fsync(fh.fileno())
 
 
 # The config fields the stored and derived state depend on (splitting, analysis, concepts, graph, PageRank). Fields
@@ -120,8 +113,8 @@ def write_derived(folder: Path, dv: Derived, config: G2ConSConfig) -> None:
         "stats": dv.stats.to_dict(),
         "config_sha256": config_digest(config),
     }
-    _fsync_write(folder / "derived.npz", lambda fh: _savez(fh, arrays))
-    _fsync_write(folder / "derived.json", lambda fh: fh.write(json.dumps(meta, ensure_ascii=False).encode("utf-8")))
+    fsync_write(folder / "derived.npz", lambda fh: _savez(fh, arrays))
+    fsync_write(folder / "derived.json", lambda fh: fh.write(json.dumps(meta, ensure_ascii=False).encode("utf-8")))
 
 
 class _Reader:

@@ -1,17 +1,21 @@
 """Save and load an index snapshot: JSON + .npy/.npz (no pickle), versioned, atomic, verified.
 
-Layout of an index directory (format version 2)::
+Layout of an index directory (format version 3)::
 
     CURRENT                  {"format", "version", "data": "v-...", "manifest_sha256"}: the one pointer
     v-<utc time>-<random>/   one immutable version, never modified after it is published:
         manifest.json          format, version, config, embedder name/dim, tokenizer, counts, sha256 of each file
-        chunks.jsonl           one {"id", "text", "metadata", "n_tokens"} per line
-        units.jsonl            one {"id", "parent_id", "text", "n_tokens", "sentences": [positions]} per line
+        chunks.json            the chunks as columns: id, text, n_tokens, metadata (:mod:`~g2cons_plugins.stored_io`)
+        units.json             the retrieval units as columns: id, parent, text (null where splitting makes it),
+                               n_tokens, their sentences' positions
         sentences.json         the distinct sentences, in order
         sentence_vectors.npy   float32 (n_sentences, dim), memory-mapped on load
         unit_vectors.npy       float32 (n_units, dim), memory-mapped on load
         derived.npz/.json      the derived state (:mod:`g2cons_plugins.derived_io`), so a load does not re-derive
     .lock                    taken by a saving process (``fcntl.flock``); loaders never lock
+
+Format version 2 (the same, with ``chunks.jsonl`` and ``units.jsonl``: one JSON object per record) is still read;
+the next save writes version 3.
 
 **Atomic.** A save writes a new version folder under a temporary name, fsyncs every file, renames the folder
 into place, then replaces ``CURRENT`` in one ``os.replace`` (write, fsync, rename, fsync the directory). The
@@ -49,15 +53,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
-from .chunks import Chunk, Unit
 from .config import G2ConSConfig
 from .derived_io import DERIVED_FILES, read_derived, write_derived
 from .embedders import CachedEmbedder, Embedder, get_embedder
 from .errors import G2ConSError, PersistError
 from .snapshot import HasSnapshot, Snapshot, as_snapshot, make_snapshot
-from .state import Stored, binary, derive
+from .state import derive
+from .stored_io import STORED_FILES, STORED_FILES_JSONL, fsync_write, read_stored, write_stored
 from .text import Tokenizer, get_tokenizer
 
 if TYPE_CHECKING:
@@ -66,12 +69,13 @@ if TYPE_CHECKING:
 __all__ = ["FORMAT", "FORMAT_VERSION", "load_index", "load_snapshot", "read_manifest", "save_index"]
 
 FORMAT = "g2cons-index"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 POINTER = "CURRENT"
 LOCK = ".lock"
-STORED_FILES = ("chunks.jsonl", "units.jsonl", "sentences.json", "sentence_vectors.npy", "unit_vectors.npy")
-FILES = STORED_FILES + DERIVED_FILES
-LEGACY_FILES = ("manifest.json",) + STORED_FILES  # what format version 1 wrote into the folder itself
+FILES = STORED_FILES + DERIVED_FILES  # what a version folder holds besides its manifest (format version 3)
+FILES_V2 = STORED_FILES_JSONL + DERIVED_FILES  # format version 2: records as JSON lines
+LEGACY_FILES = ("manifest.json",) + STORED_FILES_JSONL  # what format version 1 wrote into the folder itself
+READ_VERSIONS = (2, FORMAT_VERSION)  # versioned layouts this library reads (and version 1, files in the folder)
 BUNDLED_TOKENIZERS = ("cl100k_base",)
 _VERSION = re.compile(r"^v-\d{8}T\d{6}-[0-9a-f]{12}$")
 _TMP = re.compile(r"^\.tmp-(v-\d{8}T\d{6}-[0-9a-f]{12}|CURRENT-[0-9a-f]{12})$")
@@ -91,12 +95,7 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _write(path: Path, write: Callable[[Any], Any]) -> None:
-    """Create ``path`` (umask permissions), write, flush and fsync; the handle is always closed."""
-    with path.open("xb") as fh:
-        write(fh)
-        fh.flush()
-        os.fsync(fh.fileno())
+_write = fsync_write
 
 
 def _fsync_dir(path: Path) -> None:
@@ -115,20 +114,6 @@ def _npy(arr: np.ndarray) -> Callable[[Any], None]:
 
 
 _ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # one encoder (json.dumps with options makes one per call)
-
-
-def _jsonl(rows: Iterator[dict[str, Any]], batch: int = 4096) -> Callable[[Any], None]:
-    def write(fh: Any) -> None:
-        lines: list[str] = []
-        for r in rows:
-            lines.append(_ENCODE(r))
-            if len(lines) == batch:
-                fh.write(("\n".join(lines) + "\n").encode("utf-8"))
-                lines.clear()
-        if lines:
-            fh.write(("\n".join(lines) + "\n").encode("utf-8"))
-
-    return write
 
 
 @contextlib.contextmanager
@@ -229,27 +214,7 @@ def _check_serialisable(snap: Snapshot) -> None:
 
 def _write_version(snap: Snapshot, folder: Path) -> bytes:
     st = snap.stored
-    sent_pos = {s: i for i, s in enumerate(st.sentences)}
-    _write(
-        folder / "chunks.jsonl",
-        _jsonl(
-            {"id": c.id, "text": c.text, "metadata": dict(c.metadata), "n_tokens": int(n)}
-            for c, n in zip(st.chunks, st.chunk_tokens.tolist(), strict=True)
-        ),
-    )
-    _write(
-        folder / "units.jsonl",
-        _jsonl(
-            {
-                "id": u.id,
-                "parent_id": u.parent_id,
-                "text": u.text,
-                "n_tokens": u.n_tokens,
-                "sentences": [sent_pos[s] for s in u.sentences],
-            }
-            for u in st.units
-        ),
-    )
+    write_stored(folder, st)
     _write(folder / "sentences.json", lambda fh: fh.write(json.dumps(st.sentences, ensure_ascii=False).encode("utf-8")))
     for name, arr in (("sentence_vectors.npy", st.sent_vecs), ("unit_vectors.npy", st.unit_vecs)):
         _write(folder / name, _npy(arr))
@@ -313,8 +278,8 @@ def _version_dir(path: Path) -> tuple[Path, str | None]:
         raise PersistError(f"{ptr_file}: unreadable or not valid JSON ({e})") from None
     if not isinstance(ptr, dict) or ptr.get("format") != FORMAT:
         raise PersistError(f"{ptr_file}: not a g2cons index pointer")
-    if ptr.get("version") != FORMAT_VERSION:
-        raise PersistError(f"{ptr_file}: format version {ptr.get('version')!r}; this library reads {FORMAT_VERSION}")
+    if ptr.get("version") not in READ_VERSIONS:
+        raise PersistError(f"{ptr_file}: format version {ptr.get('version')!r}; this library reads {READ_VERSIONS}")
     name, digest = ptr.get("data"), ptr.get("manifest_sha256")
     if not isinstance(name, str) or not _VERSION.match(name):
         raise PersistError(f"{ptr_file}: field 'data' must name a version folder, got {name!r}")
@@ -350,9 +315,9 @@ def _manifest(folder: Path, digest: str | None) -> dict[str, Any]:
     if not isinstance(m, dict) or m.get("format") != FORMAT:
         got = m.get("format") if isinstance(m, dict) else type(m).__name__
         raise PersistError(f"{mf}: not a g2cons index manifest (format {got!r})")
-    want = FORMAT_VERSION if digest is not None else 1
-    if m.get("version") != want:
-        raise PersistError(f"{mf}: format version {m.get('version')!r}; expected {want}")
+    want = READ_VERSIONS if digest is not None else (1,)
+    if type(m.get("version")) is not int or m["version"] not in want:
+        raise PersistError(f"{mf}: format version {m.get('version')!r}; expected one of {want}")
 
     def need(name: str, kind: type | tuple[type, ...]) -> Any:
         v = m.get(name)
@@ -373,7 +338,7 @@ def _manifest(folder: Path, digest: str | None) -> dict[str, Any]:
     if digest is not None and unknown:
         raise PersistError(f"{mf}: field 'config' has keys this library does not know: {unknown[:5]} (newer version?)")
     files = need("files", dict)
-    expected = FILES if digest is not None else STORED_FILES
+    expected = _files(m["version"])
     for f in expected:
         if not isinstance(files.get(f), str) or not _HEX64.match(files[f]):
             raise PersistError(f"{mf}: field 'files.{f}' must be a sha256 hex digest")
@@ -450,7 +415,7 @@ def _read(
     rebuild: bool,
 ) -> Snapshot:
     m = _manifest(folder, digest)
-    files = [f for f in (FILES if digest is not None else STORED_FILES)]
+    files = list(_files(m["version"]))
     for name in files:
         f = folder / name
         _no_symlink(f)
@@ -483,6 +448,11 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _files(version: int) -> tuple[str, ...]:
+    """The files of a version folder (format version 1: of the index folder) besides the manifest."""
+    return FILES if version >= 3 else FILES_V2 if version == 2 else STORED_FILES_JSONL
+
+
 def _first_mismatch(folder: Path, files: list[str], sums: dict[str, str]) -> str | None:
     return next((name for name in files if _sha256(folder / name) != sums[name]), None)
 
@@ -509,7 +479,7 @@ def _parse(
         raise PersistError(f"{mf}: field 'config' is invalid: {e}") from None
     dim = int(m["embedder"]["dim"])
     tok = _tokenizer(mf, m, tokenizer)
-    stored = _read_stored(folder, dim)
+    stored = read_stored(folder, dim, columns=m["version"] >= 3)
     counts = m.get("counts") or {}
     for key, n in (("chunks", len(stored.chunks)), ("units", len(stored.units)), ("sentences", len(stored.sentences))):
         if key in counts and counts[key] != n:
@@ -565,123 +535,3 @@ def _embedder(folder: Path, m: dict[str, Any], given: str | Embedder | Callable[
         if probe.shape != (1, dim):
             raise PersistError(f"{folder}: embedder {name!r} returns shape {probe.shape}, expected (1, {dim})")
     return emb
-
-
-def _rows(path: Path) -> list[dict[str, Any]]:
-    out = []
-    try:
-        with path.open(encoding="utf-8") as fh:
-            for k, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                row = json.loads(line)
-                if not isinstance(row, dict):
-                    raise PersistError(f"{path}: line {k} is not a JSON object")
-                out.append(row)
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise PersistError(f"{path}: unreadable or not valid JSON lines ({e})") from None
-    return out
-
-
-def _field(path: Path, k: int, row: dict[str, Any], name: str, kind: type) -> Any:
-    v = row.get(name)
-    if not isinstance(v, kind) or isinstance(v, bool):
-        raise PersistError(f"{path}: record {k}: field {name!r} must be {kind.__name__}, got {type(v).__name__}")
-    return v
-
-
-def _tokens(path: Path, k: int, row: dict[str, Any], text: str) -> int:
-    n = _field(path, k, row, "n_tokens", int)
-    if not 1 <= n <= 10 * len(text) + 16:
-        raise PersistError(f"{path}: record {k}: field 'n_tokens' is {n}, impossible for {len(text)} characters")
-    return int(n)
-
-
-def _vectors(path: Path, n: int, dim: int, mmap: bool) -> np.ndarray:
-    try:
-        a = np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
-    except (OSError, ValueError) as e:
-        raise PersistError(f"{path}: unreadable vector file ({e})") from None
-    if a.dtype != np.float32 or a.shape != (n, dim):
-        raise PersistError(f"{path}: vectors of dtype {a.dtype} and shape {a.shape}; expected float32 ({n}, {dim})")
-    for s in range(0, n, 65_536):  # streamed: a memory-mapped file is not read into memory at once
-        block = np.asarray(a[s : s + 65_536])
-        if not np.isfinite(block).all():
-            raise PersistError(
-                f"{path}: NaN or infinite values (row {s + int(np.argmin(np.isfinite(block).all(axis=1)))})"
-            )
-        if not (np.abs(block).max(axis=1) > 0).all():
-            raise PersistError(f"{path}: an all-zero vector (row {s + int(np.argmin(np.abs(block).max(axis=1) > 0))})")
-    return a
-
-
-def _read_stored(folder: Path, dim: int) -> Stored:
-    cf, uf, sf = folder / "chunks.jsonl", folder / "units.jsonl", folder / "sentences.json"
-    chunks: list[Chunk] = []
-    chunk_tokens: list[int] = []
-    pos: dict[str, int] = {}
-    for k, r in enumerate(_rows(cf), 1):
-        cid, text = _field(cf, k, r, "id", str), _field(cf, k, r, "text", str)
-        meta = r.get("metadata") or {}
-        if not cid or cid in pos:
-            raise PersistError(f"{cf}: record {k}: id {cid!r} is empty or repeated")
-        if not isinstance(meta, dict):
-            raise PersistError(f"{cf}: record {k}: field 'metadata' must be an object")
-        pos[cid] = len(chunks)
-        chunks.append(Chunk(cid, text, meta))
-        chunk_tokens.append(_tokens(cf, k, r, text))
-    if not chunks:
-        raise PersistError(f"{cf}: no chunks")
-    try:
-        sentences = json.loads(sf.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise PersistError(f"{sf}: unreadable or not valid JSON ({e})") from None
-    if not isinstance(sentences, list) or not all(isinstance(s, str) for s in sentences):
-        raise PersistError(f"{sf}: must be a list of strings")
-    units: list[Unit] = []
-    parents: list[int] = []
-    rows_: list[int] = []
-    cols: list[int] = []
-    seen: set[str] = set()
-    for k, r in enumerate(_rows(uf), 1):
-        uid, parent, text = (
-            _field(uf, k, r, "id", str),
-            _field(uf, k, r, "parent_id", str),
-            _field(uf, k, r, "text", str),
-        )
-        sent = _field(uf, k, r, "sentences", list)
-        if uid in seen or not uid:
-            raise PersistError(f"{uf}: record {k}: id {uid!r} is empty or repeated")
-        seen.add(uid)
-        if parent not in pos:
-            raise PersistError(f"{uf}: record {k}: parent_id {parent!r} is not a chunk of {cf.name}")
-        if not sent or not all(
-            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(sentences) for i in sent
-        ):
-            raise PersistError(f"{uf}: record {k}: field 'sentences' must list positions in [0, {len(sentences)})")
-        units.append(Unit(uid, parent, text, _tokens(uf, k, r, text), tuple(sentences[i] for i in sent)))
-        parents.append(pos[parent])
-        rows_.extend(sent)
-        cols.extend([len(units) - 1] * len(sent))
-    if {u.parent_id for u in units} != set(pos):
-        raise PersistError(f"{uf}: some chunks of {cf.name} have no retrieval unit")
-    sent_vecs = _vectors(folder / "sentence_vectors.npy", len(sentences), dim, mmap=True)  # read only by derive
-    unit_vecs = _vectors(folder / "unit_vectors.npy", len(units), dim, mmap=True)
-    sent_unit = binary(
-        sp.csr_matrix((np.ones(len(rows_), np.float32), (rows_, cols)), shape=(len(sentences), len(units)))
-    )
-    arrays = [np.asarray(chunk_tokens, dtype=np.int64), np.asarray(parents, dtype=np.int64)]
-    arrays.append(np.array([u.n_tokens for u in units], dtype=np.int64))
-    for a in arrays:
-        a.flags.writeable = False
-    return Stored(
-        chunks=chunks,
-        chunk_tokens=arrays[0],
-        units=units,
-        unit_parent=arrays[1],
-        unit_tokens=arrays[2],
-        sentences=sentences,
-        sent_unit=sent_unit,
-        sent_vecs=sent_vecs,
-        unit_vecs=unit_vecs,
-    )

@@ -164,11 +164,13 @@ def _forge(path: Path, name: str, edit: Callable[[bytes], bytes]) -> None:
     (path / POINTER).write_text(json.dumps(ptr), encoding="utf-8")
 
 
-def _jsonl_edit(fn: Callable[[list[dict]], None]) -> Callable[[bytes], bytes]:
+def _col_edit(fn: Callable[[dict], object]) -> Callable[[bytes], bytes]:
+    """An edit of a column file (chunks.json, units.json): ``fn`` changes the parsed object in place."""
+
     def edit(data: bytes) -> bytes:
-        rows = [json.loads(x) for x in data.decode("utf-8").splitlines() if x.strip()]
-        fn(rows)
-        return "".join(json.dumps(r) + "\n" for r in rows).encode("utf-8")
+        obj = json.loads(data)
+        fn(obj)
+        return json.dumps(obj).encode("utf-8")
 
     return edit
 
@@ -185,9 +187,9 @@ def _npy_edit(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[bytes], bytes
     return edit
 
 
-def _set(i: int, key: str, value: object) -> Callable[[list[dict]], None]:
-    def fn(rows: list[dict]) -> None:
-        rows[i][key] = value
+def _cell(column: str, i: int, value: object) -> Callable[[dict], None]:
+    def fn(obj: dict) -> None:
+        obj[column][i] = value
 
     return fn
 
@@ -212,15 +214,28 @@ def _zero(a: np.ndarray) -> np.ndarray:
 
 
 CASES = [
-    ("chunks.jsonl", _jsonl_edit(_set(0, "n_tokens", -1)), "n_tokens"),
-    ("chunks.jsonl", _jsonl_edit(_set(0, "n_tokens", 10**9)), "n_tokens"),
-    ("chunks.jsonl", _jsonl_edit(_set(0, "n_tokens", "many")), "n_tokens"),
-    ("chunks.jsonl", _jsonl_edit(_set(1, "id", "d00")), "repeated"),
-    ("chunks.jsonl", _jsonl_edit(_set(0, "text", 42)), "text"),
-    ("units.jsonl", _jsonl_edit(_set(0, "parent_id", "nowhere")), "parent_id"),
-    ("units.jsonl", _jsonl_edit(_set(0, "sentences", [10**6])), "sentences"),
-    ("units.jsonl", _jsonl_edit(_set(0, "sentences", [-1])), "sentences"),
-    ("units.jsonl", _jsonl_edit(_set(0, "n_tokens", 0)), "n_tokens"),
+    ("chunks.json", _col_edit(_cell("n_tokens", 0, -1)), "n_tokens"),
+    ("chunks.json", _col_edit(_cell("n_tokens", 0, 10**9)), "n_tokens"),
+    ("chunks.json", _col_edit(_cell("n_tokens", 0, "many")), "n_tokens"),
+    ("chunks.json", _col_edit(_cell("n_tokens", 0, True)), "n_tokens"),
+    ("chunks.json", _col_edit(_cell("id", 1, "d00")), "repeated"),
+    ("chunks.json", _col_edit(_cell("id", 1, "")), "empty"),
+    ("chunks.json", _col_edit(_cell("text", 0, 42)), "text"),
+    ("chunks.json", _col_edit(lambda o: o["text"].pop()), "lengths"),
+    ("chunks.json", _col_edit(lambda o: o.pop("id")), "'id'"),
+    ("chunks.json", _col_edit(lambda o: o.update(metadata={"999": {}})), "metadata"),
+    ("chunks.json", _col_edit(lambda o: o.update(metadata={"0": [1]})), "metadata"),
+    ("chunks.json", lambda b: b"[]", "object"),
+    ("units.json", _col_edit(_cell("parent", 0, 10**6)), "parent"),
+    ("units.json", _col_edit(_cell("parent", 0, -1)), "parent"),
+    ("units.json", _col_edit(lambda o: o.update(parent=[0] * len(o["parent"]))), "no retrieval unit"),
+    ("units.json", _col_edit(_cell("sentences", 0, 10**6)), "sentences"),
+    ("units.json", _col_edit(_cell("sentences", 0, -1)), "sentences"),
+    ("units.json", _col_edit(_cell("n_tokens", 0, 0)), "n_tokens"),
+    ("units.json", _col_edit(_cell("n_sentences", 0, 0)), "n_sentences"),
+    ("units.json", _col_edit(lambda o: o["sentences"].append(0)), "n_sentences"),
+    ("units.json", _col_edit(_cell("text", 0, 7)), "text"),
+    ("units.json", _col_edit(_cell("id", 1, "")), "empty"),
     ("sentences.json", lambda b: b"[1, 2, 3]", "sentences.json"),
     ("unit_vectors.npy", _npy_edit(_nan), "NaN"),
     ("unit_vectors.npy", _npy_edit(_zero), "zero"),
@@ -248,7 +263,7 @@ def test_forged_files_name_file_and_field(copy: Path, name: str, edit: Callable[
     assert str(V(copy)) in str(exc.value) or POINTER in str(exc.value)
 
 
-@pytest.mark.parametrize("name", ["manifest.json", "chunks.jsonl", "derived.npz", "unit_vectors.npy"])
+@pytest.mark.parametrize("name", ["manifest.json", "chunks.json", "units.json", "derived.npz", "unit_vectors.npy"])
 def test_edits_without_recomputed_checksums(copy: Path, name: str) -> None:
     f = V(copy) / name
     data = bytearray(f.read_bytes())
@@ -259,7 +274,7 @@ def test_edits_without_recomputed_checksums(copy: Path, name: str) -> None:
 
 
 def test_symlink_out_of_the_folder(copy: Path, tmp_path: Path) -> None:
-    f = V(copy) / "chunks.jsonl"
+    f = V(copy) / "chunks.json"
     outside = tmp_path / "elsewhere.jsonl"
     outside.write_bytes(f.read_bytes())
     f.unlink()
@@ -359,6 +374,33 @@ def test_no_file_descriptor_leaks(tmp_path: Path) -> None:
     assert len(list(fd_dir.iterdir())) <= before
 
 
+def _write_jsonl_records(index: G2ConSIndex, folder: Path) -> dict[str, str]:
+    """``chunks.jsonl`` and ``units.jsonl`` as format versions 1 and 2 wrote them (one JSON object per record);
+    returns their sha256."""
+    st = index.stored
+    pos = {s: i for i, s in enumerate(st.sentences)}
+    chunks = [
+        {"id": c.id, "text": c.text, "metadata": dict(c.metadata), "n_tokens": int(n)}
+        for c, n in zip(st.chunks, st.chunk_tokens.tolist(), strict=True)
+    ]
+    units = [
+        {
+            "id": u.id,
+            "parent_id": u.parent_id,
+            "text": u.text,
+            "n_tokens": u.n_tokens,
+            "sentences": [pos[s] for s in u.sentences],
+        }
+        for u in st.units
+    ]
+    sums = {}
+    for name, rows in (("chunks.jsonl", chunks), ("units.jsonl", units)):
+        data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
+        (folder / name).write_bytes(data)
+        sums[name] = hashlib.sha256(data).hexdigest()
+    return sums
+
+
 def test_version_1_layout_loads_and_migrates(saved: Path, tmp_path: Path) -> None:
     """An index saved by format version 1 (files in the folder itself, no derived state) loads; the next save
     moves it to the versioned layout and removes exactly the files version 1 wrote."""
@@ -366,11 +408,12 @@ def test_version_1_layout_loads_and_migrates(saved: Path, tmp_path: Path) -> Non
     old.mkdir()
     src = V(saved)
     manifest = json.loads((src / "manifest.json").read_text(encoding="utf-8"))
-    stored = ("chunks.jsonl", "units.jsonl", "sentences.json", "sentence_vectors.npy", "unit_vectors.npy")
+    stored = ("sentences.json", "sentence_vectors.npy", "unit_vectors.npy")
     for name in stored:
         (old / name).write_bytes((src / name).read_bytes())
     manifest["version"] = 1
     manifest["files"] = {k: v for k, v in manifest["files"].items() if k in stored}
+    manifest["files"].update(_write_jsonl_records(G2ConSIndex.load(saved), old))
     (old / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     (old / "notes.txt").write_text("mine")  # not ours: must survive the migration
     loaded = G2ConSIndex.load(old)
@@ -379,3 +422,31 @@ def test_version_1_layout_loads_and_migrates(saved: Path, tmp_path: Path) -> Non
     names = sorted(p.name for p in old.iterdir())
     assert "notes.txt" in names and "manifest.json" not in names and "chunks.jsonl" not in names
     assert G2ConSIndex.load(old).stats == loaded.stats
+
+
+def test_version_2_layout_loads_and_next_save_writes_version_3(copy: Path) -> None:
+    """An index saved by format version 2 (records as JSON lines) loads equal to the version 3 one, with its
+    derived state; the next save writes version 3 (column files) and keeps the version 2 folder as the previous
+    one."""
+    want = G2ConSIndex.load(copy)
+    v2 = V(copy)
+    for name in ("chunks.json", "units.json"):
+        (v2 / name).unlink()
+    manifest = json.loads((v2 / "manifest.json").read_text(encoding="utf-8"))
+    manifest["version"] = 2
+    del manifest["files"]["chunks.json"], manifest["files"]["units.json"]
+    manifest["files"].update(_write_jsonl_records(want, v2))
+    data = json.dumps(manifest).encode("utf-8")
+    (v2 / "manifest.json").write_bytes(data)
+    ptr = json.loads((copy / POINTER).read_text(encoding="utf-8"))
+    ptr.update(version=2, manifest_sha256=hashlib.sha256(data).hexdigest())
+    (copy / POINTER).write_text(json.dumps(ptr), encoding="utf-8")
+    got = G2ConSIndex.load(copy)
+    assert got.chunks == want.chunks and got.units == want.units
+    assert got.derived.vocab == want.derived.vocab and got.stats == want.stats
+    q = "Where did Alice Moreau1 meet Bob Tanaka?"
+    assert [i.unit_id for i in got.retrieve(q)] == [i.unit_id for i in want.retrieve(q)]
+    got.save(copy)
+    assert json.loads((copy / POINTER).read_text(encoding="utf-8"))["version"] == 3
+    assert (V(copy) / "chunks.json").is_file() and v2.is_dir() and V(copy) != v2
+    assert G2ConSIndex.load(copy).units == want.units

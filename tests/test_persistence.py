@@ -6,6 +6,7 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import dataclasses
 import gc
 import hashlib
 import json
@@ -332,10 +333,10 @@ def test_flipped_bytes_in_vectors(copy: Path) -> None:
 
 
 def test_truncated_chunks(copy: Path) -> None:
-    f = V(copy) / "chunks.jsonl"
+    f = V(copy) / "chunks.json"
     data = f.read_bytes()
     f.write_bytes(data[: len(data) // 2])
-    with pytest.raises(PersistError, match="chunks.jsonl"):
+    with pytest.raises(PersistError, match="chunks.json"):
         G2ConSIndex.load(copy)
 
 
@@ -354,7 +355,7 @@ def test_modified_file(copy: Path, name: str) -> None:
         G2ConSIndex.load(copy)
 
 
-@pytest.mark.parametrize("name", ["chunks.jsonl", "units.jsonl", "sentences.json"])
+@pytest.mark.parametrize("name", ["chunks.json", "units.json", "sentences.json"])
 def test_checksum_is_reported_before_the_parse_error_it_causes(copy: Path, name: str) -> None:
     # the checksums run on a thread while the files are parsed: the corruption, not its symptom, is reported
     f = V(copy) / name
@@ -375,6 +376,19 @@ def test_load_restores_the_garbage_collector_state(saved: Path, enabled: bool) -
         assert gc.isenabled() is enabled
     finally:
         gc.enable()
+
+
+def test_unit_texts_splitting_does_not_make_are_written_out(original: G2ConSIndex, tmp_path: Path) -> None:
+    # units.json leaves a text out (null) only where splitting makes it from the chunk or the sentences
+    snap = original.snapshot
+    units = list(snap.stored.units)
+    units[0] = dataclasses.replace(units[0], text=units[0].text + "  (edited)")
+    units[-1] = dataclasses.replace(units[-1], text=units[-1].text + "\n")
+    odd = dataclasses.replace(snap, stored=dataclasses.replace(snap.stored, units=units))
+    save_index(odd, tmp_path / "odd")
+    written = json.loads((V(tmp_path / "odd") / "units.json").read_text(encoding="utf-8"))["text"]
+    assert [i for i, t in enumerate(written) if t is not None] == [0, len(units) - 1]
+    assert list(load_index(tmp_path / "odd").units) == units
 
 
 def test_missing_manifest(copy: Path) -> None:
@@ -432,7 +446,7 @@ def test_not_a_directory(tmp_path: Path, saved: Path) -> None:
 
 
 def test_errors_are_oserrors(copy: Path) -> None:
-    (V(copy) / "units.jsonl").unlink()
+    (V(copy) / "units.json").unlink()
     with pytest.raises(OSError):
         G2ConSIndex.load(copy)
 
