@@ -3,7 +3,8 @@ re-derive the corpus.
 
 Two files inside an index version folder:
 
-- ``derived.npz``: every array, uncompressed (``np.savez``; read with ``allow_pickle=False``). A sparse matrix
+- ``derived.npz``: every array, uncompressed (``np.savez``; read in place by :mod:`~g2cons_plugins.npz_view`, no
+  pickle). A sparse matrix
   ``M`` is three arrays ``M.data``, ``M.indices``, ``M.indptr``;
 - ``derived.json``: strings and scalars: the concept vocabulary, the bridge names, the term words, the sparse
   shapes, the edge threshold and the graph statistics.
@@ -27,6 +28,7 @@ import scipy.sparse as sp
 from .config import G2ConSConfig
 from .errors import PersistError
 from .graph import EdgeSet, GraphStats
+from .npz_view import NpzView
 from .state import Derived, Stored
 from .stored_io import fsync_write
 from .terms import TermIndex
@@ -121,8 +123,8 @@ class _Reader:
     def __init__(self, folder: Path) -> None:
         self.npz_path, self.json_path = folder / "derived.npz", folder / "derived.json"
         try:
-            self.npz = np.load(self.npz_path, allow_pickle=False)
-        except (OSError, ValueError) as e:
+            self.npz = NpzView(self.npz_path)  # arrays in place (one copy-on-write map), not copied
+        except (OSError, ValueError, zipfile.BadZipFile) as e:
             raise PersistError(f"{self.npz_path}: unreadable ({e})") from None
         try:
             self.meta = json.loads(self.json_path.read_text(encoding="utf-8"))

@@ -1,0 +1,71 @@
+"""The arrays of an uncompressed ``.npz`` read in place: one copy-on-write memory map of the file, each member a
+NumPy view of its bytes, instead of a copy per member through :mod:`zipfile` (which also recomputes every CRC).
+
+Measured on the 2.5 GB ``derived.npz`` of a 1M-passage index: reading its 39 arrays took 4.4 s with ``np.load``
+(3.2 s copying, 0.8 s CRC-32), against well under a second here. A member that is compressed, or whose ``.npy``
+header is not version 1.0 or 2.0, is read with ``np.load`` as before; object arrays are refused either way (no
+pickle). The map is private (``ACCESS_COPY``): arrays are writeable and a write never reaches the file. Integrity is
+the caller's business (the index manifest holds the file's sha256).
+"""
+
+from __future__ import annotations
+
+import io
+import mmap
+import struct
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["NpzView"]
+
+_LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., file name length, extra field length (30 bytes)
+
+
+class NpzView:
+    """Read-only access to the members of ``path`` by name (without the ``.npy`` suffix), like ``np.load``'s
+    ``NpzFile``: ``files`` lists them, ``view[name]`` gives the array."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._npz = np.load(self.path, allow_pickle=False)  # the fallback, and the member list
+        self.files: list[str] = list(self._npz.files)
+        with zipfile.ZipFile(self.path) as zf:
+            self._infos = {i.filename[: -len(".npy")]: i for i in zf.infolist() if i.filename.endswith(".npy")}
+        with self.path.open("rb") as fh:
+            size = fh.seek(0, 2)
+            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY) if size else None
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        info = self._infos.get(name)
+        if info is None or self._map is None or info.compress_type != zipfile.ZIP_STORED:
+            return np.asarray(self._npz[name])
+        start = info.header_offset + _LOCAL_HEADER.size
+        if start > len(self._map):
+            raise ValueError(f"member {name!r}: its header lies past the end of the file")
+        sig, n_name, n_extra = _LOCAL_HEADER.unpack_from(self._map, info.header_offset)
+        if sig != b"PK\x03\x04":
+            raise ValueError(f"member {name!r}: no local file header at offset {info.header_offset}")
+        a = _array(self._map, start + n_name + n_extra, info.file_size, name)
+        return a if a is not None else np.asarray(self._npz[name])
+
+
+def _array(buf: mmap.mmap, start: int, size: int, name: str) -> np.ndarray | None:
+    """The array of the ``.npy`` bytes ``buf[start:start + size]``, or None where this reader does not apply."""
+    head = io.BytesIO(buf[start : start + min(size, 65_536 + 16)])
+    version = np.lib.format.read_magic(head)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(head)
+    elif version == (2, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(head)
+    else:
+        return None
+    if dtype.hasobject:
+        raise ValueError(f"member {name!r} holds Python objects (not read without pickle)")
+    count = int(np.prod(shape, dtype=np.int64))
+    offset = start + head.tell()
+    if head.tell() + count * dtype.itemsize > size or offset + count * dtype.itemsize > len(buf):
+        raise ValueError(f"member {name!r}: {count} x {dtype} does not fit in its {size} bytes")
+    a = np.frombuffer(buf, dtype=dtype, count=count, offset=offset)
+    return a.reshape(shape, order="F" if fortran else "C")

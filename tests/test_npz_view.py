@@ -1,0 +1,69 @@
+"""NpzView: the arrays of an uncompressed .npz read in place equal np.load's, any dtype, shape and order;
+compressed members fall back; writes stay in memory; object arrays and truncated members are refused."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from g2cons_plugins.derived_io import _savez
+from g2cons_plugins.npz_view import NpzView
+
+ARRAYS = {
+    "f32": np.arange(12, dtype=np.float32).reshape(3, 4),
+    "f64_fortran": np.asfortranarray(np.linspace(0, 1, 20).reshape(4, 5)),
+    "i32": np.array([3, -1, 7], dtype=np.int32),
+    "i64_empty": np.zeros(0, dtype=np.int64),
+    "u8_3d": np.arange(24, dtype=np.uint8).reshape(2, 3, 4),
+    "scalar": np.float64(2.5),
+    "big_endian": np.arange(5, dtype=">i4"),
+}
+
+
+@pytest.mark.parametrize("writer", ["savez", "ours", "compressed"])
+def test_members_equal_np_load(tmp_path: Path, writer: str) -> None:
+    path = tmp_path / "a.npz"
+    if writer == "ours":
+        with path.open("wb") as fh:
+            _savez(fh, {k: np.asarray(v) for k, v in ARRAYS.items()})
+    else:
+        (np.savez if writer == "savez" else np.savez_compressed)(path, **ARRAYS)
+    view, ref = NpzView(path), np.load(path, allow_pickle=False)
+    assert sorted(view.files) == sorted(ARRAYS)
+    for name in ARRAYS:
+        got, want = view[name], ref[name]
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+        assert got.flags.f_contiguous == want.flags.f_contiguous
+
+
+def test_writes_never_reach_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "a.npz"
+    np.savez(path, x=np.zeros(1000, dtype=np.float32))
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    a = NpzView(path)["x"]
+    a[:] = 7.0  # copy-on-write: the process's pages change, the file does not
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+    assert NpzView(path)["x"].max() == 0.0
+
+
+def test_object_arrays_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "a.npz"
+    np.savez(path, x=np.array([{"a": 1}], dtype=object))
+    with pytest.raises(ValueError, match="object"):
+        NpzView(path)["x"]
+
+
+def test_a_truncated_member_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "a.npz"
+    np.savez(path, x=np.arange(1000, dtype=np.int64))
+    data = bytearray(path.read_bytes())
+    # shrink the header's shape so the zip stays valid but claim more than the member holds
+    i = data.index(b"(1000,)")
+    data[i : i + 7] = b"(9000,)"
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="does not fit"):
+        NpzView(path)["x"]
