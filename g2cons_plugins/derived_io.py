@@ -4,8 +4,7 @@ re-derive the corpus.
 Two files inside an index version folder:
 
 - ``derived.npz``: every array, uncompressed (``np.savez``; read in place by :mod:`~g2cons_plugins.npz_view`, no
-  pickle). A sparse matrix
-  ``M`` is three arrays ``M.data``, ``M.indices``, ``M.indptr``;
+  pickle). A sparse matrix ``M`` is three arrays ``M.data``, ``M.indices``, ``M.indptr``;
 - ``derived.json``: strings and scalars: the concept vocabulary, the bridge names, the term words, the sparse
   shapes, the edge threshold and the graph statistics.
 
