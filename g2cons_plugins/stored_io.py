@@ -153,8 +153,16 @@ def _ids(path: Path, ids: list[str]) -> None:
             seen.add(i)
 
 
+def _int_array(path: Path, name: str, col: list[int]) -> np.ndarray:
+    try:
+        return np.array(col, dtype=np.int64)
+    except OverflowError:
+        k = next(k for k, v in enumerate(col) if not -(2**63) <= v < 2**63)
+        raise PersistError(f"{path}: record {k + 1}: field {name!r} is {col[k]}, out of range") from None
+
+
 def _token_counts(path: Path, n_tokens: list[int], texts: Sequence[str]) -> np.ndarray:
-    n = np.array(n_tokens, dtype=np.int64)
+    n = _int_array(path, "n_tokens", n_tokens)
     chars = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
     bad = (n < 1) | (n > 10 * chars + 16)
     if bad.any():
@@ -214,7 +222,7 @@ def _read_columns(folder: Path, sentences: list[str]) -> _Read:
     }
     u = _table(uf, spec, free=("sentences",))
     _ids(uf, u["id"])
-    parent = np.array(u["parent"], dtype=np.int64)
+    parent = _int_array(uf, "parent", u["parent"])
     bad = (parent < 0) | (parent >= len(chunks))
     if bad.any():
         k = _first(bad)
@@ -222,8 +230,8 @@ def _read_columns(folder: Path, sentences: list[str]) -> _Read:
     per_chunk = np.bincount(parent, minlength=len(chunks))
     if (per_chunk == 0).any():
         raise PersistError(f"{uf}: chunk {ids[_first(per_chunk == 0)]!r} of {cf.name} has no retrieval unit")
-    counts = np.array(u["n_sentences"], dtype=np.int64)
-    flat = np.array(u["sentences"], dtype=np.int64)
+    counts = _int_array(uf, "n_sentences", u["n_sentences"])
+    flat = _int_array(uf, "sentences", u["sentences"])
     if (counts < 1).any() or int(counts.sum()) != len(flat):
         k = _first(counts < 1) if (counts < 1).any() else len(counts) - 1
         raise PersistError(f"{uf}: record {k + 1}: field 'n_sentences' does not match the 'sentences' list")
@@ -252,7 +260,7 @@ def _metadata(path: Path, meta: Any, n: int) -> list[dict[str, Any]]:
     if not isinstance(meta, dict):
         raise PersistError(f"{path}: field 'metadata' must be an object")
     for key, value in meta.items():
-        if not (key.isdigit() and int(key) < n):
+        if not (key.isascii() and key.isdecimal() and int(key) < n):
             raise PersistError(f"{path}: field 'metadata' has key {key!r}, not a chunk position below {n}")
         if not isinstance(value, dict):
             raise PersistError(f"{path}: record {int(key) + 1}: field 'metadata' must be an object")
