@@ -31,8 +31,8 @@ class NpzView:
         self.path = Path(path)
         self._npz = np.load(self.path, allow_pickle=False)  # the fallback, and the member list
         self.files: list[str] = list(self._npz.files)
-        with zipfile.ZipFile(self.path) as zf:
-            self._infos = {i.filename[: -len(".npy")]: i for i in zf.infolist() if i.filename.endswith(".npy")}
+        infos = self._npz.zip.infolist()  # the central directory np.load has read already
+        self._infos = {i.filename[: -len(".npy")]: i for i in infos if i.filename.endswith(".npy")}
         with self.path.open("rb") as fh:
             size = fh.seek(0, 2)
             self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY) if size else None

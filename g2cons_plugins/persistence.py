@@ -60,7 +60,7 @@ from .embedders import CachedEmbedder, Embedder, get_embedder
 from .errors import G2ConSError, PersistError
 from .snapshot import HasSnapshot, Snapshot, as_snapshot, make_snapshot
 from .state import derive
-from .stored_io import STORED_FILES, STORED_FILES_JSONL, fsync_write, read_stored, write_stored
+from .stored_io import STORED_FILES, STORED_FILES_JSONL, encode_json, fsync_write, read_stored, write_stored
 from .text import Tokenizer, get_tokenizer
 
 if TYPE_CHECKING:
@@ -111,9 +111,6 @@ def _npy(arr: np.ndarray) -> Callable[[Any], None]:
         np.save(fh, np.ascontiguousarray(arr, dtype=np.float32), allow_pickle=False)
 
     return write
-
-
-_ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # one encoder (json.dumps with options makes one per call)
 
 
 @contextlib.contextmanager
@@ -207,7 +204,7 @@ def _check_serialisable(snap: Snapshot) -> None:
         if not c.metadata:
             continue
         try:
-            _ENCODE(dict(c.metadata)).encode("utf-8")
+            encode_json(dict(c.metadata)).encode("utf-8")
         except (TypeError, ValueError, UnicodeEncodeError) as e:
             raise PersistError(f"chunk {c.id!r}: metadata must be JSON-serialisable to persist ({e})") from None
 

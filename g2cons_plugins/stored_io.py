@@ -32,12 +32,12 @@ from .chunks import Chunk, Unit
 from .errors import PersistError
 from .state import Stored, binary
 
-__all__ = ["STORED_FILES", "STORED_FILES_JSONL", "fsync_write", "read_stored", "write_stored"]
+__all__ = ["STORED_FILES", "STORED_FILES_JSONL", "encode_json", "fsync_write", "read_stored", "write_stored"]
 
 STORED_FILES = ("chunks.json", "units.json", "sentences.json", "sentence_vectors.npy", "unit_vectors.npy")
 STORED_FILES_JSONL = ("chunks.jsonl", "units.jsonl", "sentences.json", "sentence_vectors.npy", "unit_vectors.npy")
 
-_ENCODE = json.JSONEncoder(ensure_ascii=False).encode  # one encoder (json.dumps with options makes one per call)
+encode_json = json.JSONEncoder(ensure_ascii=False).encode  # one encoder (json.dumps with options: one a call)
 _BATCH = 4096  # values encoded per write: a column is streamed, never held as one string
 
 
@@ -55,11 +55,11 @@ def _columns(columns: Sequence[tuple[str, Iterable[Any]]], tail: dict[str, Any])
     def write(fh: Any) -> None:
         fh.write(b"{")
         for i, (name, values) in enumerate(columns):
-            fh.write(f"{',' if i else ''}{_ENCODE(name)}: [".encode())
+            fh.write(f"{',' if i else ''}{encode_json(name)}: [".encode())
             batch: list[str] = []
             first = True
             for v in values:
-                batch.append(_ENCODE(v))
+                batch.append(encode_json(v))
                 if len(batch) == _BATCH:
                     fh.write(("" if first else ",").encode() + ",".join(batch).encode("utf-8"))
                     batch.clear()
@@ -68,7 +68,7 @@ def _columns(columns: Sequence[tuple[str, Iterable[Any]]], tail: dict[str, Any])
                 fh.write(("" if first else ",").encode() + ",".join(batch).encode("utf-8"))
             fh.write(b"]")
         for name, value in tail.items():
-            fh.write(f", {_ENCODE(name)}: ".encode() + _ENCODE(value).encode("utf-8"))
+            fh.write(f", {encode_json(name)}: ".encode() + encode_json(value).encode("utf-8"))
         fh.write(b"}")
 
     return write

@@ -61,7 +61,7 @@ def test_a_truncated_member_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "a.npz"
     np.savez(path, x=np.arange(1000, dtype=np.int64))
     data = bytearray(path.read_bytes())
-    # shrink the header's shape so the zip stays valid but claim more than the member holds
+    # the .npy header claims more elements than the member holds (the zip directory stays valid)
     i = data.index(b"(1000,)")
     data[i : i + 7] = b"(9000,)"
     path.write_bytes(bytes(data))
