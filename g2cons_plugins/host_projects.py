@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .text import Tokenizer, get_tokenizer
+from .text import BUNDLED_ENCODINGS, Tokenizer, get_tokenizer
 
 GRAPHRAG_SETTINGS = ("settings.yaml", "settings.yml", "settings.json")
 GRAPHRAG_DEFAULT_ENTITY_TYPES = ("organization", "person", "geo", "event")
@@ -93,13 +93,16 @@ class HostProfile:
 
 
 def host_tokenizer(name: str) -> Tokenizer:
+    """The tokenizer of encoding ``name``: a bundled one, a path to a .tiktoken file, or a name tiktoken loads."""
     try:
         return get_tokenizer(name)
-    except Exception as e:  # tiktoken downloads encodings other than the bundled cl100k_base
+    except InputError:
+        raise
+    except Exception as e:  # tiktoken downloads encodings other than the bundled ones
         raise InputError(
-            f"encoding model {name!r}: tiktoken cannot load it here ({type(e).__name__}); run once with network "
-            "access (tiktoken caches it, see TIKTOKEN_CACHE_DIR), or pass --encoding-model cl100k_base if your "
-            "host is set to count with cl100k_base"
+            f"encoding model {name!r}: tiktoken cannot load it here ({type(e).__name__}); bundled (offline): "
+            f"{', '.join(BUNDLED_ENCODINGS)}; or pass --encoding-model PATH of its .tiktoken file, or run once with "
+            "network access (tiktoken caches it, see TIKTOKEN_CACHE_DIR)"
         ) from None
 
 

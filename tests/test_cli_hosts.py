@@ -25,7 +25,7 @@ PROMPT = (
     'joined by ##, end with <|COMPLETE|>. Literal braces: {{"a": 1}}\n-Real Data-\nText: {input_text}\nOutput:'
 )
 # the document-processing part of settings.yaml as `graphrag init` (3.x) writes it, encoding set to cl100k_base
-# (o200k_base, the init default, needs a download that tiktoken cannot make offline)
+# (o200k_base, the init default, is bundled too: test_graphrag_init_default_o200k_works_offline)
 SETTINGS = """\
 completion_models:
   default_completion_model:
@@ -217,16 +217,67 @@ def test_graphrag_unknown_keys_warn(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "unknown settings ['chunkin']" in capsys.readouterr().err
 
 
-def test_graphrag_default_o200k_fails_clearly_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    try:
-        get_tokenizer("o200k_base")
-        pytest.skip("o200k_base is available here")
-    except Exception:
-        pass
+def test_graphrag_init_default_o200k_works_offline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "empty-cache"))  # no downloaded copy to fall back on
     proj = _project(tmp_path / "proj", SETTINGS.replace("encoding_model: cl100k_base", "encoding_model: o200k_base"))
-    assert main(["select", "--root", str(proj), "--dry-run", *HASH]) == 2
-    err = capsys.readouterr().err
-    assert "o200k_base" in err and "--encoding-model" in err
+    assert main(["select", "--root", str(proj), "--kappa", "0.5", *HASH]) == 0, capsys.readouterr().err
+    rep = json.loads((proj / "g2cons" / "selection_report.json").read_text(encoding="utf-8"))
+    assert rep["host_cost"]["encoding_model"] == "o200k_base"
+    o200k = get_tokenizer("o200k_base")
+    texts = sorted(c.text for c in G2ConSIndex.load(proj / "g2cons" / "graph").chunks)
+    assert max(len(o200k.encode(t)) for t in texts) <= 300  # chunked with o200k_base windows
+    assert rep["host_cost"]["prompt_tokens_per_call"] == len(
+        o200k.encode(PROMPT.format(input_text="", entity_types="organization,person,geo,event"))
+    )
+
+
+def test_bundled_o200k_equals_tiktokens_own_encoding(monkeypatch: Any) -> None:
+    """tiktoken's own o200k_base constructor (its pattern and special tokens), fed the bundled file after checking
+    tiktoken's expected hash, encodes exactly as the bundled tokenizer."""
+    openai_public = pytest.importorskip("tiktoken_ext.openai_public")
+    import tiktoken
+
+    from g2cons_plugins.text import _DATA, _parse_bpe
+
+    data = (_DATA / "o200k_base.tiktoken").read_bytes()
+
+    def load(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+        assert url.endswith("/o200k_base.tiktoken") and hashlib.sha256(data).hexdigest() == expected_hash
+        return _parse_bpe(data)
+
+    monkeypatch.setattr(openai_public, "load_tiktoken_bpe", load)
+    theirs = tiktoken.Encoding(**openai_public.o200k_base())
+    ours = get_tokenizer("o200k_base")
+    samples = [r["text"] for r in _rows(30)] + [
+        "Don't STOP 12345678 \r\n\t  x/y//z ÄÖÜß 日本語のテキスト 🙂 <|endoftext|>"
+    ]
+    for text in samples:
+        assert ours.encode(text) == theirs.encode_ordinary(text)
+        assert ours.decode(ours.encode(text)) == text
+
+
+def test_encoding_model_may_be_a_tiktoken_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from g2cons_plugins.text import _DATA
+
+    proj = _project(tmp_path / "proj", n=6)
+    copy = tmp_path / "enc" / "o200k_base.tiktoken"
+    copy.parent.mkdir()
+    copy.write_bytes((_DATA / "o200k_base.tiktoken").read_bytes())
+    assert main(["select", "--root", str(proj), "--encoding-model", str(copy), "--dry-run", "--json", *HASH]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["host_cost"]["prompt_tokens_per_call"] == len(
+        get_tokenizer("o200k_base").encode(PROMPT.format(input_text="", entity_types="organization,person,geo,event"))
+    )
+    bad = tmp_path / "enc" / "mine.tiktoken"
+    bad.write_bytes(b"YQ== 0\n")
+    for spec, needle in (
+        (str(bad), "mine.tiktoken: not a tiktoken encoding file"),
+        (str(tmp_path / "no.tiktoken"), "no.tiktoken: cannot read"),
+    ):
+        assert main(["select", "--root", str(proj), "--encoding-model", spec, "--dry-run", *HASH]) == 2
+        assert needle in capsys.readouterr().err
 
 
 def test_lightrag_report_counts_what_lightrag_sends(tmp_path: Path) -> None:

@@ -444,7 +444,8 @@ def register(sub: Any) -> None:
     s.add_argument(
         "--encoding-model",
         default=None,
-        help="override the host's tiktoken encoding (GraphRAG: chunking.encoding_model; LightRAG: o200k_base)",
+        help="override the host's tiktoken encoding (GraphRAG: chunking.encoding_model; LightRAG: o200k_base): a name "
+        "(cl100k_base and o200k_base are bundled, offline) or the path of a .tiktoken file",
     )
     s.add_argument("--kappa", type=share, default=0.8, help="share to keep (default 0.8)")
     s.add_argument(
