@@ -127,6 +127,7 @@ class G2ConSConfig:
             (self.n_hops >= 0, f"n_hops (N) must be >= 0, got {self.n_hops}"),
             (self.theta_co >= 1, f"theta_co must be >= 1, got {self.theta_co}"),
             (self.top_n >= 1, f"top_n must be >= 1, got {self.top_n}"),
+            (self.min_df >= 1, f"min_df must be >= 1 (chunks a concept occurs in), got {self.min_df}"),
             (0.0 < self.max_df <= 1.0, f"max_df must be in (0, 1], got {self.max_df}"),
             (self.ngram_max in (1, 2, 3), f"ngram_max must be 1, 2 or 3, got {self.ngram_max}"),
             (0.0 < self.pagerank_damping < 1.0, "pagerank_damping must be in (0, 1)"),

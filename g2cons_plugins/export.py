@@ -8,6 +8,9 @@ vocabulary of names). Edges are the concept graph's edges with ``weight`` = ``di
 
 With ``chunks=True`` every chunk is a node too (id ``"chunk:" + chunk id``, ``kind="chunk"``, ``n_tokens`` and,
 when ``kept_ids`` is given, ``kept``), joined to the concepts it contains by ``kind="contains"`` edges.
+
+GraphML and GEXF are XML 1.0, which cannot hold control characters (but tab, LF, CR): such a character in an id
+or a value is written as ``\\xNN`` there (:func:`xml_safe`); JSON and CSV keep every id as it is.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -74,9 +78,49 @@ def _csv(rows: list[dict[str, Any]], fields: list[str]) -> bytes:
     return buf.getvalue().encode("utf-8")
 
 
+# characters XML 1.0 cannot hold, not even as character references: C0 controls but tab, LF, CR; surrogates;
+# U+FFFE and U+FFFF
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_text(value: str) -> str:
+    """``value`` with each character XML 1.0 cannot hold written as ``\\xNN`` / ``\\uNNNN`` (visible, reversible
+    by eye), so GraphML and GEXF files stay well-formed."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", value)
+
+
+def xml_safe(graph: nx.Graph) -> nx.Graph:
+    """A copy of ``graph`` whose string node ids and string attribute values XML can hold (:func:`_xml_text`);
+    ``graph`` itself when nothing needs it. Two ids that would become one are refused, naming both."""
+
+    def bad(v: Any) -> bool:
+        return isinstance(v, str) and _NOT_XML.search(v) is not None
+
+    if not any(bad(n) or any(bad(v) for v in a.values()) for n, a in graph.nodes(data=True)) and not any(
+        bad(v) for *_, a in graph.edges(data=True) for v in a.values()
+    ):
+        return graph
+    mapping: dict[Any, Any] = {}
+    seen: dict[Any, Any] = {}
+    for n in graph.nodes:
+        new = _xml_text(n) if isinstance(n, str) else n
+        if new in seen and seen[new] != n:
+            raise InputError(f"ids {seen[new]!r} and {n!r} both become {new!r} in XML; export as json or csv instead")
+        seen[new] = n
+        mapping[n] = new
+    out = nx.relabel_nodes(graph, mapping, copy=True)
+    for _, a in out.nodes(data=True):
+        a.update({k: _xml_text(v) for k, v in a.items() if isinstance(v, str)})
+    for *_, a in out.edges(data=True):
+        a.update({k: _xml_text(v) for k, v in a.items() if isinstance(v, str)})
+    return out
+
+
 def serialize(graph: nx.Graph, fmt: str) -> dict[str, bytes]:
     """File contents for ``fmt``: ``{"": data}`` for one file; for ``csv`` ``{"": edges, ".nodes": nodes}``
     (the second written beside the first as ``STEM.nodes.csv``)."""
+    if fmt in ("graphml", "gexf"):
+        graph = xml_safe(graph)
     if fmt == "graphml":
         buf = io.BytesIO()
         nx.write_graphml(graph, buf)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import string
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -223,15 +224,11 @@ def read_graphrag(root: str | Path) -> HostProfile:
     if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
         raise InputError(f"{path}: {ekey}.entity_types must be a list of strings, got {types!r}")
     template, source = _graphrag_prompt(extract.get("prompt"), root, path, ekey)
-    fmt = {**_GRAPHRAG_FORMAT, "entity_types": ",".join(types)}
+    parts = parse_template(template, {**_GRAPHRAG_FORMAT, "entity_types": ",".join(types)}, "input_text", source)
 
     def messages(text: str) -> list[str]:
-        return [template.format(**fmt, input_text=text)]
+        return [text.join(parts)]
 
-    try:
-        messages("")
-    except (KeyError, IndexError, ValueError) as e:
-        raise InputError(f"{source}: the prompt template cannot be filled ({type(e).__name__}: {e})") from None
     return HostProfile(
         host="graphrag",
         input_path=base_dir,
@@ -251,6 +248,40 @@ def read_graphrag(root: str | Path) -> HostProfile:
         settings_raw=data,
         base_dir_keys=keys,
     )
+
+
+def parse_template(template: str, values: dict[str, str], slot: str, source: str) -> list[str]:
+    """A prompt template as GraphRAG's ``str.format`` reads it (``{{``/``}}`` are braces, ``{name}`` a placeholder),
+    with the placeholders in ``values`` filled in: the literal pieces around each ``{slot}`` (the chunk text goes
+    between them, ``slot.join(pieces)``). Only plain ``{name}`` placeholders of known names are accepted: attribute
+    or index access, conversions and format specs (``{x.__class__}``, ``{x!r}``, ``{x:>99999}``) are refused
+    naming the file, so no template can reach objects or allocate without bound."""
+    pieces, current = [], []
+    try:
+        fields = list(string.Formatter().parse(template))
+    except ValueError as e:
+        raise InputError(
+            f"{source}: the prompt template cannot be filled ({e}; write a literal brace as {{{{ or }}}})"
+        ) from None
+    for literal, name, spec, conversion in fields:
+        current.append(literal)
+        if name is None:
+            continue
+        shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+        if conversion or spec or (name not in values and name != slot):
+            known = ", ".join("{" + k + "}" for k in [slot, *values])
+            what = "unknown placeholder" if not (conversion or spec) and name.isidentifier() else "placeholder"
+            raise InputError(
+                f"{source}: the prompt template cannot be filled: {what} {shown[:80]!r}; only the plain placeholders "
+                f"{known} are filled (write a literal brace as {{{{ or }}}})"
+            )
+        if name == slot:
+            pieces.append("".join(current))
+            current = []
+        else:
+            current.append(values[name])
+    pieces.append("".join(current))
+    return pieces
 
 
 def _graphrag_prompt(prompt: Any, root: Path, path: Path, ekey: str) -> tuple[str, str]:

@@ -202,12 +202,40 @@ def _save_graph(index: Any, path: Path, settings: dict[str, Any]) -> None:
     atomic_write_text(path / SIDECAR, json.dumps(settings, indent=2))
 
 
+_SIDECAR_TYPES: dict[str, tuple[type, ...]] = {
+    "chunk_tokens": (int,),
+    "chunk_overlap": (int,),
+    "text_column": (str,),
+    "encoding": (str,),
+    "input": (str,),
+    "kind": (str,),
+    "tokenizer": (str,),
+}
+
+
 def _read_sidecar(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads((path / SIDECAR).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    """The CLI's settings saved beside a graph (``{}`` for a graph saved from Python, without one). A sidecar that
+    is not a JSON object, or a known key of the wrong type (``"chunk_tokens": "abc"``), fails naming file and key."""
+    file = path / SIDECAR
+    if not file.exists():
         return {}
-    return data if isinstance(data, dict) else {}
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise InputError(f"{file}: cannot read the graph's input settings ({e}); fix or delete the file") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{file}: expected a JSON object of input settings, got {type(data).__name__}")
+    data = {k: v for k, v in data.items() if not (k in _SIDECAR_TYPES and v is None)}  # null: not set
+    for key, types in _SIDECAR_TYPES.items():
+        value = data.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, types):
+            want = "an integer >= 0" if types == (int,) else "a string"
+            raise InputError(f"{file}: {key} must be {want}, got {value!r}")
+        if isinstance(value, int) and value < 0:
+            raise InputError(f"{file}: {key} must be an integer >= 0, got {value!r}")
+    return data
 
 
 def _build_index(args: argparse.Namespace, chunks: list[Any]) -> Any:
