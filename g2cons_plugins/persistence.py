@@ -45,6 +45,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -80,6 +81,8 @@ BUNDLED_TOKENIZERS = ("cl100k_base",)
 _VERSION = re.compile(r"^v-\d{8}T\d{6}-[0-9a-f]{12}$")
 _TMP = re.compile(r"^\.tmp-(v-\d{8}T\d{6}-[0-9a-f]{12}|CURRENT-[0-9a-f]{12})$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+POINTER_MAX_BYTES = 64 << 10  # CURRENT holds ~200 bytes; anything larger (or not a regular file) is refused
+MANIFEST_MAX_BYTES = 16 << 20  # a manifest holds the config and a checksum per file: a few kilobytes
 
 
 # ---------------------------------------------------------------------------------------------- file helpers
@@ -96,6 +99,42 @@ def _sha256(path: Path) -> str:
 
 
 _write = fsync_write
+_NOFOLLOW, _NONBLOCK, _CLOEXEC = (getattr(os, f, 0) for f in ("O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC"))
+
+
+def _read_small(path: Path, limit: int) -> bytes:
+    """The bytes of ``path``, which must be a regular file (not a symbolic link, device, FIFO or folder) of at
+    most ``limit`` bytes: a pointer or manifest replaced by a link to ``/dev/zero`` or by a huge file is refused
+    at once instead of read without end. Opened without following a link and without blocking (a FIFO), then
+    checked on the open descriptor, so a file swapped in between cannot get past the check."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC)
+    except OSError as e:
+        if isinstance(e, FileNotFoundError):
+            raise
+        if path.is_symlink():
+            raise PersistError(
+                f"{path}: is a symbolic link; index files must be real files inside the index folder"
+            ) from None
+        raise PersistError(f"{path}: unreadable ({e})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise PersistError(f"{path}: not a regular file; refusing to read it")
+        if st.st_size > limit:
+            raise PersistError(f"{path}: {st.st_size:,} bytes, more than the {limit:,} such a file can hold")
+        chunks, size = [], 0
+        while size <= limit:  # bounded even if the file grows after the fstat
+            block = os.read(fd, limit + 1 - size)
+            if not block:
+                break
+            chunks.append(block)
+            size += len(block)
+        if size > limit:
+            raise PersistError(f"{path}: more than the {limit:,} bytes such a file can hold")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -118,8 +157,15 @@ def _writer_lock(folder: Path) -> Iterator[None]:
     """One saving process at a time per index path (advisory ``flock``; released if the process dies)."""
     import fcntl
 
-    fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    lock = folder / LOCK
+    try:  # a planted link must not make a save create or lock a file elsewhere: never follow one
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _NONBLOCK | _CLOEXEC, 0o666)
+    except OSError as e:
+        what = "is a symbolic link" if lock.is_symlink() else f"cannot be opened ({e})"
+        raise PersistError(f"{lock}: the writer lock {what}; remove it to save here") from None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise PersistError(f"{lock}: the writer lock is not a regular file; remove it to save here")
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
@@ -138,8 +184,8 @@ def _is_legacy(path: Path) -> bool:
 
 def _manifest_format(mf: Path) -> int | None:
     try:
-        m = json.loads(mf.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        m = json.loads(_read_small(mf, MANIFEST_MAX_BYTES).decode("utf-8"))
+    except (OSError, PersistError, UnicodeDecodeError, ValueError, RecursionError):
         return None
     if isinstance(m, dict) and m.get("format") == FORMAT and isinstance(m.get("version"), int):
         return int(m["version"])
@@ -149,7 +195,10 @@ def _manifest_format(mf: Path) -> int | None:
 def is_index_dir(path: Path) -> bool:
     """True when ``path`` holds an index written by this library (any format version)."""
     path = Path(path)
-    return path.is_dir() and ((path / POINTER).is_file() or _manifest_format(path / "manifest.json") is not None)
+    ptr = path / POINTER
+    return path.is_dir() and (
+        (ptr.is_file() and not ptr.is_symlink()) or _manifest_format(path / "manifest.json") is not None
+    )
 
 
 _is_our_index = is_index_dir  # the name earlier versions used
@@ -232,8 +281,8 @@ def _write_version(snap: Snapshot, folder: Path) -> bytes:
 
 def _current_name(path: Path) -> str | None:
     try:
-        ptr = json.loads((path / POINTER).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        ptr = json.loads(_read_small(path / POINTER, POINTER_MAX_BYTES).decode("utf-8"))
+    except (OSError, PersistError, UnicodeDecodeError, ValueError, RecursionError):
         return None
     name = ptr.get("data") if isinstance(ptr, dict) else None
     return name if isinstance(name, str) and _VERSION.match(name) else None
@@ -265,13 +314,15 @@ def _version_dir(path: Path) -> tuple[Path, str | None]:
     if not path.is_dir():
         raise PersistError(f"{path}: no such index directory")
     ptr_file = path / POINTER
-    if not ptr_file.exists():
+    try:
+        data = _read_small(ptr_file, POINTER_MAX_BYTES)
+    except FileNotFoundError:
         if (path / "manifest.json").is_file():
             return path, None
-        raise PersistError(f"{path}: not a g2cons index (no {POINTER} and no manifest.json)")
+        raise PersistError(f"{path}: not a g2cons index (no {POINTER} and no manifest.json)") from None
     try:
-        ptr = json.loads(ptr_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        ptr = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise PersistError(f"{ptr_file}: unreadable or not valid JSON ({e})") from None
     if not isinstance(ptr, dict) or ptr.get("format") != FORMAT:
         raise PersistError(f"{ptr_file}: not a g2cons index pointer")
@@ -297,8 +348,7 @@ def read_manifest(path: Path) -> dict[str, Any]:
 def _manifest(folder: Path, digest: str | None) -> dict[str, Any]:
     mf = folder / "manifest.json"
     try:
-        _no_symlink(mf)
-        data = mf.read_bytes()
+        data = _read_small(mf, MANIFEST_MAX_BYTES)
     except FileNotFoundError:
         raise PersistError(f"{mf}: missing; {folder} is not a g2cons index (or its save did not finish)") from None
     except OSError as e:
