@@ -1,0 +1,32 @@
+"""Host KGs built elsewhere: precomputed LLM extractions (our JSONL, HippoRAG OpenIE, MS GraphRAG output, a LightRAG
+working dir) read and aligned to our chunk ids, to be replayed as the host KG (see :mod:`.replay`).
+
+The evaluation harness's host registry, which was importable from this path before, lives in
+:mod:`g2cons_plugins.eval.hosts`; its names still resolve here, with a :class:`DeprecationWarning`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from typing import Any
+
+from .replay import Extraction, ExtractionRecord, align, read_extraction
+
+__all__ = ["Extraction", "ExtractionRecord", "align", "read_extraction"]
+
+_MOVED_TO = "g2cons_plugins.eval.hosts"
+
+
+def __getattr__(name: str) -> Any:
+    """A name of :mod:`g2cons_plugins.eval.hosts` asked of its old path (deprecated; imported only when asked)."""
+    if not name.startswith("__"):
+        moved = importlib.import_module(_MOVED_TO)
+        if hasattr(moved, name):
+            warnings.warn(
+                f"g2cons_plugins.hosts.{name} moved to {_MOVED_TO}; import it from there (this path will go)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return getattr(moved, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
