@@ -12,7 +12,8 @@ Layout of an index directory (format version 3)::
         sentence_vectors.npy   float32 (n_sentences, dim), memory-mapped on load
         unit_vectors.npy       float32 (n_units, dim), memory-mapped on load
         derived.npz/.json      the derived state (:mod:`g2cons_plugins.derived_io`), so a load does not re-derive
-    .lock                    taken by a saving process (``fcntl.flock``); loaders never lock
+    .lock                    taken by a saving process (``fcntl.flock``); loaders never take it (they pin a
+                             version folder with a shared lock on the folder itself)
 
 Format version 2 (the same, with ``chunks.jsonl`` and ``units.jsonl``: one JSON object per record) is still read;
 the next save writes version 3.
@@ -23,6 +24,13 @@ path therefore always holds a complete index: the old one until the rename, the 
 version is kept (a loader that read the old pointer can still finish); older versions and the leftovers of a
 crashed writer (temporary names of ours) are removed by the next save, under the lock. Only names this module
 writes are ever removed. Files and folders are created with the process umask.
+
+**Loads never fail because of saves.** A loader pins the version it reads with a shared ``flock`` on the version
+folder (nothing is written: a read-only index loads too; the lock goes with the process), and a save removes an
+old version only if it gets the folder's exclusive lock at once: a pinned version stays until a later save finds
+it free, however many saves a long load (19 s at 1M passages) overlaps. A loader that finds its version removed
+before it could pin it (two saves within that instant) reads the pointer again. Where ``flock`` is not available,
+a loader retries like that for up to :data:`RACE_RETRY_S` seconds.
 
 **Verified.** ``CURRENT`` holds the sha256 of the manifest and the manifest holds the sha256 of every file, so no
 byte goes unchecked (the config included); the checksums are computed on a thread while the files are parsed, and
@@ -99,7 +107,9 @@ def _sha256(path: Path) -> str:
 
 
 _write = fsync_write
-_NOFOLLOW, _NONBLOCK, _CLOEXEC = (getattr(os, f, 0) for f in ("O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC"))
+_NOFOLLOW, _NONBLOCK, _CLOEXEC, _DIRECTORY = (
+    getattr(os, f, 0) for f in ("O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC", "O_DIRECTORY")
+)
 
 
 def _read_small(path: Path, limit: int) -> bytes:
@@ -300,11 +310,43 @@ def _clean_leftovers(path: Path) -> None:
 
 
 def _remove_old_versions(path: Path, keep: set[str | None]) -> None:
-    """Remove every version folder but the new one and the one the pointer named before (a loader that read the
-    old pointer can still finish); unreferenced versions of crashed writers go too."""
+    """Remove every version folder but the new one, the one the pointer named before (a loader that read the
+    old pointer can still finish) and those a loader has pinned (:func:`_pinned`; a later save removes them);
+    unreferenced versions of crashed writers go too."""
     for p in path.iterdir():
         if _VERSION.match(p.name) and p.name not in keep and p.is_dir() and not p.is_symlink():
-            shutil.rmtree(p, ignore_errors=True)
+            _remove_unpinned(p)
+
+
+def _remove_unpinned(folder: Path) -> None:
+    """Remove ``folder`` unless a loader holds its shared lock. The exclusive lock is taken without waiting and
+    held while the folder is renamed to a temporary name of ours (a crash mid-removal leaves a leftover the next
+    save clears) and removed; a loader that opened the folder meanwhile finds its lock refused, or the folder
+    gone, and reads the pointer again."""
+    try:
+        import fcntl
+    except ImportError:  # no advisory locks (not POSIX): remove as before, loaders retry
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC)
+    except OSError:
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return  # pinned by a loader
+        except OSError:
+            pass  # no flock on this file system: remove as before, loaders retry
+        trash = folder.with_name(f".tmp-{folder.name}")
+        try:
+            os.rename(folder, trash)
+        except OSError:
+            trash = folder
+        shutil.rmtree(trash, ignore_errors=True)
+    finally:
+        os.close(fd)
 
 
 # ---------------------------------------------------------------------------------------------- load
@@ -403,7 +445,11 @@ def _no_symlink(p: Path) -> None:
 
 
 class _Vanished(Exception):
-    """A version folder disappeared while being read (a racing save removed it): read the pointer again."""
+    """A version folder disappeared before it could be pinned, or while being read where pinning is not
+    available (a racing save removed it): read the pointer again."""
+
+
+RACE_RETRY_S = 120.0  # where a loader cannot pin its version: how long it retries before it gives up
 
 
 def load_snapshot(
@@ -413,13 +459,63 @@ def load_snapshot(
     verify: bool = False,
     rebuild: bool = False,
 ) -> Snapshot:
-    """Load the current version of the index at ``path`` (see module doc) as a :class:`Snapshot`."""
-    for attempt in range(5):
+    """Load the current version of the index at ``path`` (see module doc) as a :class:`Snapshot`.
+
+    The version is pinned while it is read (:func:`_pinned`), so saves from any process never remove it under
+    the load. Where pinning is not available (no ``flock``), a load whose version a save removed meanwhile reads
+    the new pointer again, with a growing pause, for up to :data:`RACE_RETRY_S` seconds."""
+    deadline = time.monotonic() + RACE_RETRY_S
+    attempt = 0
+    while True:
         try:
             return _load_once(Path(path), embedder, tokenizer, verify, rebuild)
         except _Vanished:
-            time.sleep(0.01 * (attempt + 1))
-    raise PersistError(f"{path}: the index kept changing while it was read (five saves raced this load)")
+            attempt += 1
+            if time.monotonic() > deadline:
+                raise PersistError(
+                    f"{path}: the index kept changing while it was read ({attempt} saves raced this load in "
+                    f"{RACE_RETRY_S:.0f} s, and its versions could not be pinned here)"
+                ) from None
+            time.sleep(min(0.001 * attempt, 0.25))
+
+
+@contextlib.contextmanager
+def _pinned(folder: Path) -> Iterator[bool]:
+    """Pin the version ``folder`` while a loader reads it: a shared ``flock`` on the folder itself (no file is
+    written, so a read-only index loads too; released when the process dies). :func:`_remove_unpinned` never
+    removes a folder so pinned. Yields True when pinned, False where the file system or platform has no
+    ``flock``; raises :class:`_Vanished` when a save removed (or is removing) the folder before it was pinned."""
+    try:
+        import fcntl
+    except ImportError:
+        yield False
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC)
+    except FileNotFoundError:
+        raise _Vanished from None
+    except OSError:  # not a real folder: the load reports it
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise _Vanished from None  # a save holds it to remove it
+        except OSError:
+            pinned = False  # no flock on this file system
+        else:
+            try:  # a save may have removed it between the open and the lock: it must still be this folder
+                now = os.stat(folder, follow_symlinks=False)
+            except FileNotFoundError:
+                raise _Vanished from None
+            was = os.fstat(fd)
+            if (now.st_dev, now.st_ino) != (was.st_dev, was.st_ino):
+                raise _Vanished
+            pinned = True
+        yield pinned
+    finally:
+        os.close(fd)
 
 
 def load_index(
@@ -443,14 +539,18 @@ def _load_once(
     rebuild: bool,
 ) -> Snapshot:
     folder, digest = _version_dir(path)
-    try:
-        return _read(folder, digest, embedder, tokenizer, verify, rebuild)
-    except (FileNotFoundError, PersistError) as e:
-        if digest is not None and (not folder.is_dir() or _current_name(path) != folder.name):
-            raise _Vanished from e  # a save switched the pointer and removed this version meanwhile
-        if isinstance(e, FileNotFoundError):
-            raise PersistError(f"{folder}: missing file {e.filename} (partial index directory)") from None
-        raise
+    with contextlib.ExitStack() as stack:
+        pinned = digest is not None and stack.enter_context(_pinned(folder))
+        try:
+            return _read(folder, digest, embedder, tokenizer, verify, rebuild)
+        except (FileNotFoundError, PersistError) as e:
+            unpinned_race = not pinned and digest is not None
+            if unpinned_race and (not folder.is_dir() or _current_name(path) != folder.name):
+                raise _Vanished from e  # a save switched the pointer and removed this version meanwhile
+            if isinstance(e, FileNotFoundError):
+                raise PersistError(f"{folder}: missing file {e.filename} (partial index directory)") from None
+            raise
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _read(
