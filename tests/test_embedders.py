@@ -177,12 +177,12 @@ def test_cache_persists_and_reloads(tmp_path: Path) -> None:
     c1 = CachedEmbedder(inner, cache_dir=tmp_path)
     first = c1.embed(["x", "y", "x"])
     c1.embed(["z"])
-    c1.embed(["x"])  # nothing computed -> no new shard
+    c1.embed(["x"])  # nothing computed -> nothing written
+    c1.close()  # the last connection to close folds SQLite's -wal file into the database
     dirs = list(tmp_path.iterdir())
     assert len(dirs) == 1 and "/" not in dirs[0].name
     files = sorted(p.name for p in dirs[0].iterdir())
-    assert files == ["shard-00000.keys.json", "shard-00000.npy", "shard-00001.keys.json", "shard-00001.npy"]
-    assert len(json.loads((dirs[0] / "shard-00000.keys.json").read_text())) == 2
+    assert files == ["vectors.sqlite"]  # one file however many calls
 
     inner2 = CountingEmbedder(name="weird/name:1")
     c2 = CachedEmbedder(inner2, cache_dir=tmp_path)
@@ -192,7 +192,7 @@ def test_cache_persists_and_reloads(tmp_path: Path) -> None:
     np.testing.assert_array_equal(again[:3], first)
     c2.embed(["new"])
     assert inner2.calls == [["new"]]
-    assert (dirs[0] / "shard-00002.npy").exists()
+    assert "new" in CachedEmbedder(CountingEmbedder(name="weird/name:1"), cache_dir=tmp_path)
 
     # A different embedder name uses a separate directory and computes everything.
     inner3 = CountingEmbedder(name="other")
@@ -202,9 +202,13 @@ def test_cache_persists_and_reloads(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("damage", ["garbage_npy", "row_mismatch", "wrong_dim", "bad_keys_json"])
 def test_cache_corrupted_shard_warns_and_recomputes(tmp_path: Path, damage: str) -> None:
-    CachedEmbedder(CountingEmbedder(), cache_dir=tmp_path).embed(["a", "b"])
-    CachedEmbedder(CountingEmbedder(), cache_dir=tmp_path).embed(["c"])
+    # shards of the earlier on-disk format (one .npy + .keys.json per call) are imported on first use
     d = tmp_path / "counting"
+    d.mkdir()
+    key = CachedEmbedder(CountingEmbedder()).key
+    for n, texts in enumerate((["a", "b"], ["c"])):
+        np.save(d / f"shard-{n:05d}.npy", HashEmbedder(16).embed(texts))
+        (d / f"shard-{n:05d}.keys.json").write_text(json.dumps([key(t) for t in texts]))
     npy, keys = d / "shard-00000.npy", d / "shard-00000.keys.json"
     if damage == "garbage_npy":
         npy.write_bytes(b"not a numpy file at all")
