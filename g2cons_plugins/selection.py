@@ -16,6 +16,9 @@ Selectors (``G2ConSConfig.selector``):
 kappa is a share of chunks (``kappa_by="chunks"``, ceil(kappa * n)) or of tokens (``"tokens"``: chunks are taken
 in rank order while they fit in kappa x (total tokens + prompt_tokens_per_call per chunk), each costing its
 tokens plus the prompt; a chunk that does not fit is skipped and the next tried).
+Rounding: any kappa > 0 keeps at least one chunk of a non-empty corpus. By chunks the count is rounded up (never
+to 0); by tokens, when no chunk fits in the budget (a one-chunk corpus, or every chunk longer than kappa x the
+total), the top-ranked chunk is kept anyway, so the kept share can then exceed kappa. kappa = 0 keeps nothing.
 Ties are broken by chunk id (chunks are stored sorted by id), never by
 input order. Selection deletes nothing: dropped chunks stay in the concept graph and
 stay retrievable.
@@ -204,19 +207,21 @@ def rank_chunks(index: HasSnapshot, selector: str, chunk_score: str = "sum", see
 
 
 def take(order: list[int], tokens: np.ndarray, kappa: float, by: str) -> list[int]:
-    """Positions kept at kappa, in rank order (see module doc)."""
+    """Positions kept at kappa, in rank order (see module doc); kappa > 0 keeps at least ``order[0]``."""
     kappa = unit_interval("kappa", kappa)
-    if by == "chunks":
-        return order[: math.ceil(kappa * len(order) - 1e-9)]
-    if by != "tokens":
+    if by not in ("chunks", "tokens"):
         raise InputError(f"kappa_by must be 'tokens' or 'chunks', got {by!r}")
+    if kappa == 0.0 or not order:
+        return []
+    if by == "chunks":
+        return order[: max(1, math.ceil(kappa * len(order) - 1e-9))]
     cap = kappa * float(tokens.sum())
     kept, used = [], 0
     for i in order:
         if used + tokens[i] <= cap:
             kept.append(i)
             used += int(tokens[i])
-    return kept
+    return kept or order[:1]  # nothing fits in the budget: the top-ranked chunk alone
 
 
 def select(
@@ -232,7 +237,12 @@ def select(
     """Select the core chunks. ``price_per_mtok``: LLM input price in USD per 1M tokens (GPT-4o-mini: 0.15);
     ``prompt_tokens_per_call``: tokens of the host's extraction prompt template, sent with every chunk. With
     ``kappa_by="tokens"`` kappa is the share of the extraction's input tokens (chunk + prompt per call), so the
-    KG build is sent kappa of the full build's tokens whatever the prompt size."""
+    KG build is sent kappa of the full build's tokens whatever the prompt size.
+
+    Rounding: kappa > 0 keeps at least one chunk. ``kappa_by="chunks"`` keeps ceil(kappa x n) chunks, at least 1;
+    ``kappa_by="tokens"`` keeps the top-ranked chunk alone when no chunk fits in the budget (a one-chunk corpus at
+    kappa < 1, or every chunk longer than the budget), so the kept share can then exceed kappa. kappa = 0 keeps
+    nothing."""
     index = as_snapshot(index)
     cfg, st = index.config, index.stored
     kappa = cfg.kappa if kappa is None else unit_interval("kappa", kappa)
