@@ -53,6 +53,7 @@ from .outputs import (
     check_replaceable_folder,
     make_temp_dir,
     marker_text,
+    publish_folder,
     record_written,
     sha256_bytes,
 )
@@ -559,14 +560,8 @@ def _write_folder(
             (tmp / name).write_bytes(data)
             digests[name] = sha256_bytes(data)
         (tmp / MARKER).write_text(marker_text(digests, "select"), encoding="utf-8")
-        if os.path.lexists(out):
-            check_replaceable_folder(out, "--out")  # again, right before the swap: nothing foreign appeared
-            old = make_temp_dir(out.parent, f".{out.name}.old-")
-            os.replace(out, old / out.name)
-            os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)  # only g2cons's own earlier files (checked above)
-        else:
-            os.replace(tmp, out)
+        # again, right before the swap: nothing foreign appeared
+        publish_folder(tmp, out, lambda: check_replaceable_folder(out, "--out"))
     except BaseException:
         with contextlib.suppress(OSError):
             shutil.rmtree(tmp)

@@ -22,6 +22,7 @@ first call's tokens (a lower bound).
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -124,12 +125,11 @@ def load_settings(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"{path}: cannot read ({e})") from None
     try:
-        if path.suffix == ".json":
-            data = json.loads(text)
-        else:
-            import yaml
-
-            data = yaml.safe_load(text)
+        data = json.loads(text) if path.suffix == ".json" else _load_yaml(text, path)
+    except InputError:
+        raise
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply to be settings") from None
     except Exception as e:  # yaml.YAMLError / json.JSONDecodeError
         raise InputError(f"{path}: not valid {path.suffix[1:].upper()} ({str(e).splitlines()[0]})") from None
     if data is None:
@@ -137,6 +137,97 @@ def load_settings(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputError(f"{path}: expected a mapping of settings at the top, got {type(data).__name__}")
     return data
+
+
+# YAML a settings file may use: the JSON types, dates (``last_run: 2024-01-01``) and merge keys (``<<: *base``)
+_YAML_TAGS = {
+    f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "timestamp", "map", "seq", "merge")
+}
+MAX_YAML_ALIASES = 64  # references to anchored nodes (``*name``): settings share a few blocks at most
+MAX_YAML_NODES = 100_000  # nodes once every alias is expanded: an alias bomb stops here, before any expansion
+
+
+def _load_yaml(text: str, path: Path) -> Any:
+    """``text`` as YAML, checked on the node graph before anything is constructed (:func:`_check_yaml`)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_yaml(node, path)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _check_yaml(root: Any, path: Path) -> None:
+    """Refuse, naming the key: a tag other than the plain ones (``!!binary``, ``!!set``, ``!!python/...``, custom
+    tags), an alias that contains itself, more than :data:`MAX_YAML_ALIASES` aliases, or more than
+    :data:`MAX_YAML_NODES` nodes once aliases are expanded (an alias bomb). Iterative: deep nesting is no issue."""
+    import yaml
+
+    def where(keys: tuple[str, ...], node: Any) -> str:
+        name = "".join(k if k.startswith("[") else "." + k for k in keys).lstrip(".")
+        return f"{path}: key {name or '(the top level)'} (line {node.start_mark.line + 1})"
+
+    seen: set[int] = set()
+    size: dict[int, int] = {}  # expanded node count of a finished node
+    aliases = 0
+    # (node, key path, children pushed?); an id on the open path twice is a node that contains itself
+    stack: list[tuple[Any, tuple[str, ...], bool]] = [(root, (), False)]
+    open_path: set[int] = set()
+    while stack:
+        node, keys, expanded = stack.pop()
+        nid = id(node)
+        if expanded:
+            open_path.discard(nid)
+            kids = _yaml_children(node)
+            size[nid] = 1 + sum(size[id(k)] for k, _ in kids)
+            if size[nid] > MAX_YAML_NODES:
+                raise InputError(
+                    f"{where(keys, node)}: more than {MAX_YAML_NODES:,} values once its aliases are expanded (an "
+                    "alias bomb?); settings cannot be that large"
+                )
+            continue
+        if nid in open_path:
+            raise InputError(f"{where(keys, node)}: a recursive alias (an anchor used inside itself); not settings")
+        if nid in seen:
+            aliases += 1
+            if aliases > MAX_YAML_ALIASES:
+                raise InputError(f"{where(keys, node)}: more than {MAX_YAML_ALIASES} aliases; settings need fewer")
+            if nid in size:
+                continue  # finished already: its size is known
+        seen.add(nid)
+        if node.tag not in _YAML_TAGS:
+            tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+            raise InputError(
+                f"{where(keys, node)}: YAML tag {tag!r} is not plain settings data (strings, numbers, booleans, "
+                "null, dates, lists, mappings)"
+            )
+        if isinstance(node, yaml.ScalarNode):
+            size[nid] = 1
+            continue
+        open_path.add(nid)
+        stack.append((node, keys, True))
+        for child, name in reversed(_yaml_children(node)):
+            stack.append((child, (*keys, name) if name else keys, False))
+
+
+def _yaml_children(node: Any) -> list[tuple[Any, str]]:
+    """Child nodes with the key they stand under (mapping keys too: a key can hold a tag or an alias)."""
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        out: list[tuple[Any, str]] = []
+        for k, v in node.value:
+            name = str(k.value)[:60] if isinstance(k, yaml.ScalarNode) else "?"
+            out += [(k, name), (v, name)]
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [(v, f"[{i}]") for i, v in enumerate(node.value)]
+    return []
 
 
 def _section(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
@@ -324,7 +415,7 @@ def core_settings(profile: HostProfile, core_dir: str, new_root: Path) -> dict[s
     every relative prompt file (keys ``prompt`` / ``*_prompt``) points back at the project's file. Nothing else
     changes (``${VAR}`` placeholders included); relative output, cache and report folders land in the new root."""
     assert profile.settings_raw is not None and profile.root is not None
-    data = json.loads(json.dumps(profile.settings_raw))
+    data = copy.deepcopy(profile.settings_raw)  # YAML values as read (dates stay dates): no JSON round trip
     root = profile.root
 
     def fix(node: Any) -> None:

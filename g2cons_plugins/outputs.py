@@ -20,8 +20,9 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -88,17 +89,31 @@ def atomic_write_text(path: str | Path, text: str, encoding: str = "utf-8") -> s
 
 
 # ---------------------------------------------------------------------------------------------- markers
+def _marker_files(folder: Path) -> dict[str, str] | None:
+    """The marker's files (relative path -> SHA-256); None when ``folder`` holds no marker, or one g2cons did not
+    write (not our JSON): see :func:`foreign_marker`."""
+    file = folder / MARKER
+    if file.is_symlink() or not file.is_file():
+        return None
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    files = data.get("files") if isinstance(data, dict) and data.get("kind") == _MARKER_KIND else None
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        return None
+    return {str(k): v for k, v in files.items()}
+
+
 def read_marker(folder: Path) -> dict[str, str]:
     """The files (relative path -> SHA-256) that g2cons recorded as written in ``folder``; {} without a marker
     (or with one that is not g2cons's)."""
-    try:
-        data = json.loads((folder / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    files = data.get("files") if isinstance(data, dict) and data.get("kind") == _MARKER_KIND else None
-    if not isinstance(files, dict):
-        return {}
-    return {str(k): str(v) for k, v in files.items() if isinstance(v, str)}
+    return _marker_files(folder) or {}
+
+
+def foreign_marker(folder: Path) -> bool:
+    """True when ``folder`` holds something named :data:`MARKER` that g2cons did not write (it is the user's)."""
+    return os.path.lexists(folder / MARKER) and _marker_files(folder) is None
 
 
 def marker_text(files: Mapping[str, str], command: str = "") -> str:
@@ -132,43 +147,99 @@ def check_replaceable_file(path: Path, flag: str) -> None:
         )
 
 
-def foreign_entries(folder: Path) -> list[str]:
-    """Entries of ``folder`` (relative paths) that its marker does not prove g2cons wrote, unchanged."""
-    listed = read_marker(folder)
-    allowed_dirs = {p.as_posix() for rel in listed for p in Path(rel).parents if p.as_posix() != "."}
+def foreign_entries(folder: Path, owned_dir: Callable[[Path], bool] | None = None) -> list[str]:
+    """Entries of ``folder`` (relative paths) that its marker does not prove g2cons wrote, unchanged. A subfolder
+    for which ``owned_dir`` is true is g2cons's whole (a graph the CLI saved, which ``add`` may have changed); one
+    none of whose files the marker lists is judged by its own marker, when it has one of ours (an output folder
+    inside an earlier output)."""
     foreign: list[str] = []
-    for p in sorted(folder.rglob("*")):
-        rel = p.relative_to(folder).as_posix()
-        if rel == MARKER:
-            continue
-        if p.is_dir() and not p.is_symlink():
-            if rel not in allowed_dirs:
-                foreign.append(rel + "/")
-        elif rel not in listed or p.is_symlink() or sha256_file(p) != listed[rel]:
-            foreign.append(rel)
+
+    def scan(base: Path, listed: dict[str, str], here: Path) -> None:
+        for p in sorted(here.iterdir()):
+            top, rel = p.relative_to(folder).as_posix(), p.relative_to(base).as_posix()
+            if p.is_dir() and not p.is_symlink():
+                if owned_dir is not None and owned_dir(p):
+                    continue
+                if any(k.startswith(rel + "/") for k in listed):
+                    scan(base, listed, p)
+                elif (own := _marker_files(p)) is not None:
+                    scan(p, own, p)
+                else:
+                    foreign.append(top + "/")
+            elif p == base / MARKER:
+                continue
+            elif rel not in listed or p.is_symlink() or sha256_file(p) != listed[rel]:
+                foreign.append(top)
+
+    scan(folder, read_marker(folder), folder)
     return foreign
 
 
-def check_replaceable_folder(folder: Path, flag: str) -> None:
+def check_replaceable_folder(folder: Path, flag: str, owned_dir: Callable[[Path], bool] | None = None) -> None:
     """Fail unless ``folder`` is absent, empty, or an earlier g2cons output whose marker lists every file in it,
-    unchanged."""
+    unchanged (``owned_dir``: see :func:`foreign_entries`). A :data:`MARKER` g2cons did not write is refused."""
     if not os.path.lexists(folder):
         return
     if not folder.is_dir() or folder.is_symlink():
         raise InputError(f"{flag} {folder}: exists and is not a folder")
     if not any(folder.iterdir()):
         return
+    if foreign_marker(folder):
+        raise InputError(
+            f"{flag} {folder}: {folder / MARKER} was not written by g2cons (it is not g2cons's marker); g2cons never "
+            "replaces what it did not create: move it or choose another path"
+        )
     if not (folder / MARKER).is_file():
         raise InputError(
             f"{flag} {folder}: folder is not empty and is not an earlier g2cons output (no {MARKER}); "
             "g2cons never deletes what it did not create: choose another path"
         )
-    foreign = foreign_entries(folder)
+    foreign = foreign_entries(folder, owned_dir)
     if foreign:
         raise InputError(
             f"{flag} {folder}: holds files g2cons did not write (or that changed since): {foreign[:5]}; "
             "g2cons never deletes what it did not create: move them or choose another path"
         )
+
+
+def publish_folder(tmp: Path, out: Path, recheck: Callable[[], None]) -> None:
+    """Move the finished folder ``tmp`` to ``out`` (same file system): a rename when ``out`` is absent; otherwise
+    ``recheck()`` (``out`` still ours, right before the swap), the old folder renamed aside, ``tmp`` renamed in, the
+    old one removed (the old one is put back if the second rename fails)."""
+    if not os.path.lexists(out):
+        os.replace(tmp, out)
+        return
+    recheck()
+    old = make_temp_dir(out.parent, f".{out.name}.old-")
+    os.replace(out, old / out.name)
+    try:
+        os.replace(tmp, out)
+    except BaseException:
+        os.replace(old / out.name, out)
+        old.rmdir()
+        raise
+    shutil.rmtree(old, ignore_errors=True)  # only g2cons's own earlier files (checked by recheck)
+
+
+@contextlib.contextmanager
+def staged_folder(out: Path, command: str, recheck: Callable[[], None]) -> Iterator[Path]:
+    """All or nothing: yields a fresh hidden sibling of ``out`` to build the folder in; when the block ends, a
+    :data:`MARKER` listing every file in it (with its SHA-256) is added and the folder is published at ``out``
+    (:func:`publish_folder`). If the block fails, the sibling is removed and ``out`` is untouched."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = make_temp_dir(out.parent, f".{out.name}.tmp-")
+    try:
+        yield tmp
+        files = {
+            p.relative_to(tmp).as_posix(): sha256_file(p)
+            for p in sorted(tmp.rglob("*"))
+            if p.is_file() and not p.is_symlink() and p != tmp / MARKER
+        }
+        atomic_write_text(tmp / MARKER, marker_text(files, command))
+        publish_folder(tmp, out, recheck)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 # ---------------------------------------------------------------------------------------------- overlap

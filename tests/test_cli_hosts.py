@@ -333,3 +333,118 @@ def test_lightrag_report_counts_what_lightrag_sends(tmp_path: Path) -> None:
     asyncio.run(run())
     assert len(sent) == rep["n_kept"]
     assert sum(sent) == rep["host_cost"]["selected"]["first_call_input_tokens"]  # exactly what LightRAG sends
+
+
+# ---------------------------------------------------------------------------------------------- settings as YAML
+def _hidden(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+def test_settings_yaml_values_are_copied_without_a_json_round_trip(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import datetime
+
+    import yaml
+
+    extra = "last_run: 2024-01-01\nshared: &s {a: 1, when: 2023-05-06 07:08:09}\nother: *s\n"
+    proj = _project(tmp_path / "proj", SETTINGS + extra, n=6)
+    assert main(["select", "--root", str(proj), "--kappa", "0.5", *HASH]) == 0, capsys.readouterr().err
+    core = yaml.safe_load((proj / "g2cons" / "settings.yaml").read_text(encoding="utf-8"))
+    assert core["last_run"] == datetime.date(2024, 1, 1)
+    assert core["other"] == core["shared"] == {"a": 1, "when": datetime.datetime(2023, 5, 6, 7, 8, 9)}
+    assert core["chunking"]["size"] == 300 and core["input_storage"]["base_dir"] == "input"
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        ("blob: !!binary aGVsbG8=\n", "key blob (line 37): YAML tag '!!binary'"),
+        ("tags: !!set {a, b}\n", "key tags (line 37): YAML tag '!!set'"),
+        ("cycle: &c [1, *c]\n", "key cycle[1] (line 37): a recursive alias"),
+        (
+            "obj: !!python/object/apply:os.system [ls]\n",
+            "key obj (line 37): YAML tag '!!python/object/apply:os.system'",
+        ),
+        (
+            "bomb:\n  a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+            + "".join(
+                f"  {n}: &{n} [{', '.join(['*' + p] * 10)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
+            ),
+            "more than 100,000 values once its aliases are expanded",
+        ),
+        ("many:\n  a: &a 1\n" + "".join(f"  k{i}: *a\n" for i in range(70)), "more than 64 aliases"),
+    ],
+)
+def test_settings_yaml_tags_and_aliases_refused_naming_the_key(
+    tmp_path: Path, extra: str, needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    proj = _project(tmp_path / "proj", SETTINGS + extra, n=4)
+    before = _snapshot(proj)
+    assert main(["select", "--root", str(proj), *HASH]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("g2cons: error:") and "settings.yaml" in err and needle in err, err
+    assert _snapshot(proj) == before and not (proj / "g2cons").exists() and _hidden(proj) == []
+
+
+def test_core_root_is_written_all_or_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    from g2cons_plugins.cli import select as select_cmd
+
+    proj = _project(tmp_path / "proj", n=6)
+    real = select_cmd._save_graph
+
+    def fail(*a: Any, **kw: Any) -> None:  # the disk fills up while the graph is saved, after input/ and settings
+        raise OSError(28, "No space left on device", str(a[1]))
+
+    monkeypatch.setattr(select_cmd, "_save_graph", fail)
+    assert main(["select", "--root", str(proj), "--kappa", "0.5", *HASH]) == 2
+    assert "No space left on device" in capsys.readouterr().err
+    assert not (proj / "g2cons").exists() and _hidden(proj) == []  # nothing half-written, no temporary left
+    monkeypatch.setattr(select_cmd, "_save_graph", real)
+    assert main(["select", "--root", str(proj), "--kappa", "0.5", *HASH]) == 0
+    earlier = _snapshot(proj / "g2cons")
+    monkeypatch.setattr(select_cmd, "_save_graph", fail)
+    assert main(["select", "--root", str(proj), "--kappa", "0.3", *HASH]) == 2
+    assert _snapshot(proj / "g2cons") == earlier and _hidden(proj) == []  # the earlier one stands, whole
+
+
+def test_core_root_is_replaced_only_when_all_ours(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    proj = _project(tmp_path / "proj", n=8)
+    sel = ["select", "--root", str(proj), "--kappa", "0.5", *HASH]
+    assert main(sel) == 0
+    core = proj / "g2cons"
+    marker = json.loads((core / ".g2cons-output").read_text(encoding="utf-8"))
+    assert {"settings.yaml", "selection_report.json", "graph/CURRENT"} <= set(marker["files"])
+    new = tmp_path / "new.txt"
+    new.write_text("Dana Li founded Umbrella in Oslo. Oslo is the capital of Norway.", encoding="utf-8")
+    assert main(["add", str(core / "graph"), str(new), "--quiet"]) == 0  # the graph may change: still ours
+    assert main(sel) == 0
+    (core / "output").mkdir()  # what `graphrag index --root` writes there
+    (core / "output" / "entities.parquet").write_bytes(b"PAR1")
+    before = _snapshot(proj)
+    capsys.readouterr()
+    assert main(sel) == 2
+    err = capsys.readouterr().err
+    assert "output/" in err and "did not write" in err and _snapshot(proj) == before
+    (core / "output" / "entities.parquet").unlink()
+    (core / "output").rmdir()
+    (core / "settings.yaml").write_text("edited: true\n", encoding="utf-8")
+    assert main(sel) == 2 and "settings.yaml" in capsys.readouterr().err
+    assert (core / "settings.yaml").read_text(encoding="utf-8") == "edited: true\n"
+
+
+def test_core_root_of_an_earlier_version_is_replaced(tmp_path: Path) -> None:
+    """Earlier versions marked only settings.yaml and the report at the top; input/ had its own marker."""
+    proj = _project(tmp_path / "proj", n=8)
+    sel = ["select", "--root", str(proj), "--kappa", "0.5", *HASH]
+    assert main(sel) == 0
+    core = proj / "g2cons"
+    top = json.loads((core / ".g2cons-output").read_text(encoding="utf-8"))
+    top["files"] = {k: v for k, v in top["files"].items() if "/" not in k}
+    (core / ".g2cons-output").write_text(json.dumps(top), encoding="utf-8")
+    assert (core / "input" / ".g2cons-output").is_file()
+    assert main(sel) == 0
+    (core / "graph" / "notes.txt").write_text("mine", encoding="utf-8")  # not a graph file: refused
+    assert main(sel) == 2 and (core / "graph" / "notes.txt").read_text(encoding="utf-8") == "mine"

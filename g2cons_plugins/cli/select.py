@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 import warnings
@@ -13,7 +14,7 @@ from typing import Any
 
 from ..corpus_io import _check_writable
 from ..errors import InputError
-from ..outputs import atomic_write_text, check_disjoint, check_replaceable_file, record_written
+from ..outputs import atomic_write_text, check_disjoint, check_replaceable_file, record_written, staged_folder
 from ._common import (
     FMT,
     _build_index,
@@ -217,18 +218,16 @@ def cmd_select(args: argparse.Namespace) -> int:
     out = Path(os.path.abspath(args.out)) if args.out is not None else None  # "." has no name to derive from
     settings_out = core_root = None
     if root is not None:  # a new GraphRAG root for the core run: settings.yaml + input/ (+ report and graph)
-        core_root = out or root / "g2cons"
+        core_root = out or Path(os.path.abspath(root / "g2cons"))
         out = core_root / "input"
         settings_out = core_root / "settings.yaml"
     graph = args.graph or (core_root / "graph" if core_root is not None else None)
     report_path = args.report or (core_root / "selection_report.json" if core_root is not None else None)
-    inside = False  # the report is one of the files of a folder output
     if not args.dry_run:  # every path is checked before anything is read, built or written
         assert out is not None
         kind = detect_kind(inp) if inp.exists() else "folder"
         graph = graph or out.parent / f"{out.name}.g2cons"
-        report_path = report_path or default_report_path(kind, out)
-        inside = False  # the report lies beside the output, never inside it (a host reads its whole input folder)
+        report_path = report_path or default_report_path(kind, out)  # beside the output: a host reads all of it
         inputs: dict[str, Any] = {"INPUT": inp}
         if prof is not None and prof.settings_path is not None:
             inputs[str(prof.settings_path.name)] = prof.settings_path
@@ -239,14 +238,15 @@ def cmd_select(args: argparse.Namespace) -> int:
             {
                 "--out" if core_root is None else "core input": out,
                 "--graph": graph,
-                "--report": None if inside else report_path,
+                "--report": report_path,
                 "settings": settings_out,
             },
         )
     if args.plot is not None:
         from .graph_cmds import check_picture_path
 
-        others = {"--out": out, "--graph": graph, "--report": None if inside else report_path}
+        others = {"--out": core_root or out}
+        others.update({k: p for k, p in (("--graph", graph), ("--report", report_path)) if not _under(p, core_root)})
         check_disjoint({"INPUT": inp}, {"--plot": args.plot, **others})
         check_picture_path(args.plot, "--plot")
     if src_files is None:
@@ -265,13 +265,16 @@ def cmd_select(args: argparse.Namespace) -> int:
         target = out / src_files[0].name  # the core file keeps the input file's name, in the core folder
     if not args.dry_run:
         assert target is not None and graph is not None and report_path is not None
-        check_output(corpus, target)
-        if not inside:
+        if core_root is not None:  # built aside and renamed in, all or nothing: an earlier one must be all ours
+            _check_core_root(core_root, args)
+            _check_writable(core_root.parent)
+        else:
+            check_output(corpus, target)
+        if not _under(report_path, core_root):
             check_replaceable_file(report_path, "--report")
             _check_writable(report_path.parent)
-        if settings_out is not None:
-            check_replaceable_file(settings_out, "settings")
-        _check_graph_dir(graph)
+        if not _under(graph, core_root):
+            _check_graph_dir(graph)
     from ..corpus_io import chunk_documents
 
     chunks = chunk_documents(
@@ -318,30 +321,40 @@ def cmd_select(args: argparse.Namespace) -> int:
         assert target is not None and graph is not None and report_path is not None
         report["report"] = str(report_path)
         text = json.dumps(report, indent=2, ensure_ascii=False)
-        extra = {Path(report_path).name: text} if inside else None
         _info(args, f"writing {len(rep.kept_ids):,} chunks to {target}")
-        written = write_selection(
-            corpus, index.chunks, rep.kept_ids, target, extra_files=extra, show_progress=_show(args)
-        )
-        if not inside:
+        graph_settings = {
+            "input": str(inp),
+            "kind": corpus.kind,
+            "chunk_tokens": size,
+            "chunk_overlap": overlap,
+            "text_column": args.text_column,
+            "encoding": args.encoding,
+            "tokenizer": tok.name if tok is not None else "cl100k_base",
+        }
+        if core_root is None:
+            written = write_selection(corpus, index.chunks, rep.kept_ids, target, show_progress=_show(args))
             report_path.parent.mkdir(parents=True, exist_ok=True)
             _write_owned(Path(report_path), text)
-        if settings_out is not None:
-            assert out is not None
-            _write_settings(prof, settings_out)
-        _save_graph(
-            index,
-            graph,
-            {
-                "input": str(inp),
-                "kind": corpus.kind,
-                "chunk_tokens": size,
-                "chunk_overlap": overlap,
-                "text_column": args.text_column,
-                "encoding": args.encoding,
-                "tokenizer": tok.name if tok is not None else "cl100k_base",
-            },
-        )
+            _save_graph(index, graph, graph_settings)
+        else:
+            assert settings_out is not None
+            with staged_folder(core_root, "select --root", lambda: _check_core_root(core_root, args)) as stage:
+
+                def staged(p: Path) -> Path:  # where a path inside the core root is built
+                    return stage / Path(os.path.abspath(p)).relative_to(core_root)
+
+                written = write_selection(corpus, index.chunks, rep.kept_ids, staged(target), show_progress=_show(args))
+                _write_settings(prof, staged(settings_out), core_root)
+                if _under(report_path, core_root):
+                    staged(report_path).parent.mkdir(parents=True, exist_ok=True)
+                    atomic_write_text(staged(report_path), text)
+                if _under(graph, core_root):
+                    _save_graph(index, staged(graph), graph_settings)
+            if not _under(report_path, core_root):
+                report_path.parent.mkdir(parents=True, exist_ok=True)
+                _write_owned(Path(report_path), text)
+            if not _under(graph, core_root):
+                _save_graph(index, graph, graph_settings)
         n_files = f"{len(written):,} files" if corpus.kind == "folder" else f"{len(rep.kept_ids):,} records"
         report["seconds"] = round(time.perf_counter() - t0, 3)
     if args.json:
@@ -393,20 +406,60 @@ def _plot_selection(args: argparse.Namespace, index: Any, kept_ids: list[str]) -
     write_picture(fig, args.plot, "g2cons core-chunk selection", rows, ["document", "kept tokens", "dropped tokens"])
 
 
-def _write_settings(prof: Any, path: Path) -> None:
-    """The project's settings for the core run's root: input folder ``input`` (the core chunks), prompt files
-    pointed back at the project's; output, cache and reports land in the new root. Nothing else changes."""
+def _write_settings(prof: Any, path: Path, new_root: Path) -> None:
+    """The project's settings for the core run's root ``new_root`` (``path``: where the file is built): input
+    folder ``input`` (the core chunks), prompt files pointed back at the project's; output, cache and reports land
+    in the new root. Nothing else changes (values as YAML read them: dates stay dates)."""
     import yaml
 
     from ..host_projects import core_settings
 
-    data = core_settings(prof, "input", path.parent)
+    data = core_settings(prof, "input", new_root)
     head = (
         f"# Written by g2cons select from {prof.settings_path}: the same settings, with the input folder set to the "
-        f"core chunks (input/) and prompt paths pointing at the project.\n# Run: graphrag index --root {path.parent}"
+        f"core chunks (input/) and prompt paths pointing at the project.\n# Run: graphrag index --root {new_root}"
         " (set GRAPHRAG_API_KEY or copy your .env here)\n"
     )
-    _write_owned(path, head + yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    atomic_write_text(path, head + yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+
+
+def _under(path: Path | None, root: Path | None) -> bool:
+    """``path`` is ``root`` or lies inside it (absolute paths compared; False without a root)."""
+    if path is None or root is None:
+        return False
+    p, r = Path(os.path.abspath(path)), Path(os.path.abspath(root))
+    return p == r or r in p.parents
+
+
+def _check_core_root(core_root: Path, args: argparse.Namespace) -> None:
+    """``select --root`` replaces its output folder whole: absent, empty, or an earlier one whose every file g2cons
+    wrote, unchanged (its marker lists them; the concept graph in ``graph/`` may have been updated by ``add`` /
+    ``remove``). A GraphRAG run's output/cache/logs there, or any file of the user's, make it refused."""
+    from ..outputs import check_replaceable_folder
+
+    flag = "--out" if args.out is not None else "select --root output"
+    check_replaceable_folder(core_root, flag, owned_dir=lambda p: p == core_root / "graph" and _is_cli_graph(p))
+
+
+def _is_cli_graph(path: Path) -> bool:
+    """A concept graph the CLI saved: an index folder with its sidecar and nothing but what those two write."""
+    from ..persistence import FILES, FILES_V2, LEGACY_FILES, LOCK, POINTER
+    from ._common import SIDECAR
+
+    if not (_is_index_dir(path) and (path / SIDECAR).is_file()):
+        return False
+    version = re.compile(r"^(\.tmp-)?v-\d{8}T\d{6}-[0-9a-f]{12}$")
+    names = {POINTER, LOCK, SIDECAR, *LEGACY_FILES}
+    in_version = {"manifest.json", *FILES, *FILES_V2}
+    for p in path.iterdir():
+        if p.is_symlink():
+            return False
+        if p.is_dir():
+            if not version.match(p.name) or any(q.name not in in_version or not q.is_file() for q in p.iterdir()):
+                return False
+        elif p.name not in names and not re.match(r"^\.tmp-CURRENT-[0-9a-f]{12}$", p.name):
+            return False
+    return True
 
 
 def register(sub: Any) -> None:
