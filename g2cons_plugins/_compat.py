@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 MOVED = {
     f"g2cons_plugins.{name}": f"g2cons_plugins.eval.{name}"
-    for name in ("evaluation", "report", "host_eval", "answering", "hosts", "entity_graph")
+    for name in ("evaluation", "report", "host_eval", "answering", "entity_graph")
 }
 
 

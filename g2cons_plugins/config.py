@@ -103,7 +103,13 @@ class G2ConSConfig:
     # exact scan (benchmarks/scale/results/unit_search_40k_wordllama.md).
     ann_threshold: int | None = None
     # --- fusion -----------------------------------------------------------------------------------------
-    lambda_: float | None = None  # None -> 0.4 (default mode) / 0.6 (paper mode)
+    # "score" (default): host chunks are evidence on the concept path's unit scores (g2cons_plugins.fusion);
+    # "ensemble": the paper's Weighted Context Ensemble with lambda caps (forced by mode="paper")
+    fusion: Literal["score", "ensemble"] = "score"
+    host_weight: float = 0.2  # score fusion: evidence of the host's best chunk, in bridge_bonus units
+    host_agreement: bool = True  # score fusion: host_weight x the share of the host's top 5 the concept path places
+    host_seeds: int = 0  # score fusion: the best unit of each of the host's first host_seeds chunks seeds bridges
+    lambda_: float | None = None  # None -> 0.4 (default mode) / 0.6 (paper mode); the ensemble's host share
     spill: bool | None = None  # None -> True (default mode) / False (paper mode: hard lambda caps)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -115,6 +121,7 @@ class G2ConSConfig:
             object.__setattr__(self, "theta_sem", 0.65 if self.theta_sem is None else self.theta_sem)
             object.__setattr__(self, "selector", "pagerank")
             object.__setattr__(self, "strategy", "paper")
+            object.__setattr__(self, "fusion", "ensemble")
         if self.lambda_ is None:
             object.__setattr__(self, "lambda_", 0.6 if self.mode == "paper" else 0.4)
         if self.spill is None:
@@ -146,6 +153,10 @@ class G2ConSConfig:
             (0.0 <= self.lexical_weight <= 10.0, f"lexical_weight must be in [0, 10], got {self.lexical_weight}"),
             (self.theta_sem is None or -1.0 <= self.theta_sem <= 1.0, "theta_sem must be in [-1, 1]"),
             (isinstance(self.spill, bool), f"spill must be True or False, got {self.spill!r}"),
+            (self.fusion in ("score", "ensemble"), f"fusion must be 'score' or 'ensemble', got {self.fusion!r}"),
+            (0.0 <= self.host_weight <= 10.0, f"host_weight must be in [0, 10], got {self.host_weight}"),
+            (0 <= self.host_seeds <= 10, f"host_seeds must be in [0, 10], got {self.host_seeds}"),
+            (isinstance(self.host_agreement, bool), f"host_agreement must be a bool, got {self.host_agreement!r}"),
             (isinstance(self.hybrid_seeds, bool), f"hybrid_seeds must be True or False, got {self.hybrid_seeds!r}"),
             (self.score_scale in ("cosine", "spread"),
              f"score_scale must be 'cosine' or 'spread', got {self.score_scale!r}"),
@@ -159,9 +170,9 @@ class G2ConSConfig:
         from .validate import real
 
         floats = ("kappa", "max_df", "theta_sem_percentile", "pagerank_damping", "bridge_bonus", "ppr_damping",
-                  "lexical_weight")
+                  "lexical_weight", "host_weight")
         ints = ("top_n", "min_df", "ngram_max", "theta_co", "seed", "beta", "k", "n_hops", "n_seed_units",
-                "bridge_rounds", "bridge_max_df", "e2_hops", "e2_max_units", "lexical_seeds")
+                "bridge_rounds", "bridge_max_df", "e2_hops", "e2_max_units", "lexical_seeds", "host_seeds")
         for name in floats + ("theta_sem", "lambda_"):
             value = getattr(self, name)
             if value is not None or name in floats:

@@ -32,7 +32,7 @@ units; the lexical ``query_concepts`` in each item's reason is then empty.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -230,11 +230,16 @@ def retrieve(
     beta: int | None = None,
     strategy: str | None = None,
     query_vector: np.ndarray | None = None,
+    evidence: Mapping[int, float] | None = None,
+    seed_units: Sequence[int] = (),
 ) -> list[RetrievedItem]:
     """The concept path: units for ``query`` within ``beta`` tokens (see module doc for strategies).
 
     ``index``: a :class:`~g2cons_plugins.snapshot.Snapshot` or a ``G2ConSIndex`` (its current snapshot is read
-    once). ``query_vector``: phi(query) when already computed (finite, of the embedder's dimension)."""
+    once). ``query_vector``: phi(query) when already computed (finite, of the embedder's dimension).
+    ``evidence``: unit position -> a bonus from outside the concept path (score fusion: the host KG returned the
+    unit's chunk), in the same units as ``bridge_bonus`` (scaled by the query's spread with ``score_scale``) and
+    added to the unit's score; strategies ``bridge`` and ``dense`` only."""
     index = as_snapshot(index)
     cfg = index.config
     beta = cfg.beta if beta is None else positive_int("beta", beta)
@@ -243,10 +248,13 @@ def retrieve(
         raise InputError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
     qv = index.embed_query(query) if query_vector is None else _query_vector(query_vector, index.embedder.dim)
     sc = DenseScores(index, qv)
+    if evidence and strategy not in ("bridge", "dense"):
+        raise InputError(f"evidence (score fusion) needs strategy 'bridge' or 'dense', not {strategy!r}")
     if strategy == "paper":
         return _paper(index, qv, sc.full(), beta)
     if strategy == "dense":
-        return _ranked(index, sc, {}, [], beta, lambda u: {"via": "dense"})
+        ev = _evidence(evidence, score_spread(sc) / SPREAD_REF if cfg.score_scale == "spread" else 1.0)
+        return _ranked(index, sc, ev, [], beta, lambda u: {"via": "host" if u in ev else "dense"})
     if strategy == "ppr":
         return _ppr(index, query, sc.full(), beta)
     if strategy == "e2":
@@ -258,8 +266,19 @@ def retrieve(
     if strategy == "bridge" and (lw > 0 or cfg.lexical_seeds > 0):
         lex = index.lexical.scores(query)
         hyb = HybridScores(sc, lex, lw * scale) if lw > 0 else sc
-        return _bridge(index, hyb, beta, lex, seed_sc=hyb if cfg.hybrid_seeds else sc, scale=scale)
-    return _bridge(index, sc, beta, scale=scale)
+        return _bridge(
+            index, hyb, beta, lex, seed_sc=hyb if cfg.hybrid_seeds else sc, scale=scale, evidence=evidence,
+            seed_units=seed_units,
+        )
+    return _bridge(index, sc, beta, scale=scale, evidence=evidence, seed_units=seed_units)
+
+
+def _seed_source(rank: int, n_dense: int, n_own: int) -> str:
+    return "dense" if rank < n_dense else "bm25" if rank < n_own else "host"
+
+
+def _evidence(evidence: Mapping[int, float] | None, scale: float) -> dict[int, float]:
+    return {int(u): float(w) * scale for u, w in (evidence or {}).items() if w > 0}
 
 
 def score_spread(sc: DenseScores) -> float:
@@ -382,6 +401,8 @@ def _bridge(
     lexical: np.ndarray | None = None,
     seed_sc: DenseScores | None = None,
     scale: float = 1.0,
+    evidence: Mapping[int, float] | None = None,
+    seed_units: Sequence[int] = (),
 ) -> list[RetrievedItem]:
     cfg, dv = index.config, index.derived
     if cfg.bridge_vocab == "all_words":
@@ -397,6 +418,10 @@ def _bridge(
         hit = np.flatnonzero(lexical > 0)  # only units with a query word can be lexical seeds
         lex_top = hit[_top_desc(lexical[hit], cfg.lexical_seeds + len(seeds))].tolist()
         seeds += [u for u in lex_top if u not in have][: cfg.lexical_seeds]
+    n_own = len(seeds)
+    if seed_units:  # units named from outside (score fusion: the host's best chunks) seed bridges too
+        have = set(seeds)
+        seeds += [int(u) for u in dict.fromkeys(seed_units) if int(u) not in have]
     seed_scores = sc.of(np.asarray(seeds, dtype=np.int64))
     ref = max(float(seed_scores.max()), 1e-6) if seeds else 1.0
     score_of: dict[int, float] = dict(zip(seeds, seed_scores.tolist(), strict=True))
@@ -429,15 +454,19 @@ def _bridge(
         frontier = new[: cfg.n_seed_units]
         taken.update(frontier)
 
+    ev = _evidence(evidence, scale)
+    for u, w in ev.items():  # seeds are placed first whatever their bonus
+        bonus[u] = bonus.get(u, 0.0) + w
+
     def reason(u: int) -> dict[str, Any]:
         if u not in hop_of:
-            return {"via": "dense", "hop": 0}
+            return {"via": "host" if u in ev else "dense", "hop": 0}
         hop = hop_of[u]
         names = [vocab[c] for c in _row(unit_x, u).tolist() if c in round_bridges[hop - 1]]
         return {"via": "bridge", "bridge_concepts": names[:5], "hop": hop}
 
     first = [
-        (u, score_of[u], {"via": "seed", "seed_rank": rank, "hop": 0, "source": "dense" if rank < n_dense else "bm25"})
+        (u, score_of[u], {"via": "seed", "seed_rank": rank, "hop": 0, "source": _seed_source(rank, n_dense, n_own)})
         for rank, u in enumerate(seeds)
     ]
     return _ranked(index, sc, bonus, first, beta, reason)

@@ -179,6 +179,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _floats(text: str) -> list[float]:
+    try:
+        out = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if not out or any(not 0.0 <= x <= 10.0 for x in out):
+        raise argparse.ArgumentTypeError(f"expected numbers in [0, 10], got {text!r}")
+    return out
+
+
 def _paired(
     records: list[dict[str, Any]], methods: list[str], budgets: list[int], recall: bool
 ) -> list[dict[str, Any]]:
@@ -221,17 +231,26 @@ def _eval_host(
         price_out_per_mtok=args.price_out,
         show_progress=not args.quiet,
         keep=(args.host_kappa, lam, spill),
+        host_weights=sorted(set(args.host_weights or []) | {index.config.host_weight}),
     )
     contexts = res.pop("contexts")
-    res["main"] = {"kappa": args.host_kappa, "lambda": lam, "spill": spill}
+    rule, weight = index.config.fusion, index.config.host_weight
+    res["main"] = {"kappa": args.host_kappa, "lambda": lam, "spill": spill, "fusion": rule, "host_weight": weight}
     out["host"] = res
     for r in res["sweep"]:
         if r["kappa"] != args.host_kappa:
             continue
-        if r["method"] == "host" or (r["lambda"] == lam and r["spill"] == spill):
-            row = {k: v for k, v in r.items() if k not in ("kappa", "lambda", "spill", "method")}
-            row["method"] = "host-kg" if r["method"] == "host" else "fused"
-            out["results"].append(row)
+        main_method = "fused-score" if rule == "score" else "fused"  # the config's rule is the "fused" row
+        name = "host-kg" if r["method"] == "host" else "fused" if r["method"] == main_method else (
+            "fused-ensemble" if r["method"] == "fused" else "fused-score"
+        )
+        if r["method"] == "fused" and not (r["lambda"] == lam and r["spill"] == spill):
+            continue
+        if r["method"] == "fused-score" and r["host_weight"] != weight:
+            continue
+        row = {k: v for k, v in r.items() if k not in ("kappa", "lambda", "spill", "method", "host_weight")}
+        row["method"] = name
+        out["results"].append(row)
     out["settings"]["host"] = {"name": host.name, "label": host.label, **res["main"]}
     return contexts
 
@@ -298,11 +317,19 @@ def register(sub: Any) -> None:
         default=None,
         metavar="NAME",
         help="also measure a host KG path and fused G2ConS: an installed host plug-in (llama-index-ner: "
-        "PropertyGraphIndex with spaCy NER, no LLM; llama-index-llm: SimpleLLMPathExtractor) or module:factory",
+        "PropertyGraphIndex with spaCy NER, no LLM; llama-index-llm: SimpleLLMPathExtractor; replay:PATH: a "
+        "precomputed LLM extraction (JSONL, HippoRAG OpenIE, GraphRAG output, LightRAG dir) replayed into a "
+        "PropertyGraphIndex; replay-core:PATH: the same without LlamaIndex) or module:factory",
     )
     e.add_argument("--host-kappas", type=shares, default=[0.2, 0.4, 0.6, 0.8, 1.0], help="host KG kappa sweep")
     e.add_argument("--lambdas", type=shares, default=[0.0, 0.2, 0.4, 0.6, 0.8, 1.0], help="fusion lambda sweep")
     e.add_argument("--host-kappa", type=share, default=0.8, help="kappa of the host/fused rows of the main table")
+    e.add_argument(
+        "--host-weights",
+        type=_floats,
+        default=None,
+        help="score-fusion host_weight sweep (default: the config's, 0.2); the main table uses the config's",
+    )
     fusion_opts(e, "of the fused row of the main table")
     e.add_argument("--price-in", type=price, default=0.15, help="USD per 1M LLM input tokens (default 0.15)")
     e.add_argument("--price-out", type=price, default=0.60, help="USD per 1M LLM output tokens (default 0.60)")

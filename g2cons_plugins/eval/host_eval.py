@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from ..ensemble import fuse
+from ..ensemble import fuse, resolve_host_items
 from ..errors import InputError
+from ..fusion import score_fuse
 from ..index import G2ConSIndex
 from ..retrieval import retrieve
 from .evaluation import answer_in_context, embed_queries
@@ -91,15 +92,23 @@ def evaluate_host(
     price_out_per_mtok: float = 0.60,
     show_progress: bool = False,
     keep: tuple[float, float, bool] | None = None,
+    host_weights: Sequence[float] | None = None,
 ) -> dict[str, Any]:
-    """Host builds per kappa, and CR of host / concept / fused per (kappa, budget, lambda, spill). Latency of a
-    fused row = host retrieval + concept path + fusion (query embedding excluded). ``keep=(kappa, lambda, spill)``
-    also returns the host and fused contexts of that setting (``contexts[(method, budget)]``, for EM/F1)."""
+    """Host builds per kappa, and CR of host / concept / fused per (kappa, budget, lambda, spill) for the paper's
+    ensemble (method ``fused``) and per host weight for score fusion (method ``fused-score``, ``host_weights``,
+    default the config's; :mod:`g2cons_plugins.fusion`). Latency of a fused row = host retrieval + concept path +
+    fusion (query embedding excluded). ``keep=(kappa, lambda, spill)`` also returns the host and fused contexts of
+    that setting (``contexts[(method, budget)]``, for EM/F1): the config's rule (score fusion at the config's
+    weight, or the ensemble at that lambda and spill)."""
+    from dataclasses import replace
+
     from tqdm.auto import tqdm
 
     bad = [x for x in (*kappas, *lambdas) if not 0.0 <= x <= 1.0]
     if bad:
         raise InputError(f"kappas and lambdas must be in [0, 1], got {bad}")
+    weights = [index.config.host_weight] if host_weights is None else list(host_weights)
+    snaps = {w: replace(index.snapshot, config=index.config.with_(host_weight=w)) for w in weights}
     qvecs = embed_queries(index, [q["question"] for q in questions])
     concept: dict[int, list[Any]] = {b: [] for b in budgets}
     concept_ms: dict[int, list[float]] = {b: [] for b in budgets}
@@ -123,7 +132,7 @@ def evaluate_host(
             tqdm(questions, desc=f"host+fusion kappa={kappa:g}", unit="q", disable=not show_progress)
         ):
             t0 = time.perf_counter()
-            hitems = host.retrieve(q["question"])
+            hitems = resolve_host_items(index, host.retrieve(q["question"]))  # id-only items get their text
             host_ms = 1000 * (time.perf_counter() - t0)
             lat.append(host_ms)
             for b in budgets:
@@ -141,8 +150,19 @@ def evaluate_host(
                         rows.setdefault(("fused", b, lam, spill), _Score()).add(
                             q, [f.text for f in fused], [f.chunk_id for f in fused], ms
                         )
-                        if keep is not None and keep == (kappa, lam, spill):
+                        if keep is not None and keep == (kappa, lam, spill) and index.config.fusion == "ensemble":
                             contexts.setdefault(("fused", b), []).append("\n".join(f.text for f in fused))
+                for w, snap in snaps.items():
+                    t1 = time.perf_counter()
+                    sf = score_fuse(snap, hitems, q["question"], beta=b, query_vector=qvecs[i]).items
+                    ms = host_ms + 1000 * (time.perf_counter() - t1)  # runs the concept path itself
+                    rows.setdefault(("fused-score", b, w, None), _Score()).add(
+                        q, [f.text for f in sf], [f.chunk_id for f in sf], ms
+                    )
+                    if keep is not None and keep[0] == kappa and index.config.fusion == "score" and (
+                        w == index.config.host_weight
+                    ):
+                        contexts.setdefault(("fused", b), []).append("\n".join(f.text for f in sf))
         p50, p95 = _latency(lat)
         builds.append(
             {
@@ -159,6 +179,12 @@ def evaluate_host(
             }
         )
         for (method, b, lam, spill), sc in rows.items():
+            if method == "fused-score":
+                sweep.append(
+                    {"kappa": kappa, "method": method, "budget": b, "lambda": None, "spill": None,
+                     "host_weight": lam, **sc.row()}
+                )  # fmt: skip
+                continue
             sweep.append({"kappa": kappa, "method": method, "budget": b, "lambda": lam, "spill": spill, **sc.row()})
     concept_rows = []
     for b in budgets:
@@ -272,10 +298,13 @@ def selection_downstream(
             build_s = time.perf_counter() - t0
             hits: dict[int, tuple[list[int], list[int]]] = {b: ([], []) for b in budgets}
             for i, q in enumerate(tqdm(questions, desc=f"{sel} kappa={kappa:g}", disable=not show_progress)):
-                hitems = host.retrieve(q["question"])
+                hitems = resolve_host_items(index, host.retrieve(q["question"]))
                 for b in budgets:
                     alone = fuse(hitems, [], b, 1.0, tokenizer=index.tokenizer, spill=False)
-                    fused = fuse(hitems, concept[b][i], b, lam, tokenizer=index.tokenizer, spill=spill)
+                    if index.config.fusion == "score":
+                        fused = score_fuse(index, hitems, q["question"], beta=b, query_vector=pairs[i][1]).items
+                    else:
+                        fused = fuse(hitems, concept[b][i], b, lam, tokenizer=index.tokenizer, spill=spill)
                     hits[b][0].append(int(answer_in_context(q["answers"], "\n".join(f.text for f in alone))))
                     hits[b][1].append(int(answer_in_context(q["answers"], "\n".join(f.text for f in fused))))
             calls = len(report.kept_ids)

@@ -72,23 +72,35 @@ def available_hosts() -> list[str]:
 
 
 def load_host(spec: str, **options: Any) -> HostKG:
-    """A host by entry-point name or ``module:factory``; ``options`` go to the factory."""
+    """A host by entry-point name, ``NAME:PATH`` (an entry point given a path, e.g. ``replay:kg.jsonl``: a
+    precomputed extraction replayed as the host KG) or ``module:factory``; ``options`` go to the factory."""
+    from importlib.metadata import entry_points
+
     factory: Any = None
-    if ":" in spec:
+    name, sep, arg = spec.partition(":")
+    named = [ep for ep in entry_points(group=HOST_GROUP) if ep.name == name] if sep else []
+    if named:
+        if not arg:
+            raise InputError(f"host {spec!r}: give a path after the colon, e.g. {name}:PATH")
+        try:
+            factory = named[0].load()
+        except ImportError as e:
+            raise InputError(f"host {name!r} is installed but cannot be imported: {e}") from e
+        options = {"path": arg, **options}
+    elif ":" in spec:
         mod, _, attr = spec.partition(":")
         try:
             factory = getattr(importlib.import_module(mod), attr)
         except (ImportError, AttributeError) as e:
             raise InputError(f"cannot load host {spec!r}: {e}") from e
     else:
-        from importlib.metadata import entry_points
-
         eps = [ep for ep in entry_points(group=HOST_GROUP) if ep.name == spec]
         if not eps:
             names = available_hosts()
             raise InputError(
                 f"unknown host {spec!r}; installed: {names or 'none'} "
-                "(pip install llama-index-retrievers-g2cons for llama-index-ner / llama-index-llm)"
+                "(pip install llama-index-retrievers-g2cons for llama-index-ner / llama-index-llm / replay:PATH; "
+                "replay-core:PATH needs nothing more)"
             )
         try:
             factory = eps[0].load()

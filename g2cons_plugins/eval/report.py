@@ -78,15 +78,23 @@ def host_pivot(host: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
     """The kappa x lambda sweep as rows (kappa, budget, spill) with host, concept and fused@lambda columns."""
     concept = {r["budget"]: r["context_recall"] for r in host["concept"]}
     lambdas = sorted({r["lambda"] for r in host["sweep"] if r["method"] == "fused"})
+    weights = sorted({r["host_weight"] for r in host["sweep"] if r["method"] == "fused-score"})
     rows: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in host["sweep"]:
-        for spill in (False, True) if r["method"] == "host" else (r["spill"],):
+        for spill in (False, True) if r["method"] in ("host", "fused-score") else (r["spill"],):
             key = (r["kappa"], r["budget"], spill)
             row = rows.setdefault(
                 key, {"kappa": r["kappa"], "budget": r["budget"], "spill": spill, "concept": concept[r["budget"]]}
             )
-            row["host" if r["method"] == "host" else f"fused@{r['lambda']:g}"] = r["context_recall"]
-    cols = ["kappa", "budget", "spill", "host", "concept"] + [f"fused@{lam:g}" for lam in lambdas]
+            if r["method"] == "host":
+                col = "host"
+            elif r["method"] == "fused":
+                col = f"fused@{r['lambda']:g}"
+            else:
+                col = f"score@{r['host_weight']:g}"
+            row[col] = r["context_recall"]
+    cols = ["kappa", "budget", "spill", "host", "concept"] + [f"score@{w:g}" for w in weights]
+    cols += [f"fused@{lam:g}" for lam in lambdas]
     return [rows[k] for k in sorted(rows)], cols
 
 
@@ -100,17 +108,22 @@ def plot_host(host: dict[str, Any], directory: Path) -> tuple[Path, Path]:
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     for j, b in enumerate(budgets):
         h = sorted((r for r in host["sweep"] if r["method"] == "host" and r["budget"] == b), key=lambda r: r["kappa"])
+        score = main.get("fusion") == "score"
         f = sorted(
             (
                 r
                 for r in host["sweep"]
-                if r["method"] == "fused" and r["budget"] == b and r["lambda"] == main["lambda"]
-                and r["spill"] == main["spill"]
+                if r["budget"] == b and (
+                    (score and r["method"] == "fused-score" and r["host_weight"] == main["host_weight"])
+                    or (not score and r["method"] == "fused" and r["lambda"] == main["lambda"]
+                        and r["spill"] == main["spill"])
+                )
             ),
             key=lambda r: r["kappa"],
         )  # fmt: skip
+        what = f"score fusion, host weight {main['host_weight']:g}" if score else f"lambda {main['lambda']:g}"
         ax.plot([share[r["kappa"]] for r in f], [r["context_recall"] for r in f], "-o", color=f"C{j}",
-                label=f"fused (lambda {main['lambda']:g}) @{b}")  # fmt: skip
+                label=f"fused ({what}) @{b}")  # fmt: skip
         ax.plot(
             [share[r["kappa"]] for r in h], [r["context_recall"] for r in h], ":s", color=f"C{j}", label=f"host @{b}"
         )

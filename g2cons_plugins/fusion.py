@@ -1,0 +1,306 @@
+"""Dual-path fusion: the host KG retriever's results and the concept path in one context of at most beta tokens.
+
+Two rules (``G2ConSConfig.fusion``):
+
+- ``"ensemble"`` (``mode="paper"``): the paper's Weighted Context Ensemble, :func:`g2cons_plugins.ensemble.fuse`:
+  overlap first, the host capped at lambda x beta, the concept path at (1 - lambda) x beta.
+- ``"score"`` (the default): score-level fusion. Every host item is put on the concept path's scale: a host chunk
+  the graph holds is *its units*, and the host's vote is evidence added to their scores, ``host_weight`` x
+  ``1 / (1 + r)`` for the host's r-th distinct chunk, in the unit of ``bridge_bonus`` (scaled by the query's
+  spread of cosines). The concept path then ranks every unit once (seeds, bridges, evidence) and fills beta: a
+  host chunk of any size contributes its best units for the query, overlap is exact (unit level), and what the
+  host ranks high but the concept path ranks low enters only when its own similarity to the query is close. A
+  host item the graph does not hold, with text, is scored by its embedding against the query plus the same
+  evidence and placed whole where it fits. The share of the context that came from the host is not capped by
+  lambda: it is whatever the evidence earns (lambda is the ensemble's parameter).
+
+Every host item that contributes nothing is reported with its reason in :class:`Fusion` (``dropped``): ranked
+below the budget, not in the graph and longer than the room left, or an id-only item the graph does not know.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .ensemble import FusedItem, HostItem, context_tokens, fuse, resolve_host_items
+from .errors import InputError
+from .retrieval import SPREAD_REF, DenseScores, RetrievedItem, retrieve, score_spread
+from .snapshot import HasSnapshot, Snapshot, as_snapshot
+from .validate import positive_int, real, unit_interval
+
+FUSIONS = ("score", "ensemble")
+REASON_BELOW = "its units ranked below the budget"
+REASON_TOO_LONG = "not in the concept graph and longer than the room left"
+REASON_UNKNOWN = "id not in the concept graph and no text"
+REASON_CAP = "did not fit the host share (lambda x beta)"
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """A fused context and what happened to each host item: ``items`` (the context, best first), ``host_items``
+    (distinct host items given), ``contributed`` (of those, how many placed text in the context) and ``dropped``
+    (reason -> count; ``dropped_examples``: reason -> up to 3 ids or text heads)."""
+
+    items: list[FusedItem]
+    host_items: int
+    contributed: int
+    dropped: Mapping[str, int] = field(default_factory=dict)
+    dropped_examples: Mapping[str, list[str]] = field(default_factory=dict)
+    rule: str = "score"
+
+    @property
+    def n_tokens(self) -> int:
+        """Tokens of the fused context."""
+        return context_tokens(self.items)
+
+    def summary(self) -> str:
+        """One line: items by source, tokens, and host items dropped with their reasons."""
+        by = Counter(f.source for f in self.items)
+        line = (
+            f"{len(self.items)} items ({by['both']} both, {by['host']} host, {by['concept']} concept), "
+            f"{self.n_tokens} tokens; host items: {self.host_items} given, {self.contributed} contributed"
+        )
+        if self.dropped:
+            line += "; not placed: " + ", ".join(f"{n} {r}" for r, n in self.dropped.items())
+        return line
+
+
+_UNITS_OF: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id(stored) -> table, dropped with the stored state
+
+
+def chunk_units(snap: Snapshot, chunk_pos: int) -> np.ndarray:
+    """Unit positions of one chunk (a chunk -> units table built once per stored state)."""
+    st = snap.stored
+    table = _UNITS_OF.get(id(st))
+    if table is None:
+        parent = np.asarray(st.unit_parent)
+        order = np.argsort(parent, kind="stable")
+        starts = np.searchsorted(parent[order], np.arange(len(st.chunks) + 1))
+        table = _UNITS_OF[id(st)] = (order, starts)
+        weakref.finalize(st, _UNITS_OF.pop, id(st), None)
+    order, starts = table
+    return order[starts[chunk_pos] : starts[chunk_pos + 1]]
+
+
+def _host_label(h: HostItem) -> str:
+    return h.chunk_id if h.chunk_id is not None else (h.text or "")[:40]
+
+
+def _distinct(hosts: Sequence[HostItem]) -> list[HostItem]:
+    seen: set[str] = set()
+    out = []
+    for h in hosts:
+        key = h.chunk_id if h.chunk_id is not None else "\0" + (h.text or "")
+        if key not in seen:
+            seen.add(key)
+            out.append(h)
+    return out
+
+
+def _host_units(snap: Snapshot, h: HostItem) -> np.ndarray | None:
+    """Unit positions a host item stands for (its chunk's units, or one unit), None when the graph lacks it."""
+    if h.chunk_id is not None:
+        if h.chunk_id in snap.chunk_pos:
+            return chunk_units(snap, snap.chunk_pos[h.chunk_id])
+        if h.chunk_id in snap.unit_pos:
+            return np.asarray([snap.unit_pos[h.chunk_id]], dtype=np.int64)
+    return None
+
+
+def score_fuse(
+    index: HasSnapshot,
+    host: Sequence[Any],
+    query: str,
+    beta: int | None = None,
+    host_weight: float | None = None,
+    query_vector: np.ndarray | None = None,
+    host_seeds: int | None = None,
+) -> Fusion:
+    """Score-level fusion (module doc): host chunks as evidence on the concept path's unit scores, one ranking,
+    one budget. ``host_weight`` and ``host_seeds`` default to the config's."""
+    snap = as_snapshot(index)
+    cfg = snap.config
+    beta = cfg.beta if beta is None else positive_int("beta", beta)
+    w = cfg.host_weight if host_weight is None else real("host_weight", host_weight)
+    if w < 0:
+        raise InputError(f"host_weight must be >= 0, got {w}")
+    hosts = _distinct(resolve_host_items(snap, host))
+    qv = snap.embed_query(query) if query_vector is None else query_vector
+    units_of = [_host_units(snap, h) for h in hosts]
+    alone = retrieve(snap, query, beta=beta, query_vector=qv)
+    agree = _agreement(hosts, units_of, {c.parent_id for c in alone}) if cfg.host_agreement else 1.0
+    w *= agree
+    evidence: dict[int, float] = {}
+    for r, units in enumerate(units_of):
+        if units is not None:
+            e = w / (1.0 + r)
+            for u in units.tolist():
+                evidence[u] = max(evidence.get(u, 0.0), e)
+    n_seeds = cfg.host_seeds if host_seeds is None else host_seeds
+    seeds = _host_seed_units(snap, qv, [u for u in units_of if u is not None][:n_seeds]) if w > 0 else []
+    concept = (
+        retrieve(snap, query, beta=beta, query_vector=qv, evidence=evidence, seed_units=seeds)
+        if evidence and w > 0
+        else alone
+    )
+    foreign = [(r, h) for r, h in enumerate(hosts) if units_of[r] is None and h.text]
+    placed = _merge_foreign(snap, concept, foreign, qv, w, beta) if foreign else [(c, None) for c in concept]
+    host_units = {u for units in units_of if units is not None for u in units.tolist()}
+    alone_ids = {c.unit_id for c in alone}
+    items = [_fused_item(snap, c, f, host_units, hosts, alone_ids) for c, f in placed]
+    return _report(snap, items, hosts, units_of, beta, "score")
+
+
+AGREEMENT_TOP = 5
+
+
+def _agreement(hosts: list[HostItem], units_of: list[np.ndarray | None], concept_chunks: set[str]) -> float:
+    """Share of the host's first ``AGREEMENT_TOP`` graph chunks that the concept path alone also places: how much
+    this query's host results are worth (a host that returns noise for a query gets no say in its ranking)."""
+    top = [h.chunk_id for h, u in zip(hosts, units_of, strict=True) if u is not None][:AGREEMENT_TOP]
+    return sum(c in concept_chunks for c in top) / len(top) if top else 0.0
+
+
+def _host_seed_units(snap: Snapshot, qv: np.ndarray, host_units: list[np.ndarray]) -> list[int]:
+    """The best unit (by cosine to the query) of each of the host's first chunks."""
+    if not host_units:
+        return []
+    sc = DenseScores(snap, qv)
+    return [int(units[int(np.argmax(sc.of(units)))]) for units in host_units if len(units)]
+
+
+def _merge_foreign(
+    snap: Snapshot,
+    concept: list[RetrievedItem],
+    foreign: list[tuple[int, HostItem]],
+    qv: np.ndarray,
+    w: float,
+    beta: int,
+) -> list[tuple[RetrievedItem | None, tuple[int, HostItem] | None]]:
+    """Host items the graph does not hold, scored cos(q, item) + evidence, merged into the concept ranking by
+    score; the merged list is cut to beta again (an item that does not fit is skipped, the next tried)."""
+    texts = [h.text or "" for _, h in foreign]
+    vecs = snap.embedder.embed(texts)
+    scale = score_spread(DenseScores(snap, qv)) / SPREAD_REF if snap.config.score_scale == "spread" else 1.0
+    f_scores = [float(v @ qv) + w * scale / (1.0 + r) for v, (r, _) in zip(vecs, foreign, strict=True)]
+    f_tokens = snap.count_tokens(texts)
+    merged: list[tuple[float, int, Any]] = [(c.score, 0, (c, None)) for c in concept]
+    merged += [(s, 1, (None, fh)) for s, fh in zip(f_scores, foreign, strict=True)]
+    merged.sort(key=lambda x: (-x[0], x[1]))
+    used, out = 0, []
+    n_of = {id(fh): n for fh, n in zip(foreign, f_tokens, strict=True)}
+    for _, _, (c, fh) in merged:
+        n = c.n_tokens if c is not None else n_of[id(fh)]
+        if used + n <= beta:
+            used += n
+            out.append((c, fh))
+    return out
+
+
+def _fused_item(
+    snap: Snapshot,
+    c: RetrievedItem | None,
+    fh: tuple[int, HostItem] | None,
+    host_units: set[int],
+    hosts: list[HostItem],
+    alone_ids: set[str],
+) -> FusedItem:
+    """"both": a host chunk's unit the concept path alone also places; "host": one only the host's evidence
+    placed (or a host item the graph does not hold); "concept": the rest."""
+    if c is None:
+        assert fh is not None
+        h = fh[1]
+        text = h.text or ""
+        return FusedItem("host", h.chunk_id, None, text, snap.count_tokens([text])[0], 0.0, h, None)
+    u = snap.unit_pos[c.unit_id]
+    if u not in host_units:
+        return FusedItem("concept", c.parent_id, c.unit_id, c.text, c.n_tokens, c.score, None, c)
+    h = next(x for x in hosts if x.chunk_id in (c.parent_id, c.unit_id))
+    source = "both" if c.unit_id in alone_ids else "host"
+    return FusedItem(source, c.parent_id, c.unit_id, c.text, c.n_tokens, c.score, h, c)
+
+
+def _report(
+    snap: Snapshot,
+    items: list[FusedItem],
+    hosts: list[HostItem],
+    units_of: list[np.ndarray | None],
+    beta: int,
+    rule: str,
+) -> Fusion:
+    placed_chunks = {f.chunk_id for f in items if f.chunk_id is not None}
+    placed_units = {f.unit_id for f in items if f.unit_id is not None}
+    placed_foreign = {id(f.host) for f in items if f.host is not None and f.concept is None}
+    dropped: Counter[str] = Counter()
+    examples: dict[str, list[str]] = {}
+    contributed = 0
+    for h, units in zip(hosts, units_of, strict=True):
+        if h.chunk_id is not None and (h.chunk_id in placed_chunks or h.chunk_id in placed_units):
+            contributed += 1
+            continue
+        if id(h) in placed_foreign:
+            contributed += 1
+            continue
+        if units is not None:
+            reason = REASON_BELOW
+        elif h.text:
+            reason = REASON_TOO_LONG
+        else:
+            reason = REASON_UNKNOWN
+        dropped[reason] += 1
+        examples.setdefault(reason, [])
+        if len(examples[reason]) < 3:
+            examples[reason].append(_host_label(h))
+    return Fusion(items, len(hosts), contributed, dict(dropped), examples, rule)
+
+
+def ensemble_fuse(
+    index: HasSnapshot,
+    host: Sequence[Any],
+    query: str,
+    beta: int | None = None,
+    lambda_: float | None = None,
+    spill: bool | None = None,
+    query_vector: np.ndarray | None = None,
+) -> Fusion:
+    """The paper's Weighted Context Ensemble (:func:`~g2cons_plugins.ensemble.fuse`) with the same report."""
+    snap = as_snapshot(index)
+    cfg = snap.config
+    beta = cfg.beta if beta is None else positive_int("beta", beta)
+    lam = cfg.fusion_lambda if lambda_ is None else unit_interval("lambda_", lambda_)
+    spl = cfg.fusion_spill if spill is None else spill
+    hosts = _distinct(resolve_host_items(snap, host))
+    concept = retrieve(snap, query, beta=beta, query_vector=query_vector)
+    items = fuse(hosts, concept, beta=beta, lambda_=lam, tokenizer=snap.tokenizer, spill=spl)
+    out = _report(snap, items, hosts, [_host_units(snap, h) for h in hosts], beta, "ensemble")
+    dropped = {(REASON_CAP if r in (REASON_BELOW, REASON_TOO_LONG) else r): n for r, n in out.dropped.items()}
+    examples = {(REASON_CAP if r in (REASON_BELOW, REASON_TOO_LONG) else r): e for r, e in out.dropped_examples.items()}
+    return Fusion(out.items, out.host_items, out.contributed, dropped, examples, "ensemble")
+
+
+def fuse_report(
+    index: HasSnapshot,
+    host: Sequence[Any],
+    query: str,
+    beta: int | None = None,
+    lambda_: float | None = None,
+    spill: bool | None = None,
+    query_vector: np.ndarray | None = None,
+    rule: str | None = None,
+    host_weight: float | None = None,
+) -> Fusion:
+    """Fuse ``host`` with the concept path for ``query`` by the config's rule (``rule`` overrides it: "score" or
+    "ensemble"); returns the context and the report of host items not placed."""
+    snap = as_snapshot(index)
+    rule = snap.config.fusion if rule is None else rule
+    if rule not in FUSIONS:
+        raise InputError(f"unknown fusion rule {rule!r}; choose one of {FUSIONS}")
+    if rule == "score" and snap.config.strategy in ("bridge", "dense"):
+        return score_fuse(snap, host, query, beta=beta, host_weight=host_weight, query_vector=query_vector)
+    return ensemble_fuse(snap, host, query, beta=beta, lambda_=lambda_, spill=spill, query_vector=query_vector)
