@@ -31,6 +31,7 @@ from pydantic import ConfigDict, Field, field_validator
 
 from ._convert import DEFAULT_ID_KEY, assign_ids, concept_document, fused_document, to_chunks, to_host_items
 from .embeddings import as_core_embedder
+from .transformers import drop_empty
 
 CONCEPT_EVENT = "g2cons_concept_path"
 FUSION_EVENT = "g2cons_fusion"
@@ -75,12 +76,13 @@ class _IndexRetriever(BaseRetriever):
         b = resolve_fusion(self.index, self.beta if beta is None else beta).beta
         return {"query": query, "beta": b, **concept_counts(items)}
 
-    def add_documents(self, documents: Sequence[Document], **kwargs: Any) -> list[str]:
+    def add_documents(self, documents: Sequence[Document], *, skip_empty: bool = False, **kwargs: Any) -> list[str]:
         """Add documents to the concept graph (``G2ConSIndex.add``; nothing known is re-embedded) and return their
         ids (``Document.id``, else ``metadata[id_key]``, else the content hash, as ``CoreChunkSelector`` gives).
         A known id is replaced when its text changed and skipped when it did not (vector-store upsert semantics).
-        Queries see the new documents at once. A host retriever keeps its own store: add them there too."""
-        docs = assign_ids(documents, self.id_key)
+        Queries see the new documents at once. A host retriever keeps its own store: add them there too. An empty
+        document raises an ``InputError`` naming it; ``skip_empty``: empty ones are skipped (one warning)."""
+        docs = assign_ids(drop_empty(documents, skip_empty, type(self).__name__), self.id_key)
         known = [d for d in docs if self._known(str(d.id))]
         changed = [str(d.id) for d in known if self.index.chunk(str(d.id)).text != d.page_content]
         if changed:
@@ -138,10 +140,18 @@ class ConceptGraphRetriever(_IndexRetriever):
 
     @classmethod
     def from_documents(
-        cls, documents: Sequence[Document], *, embedder: Any = DEFAULT_EMBEDDER, config: Any = None, **kwargs: Any
+        cls,
+        documents: Sequence[Document],
+        *,
+        embedder: Any = DEFAULT_EMBEDDER,
+        config: Any = None,
+        skip_empty: bool = False,
+        **kwargs: Any,
     ) -> ConceptGraphRetriever:
-        """Build the concept graph over ``documents`` (ids as in ``CoreChunkSelector``) without selecting."""
-        index = G2ConSIndex.build(to_chunks(assign_ids(documents)), embedder=as_core_embedder(embedder), config=config)
+        """Build the concept graph over ``documents`` (ids as in ``CoreChunkSelector``) without selecting. An empty
+        document raises an ``InputError`` naming it; ``skip_empty``: empty ones are skipped (one warning)."""
+        docs = assign_ids(drop_empty(documents, skip_empty, cls.__name__))
+        index = G2ConSIndex.build(to_chunks(docs), embedder=as_core_embedder(embedder), config=config)
         return cls(index=index, **kwargs)
 
     _kind: ClassVar[str] = "concept"

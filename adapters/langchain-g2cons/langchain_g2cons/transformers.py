@@ -15,11 +15,12 @@ extraction calls. The dropped ones stay retrievable through :class:`ConceptGraph
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from g2cons_plugins import G2ConSConfig, G2ConSIndex, SelectionReport
+from g2cons_plugins import G2ConSConfig, G2ConSIndex, InputError, SelectionReport
 from g2cons_plugins.integration import DEFAULT_EMBEDDER, add_and_select, selection_counts
 from langchain_core.callbacks import Callbacks
 from langchain_core.callbacks.manager import CallbackManager
@@ -34,6 +35,38 @@ if TYPE_CHECKING:
 
 
 SELECTION_EVENT = "g2cons_selection"
+
+
+def document_source(doc: Any, position: int) -> str:
+    """A document in the user's terms: its position in the input, ``metadata["source"]`` and its own id (the
+    content-hash ids the selector gives are not shown: the user never saw them)."""
+    parts = [f"document #{position}"]
+    meta = getattr(doc, "metadata", None) or {}
+    if meta.get("source"):
+        parts.append(f"source {str(meta['source'])!r}")
+    if getattr(doc, "id", None):
+        parts.append(f"id {doc.id!r}")
+    return ", ".join(parts)
+
+
+def drop_empty(documents: Sequence[Document], skip_empty: bool, who: str) -> list[Document]:
+    """``documents`` without those whose text is empty or whitespace only (the core refuses them): with
+    ``skip_empty`` they are dropped and counted in one ``UserWarning``, else the first raises an ``InputError``
+    naming it (:func:`document_source`)."""
+    docs = list(documents)
+    empty = [p for p, d in enumerate(docs) if isinstance(d, Document) and not d.page_content.strip()]
+    if not empty:
+        return docs
+    listed = "; ".join(document_source(docs[p], p) for p in empty[:3]) + ("; ..." if len(empty) > 3 else "")
+    if not skip_empty:
+        more = f" ({len(empty)} empty documents in all: {listed})" if len(empty) > 1 else ""
+        raise InputError(
+            f"{who}: {document_source(docs[empty[0]], empty[0])} has no text (empty or whitespace only){more}; "
+            "remove it or pass skip_empty=True to skip empty documents"
+        )
+    warnings.warn(f"{who} skipped {len(empty)} empty document(s) ({listed})", UserWarning, stacklevel=3)
+    gone = set(empty)
+    return [d for p, d in enumerate(docs) if p not in gone]
 
 
 def _trace(callbacks: Callbacks, data: dict[str, Any]) -> None:
@@ -63,6 +96,9 @@ class CoreChunkSelector(BaseDocumentTransformer):
             ``Neo4jGraph.add_graph_documents(include_source=True)`` that key source documents on ``metadata["id"]``.
         price_per_mtok: for the cost line of ``report.summary()``; prompt_tokens_per_call: the extraction prompt's
         tokens per chunk (kappa by tokens is a share of chunk + prompt tokens; also in the cost line).
+        skip_empty: drop documents whose text is empty or whitespace only, counted in one warning; by default such
+            a document raises an ``InputError`` naming it (position, ``metadata["source"]``, its own id).
+        show_progress: progress bars for the concept-graph build.
 
     After a call: ``index`` (the ``G2ConSIndex``), ``report`` (the ``SelectionReport``), ``documents`` (all
     inputs with ids), ``kept_ids`` (every id returned so far). New documents later: ``add_documents(docs)``
@@ -83,6 +119,7 @@ class CoreChunkSelector(BaseDocumentTransformer):
         price_per_mtok: float = 0.15,
         prompt_tokens_per_call: int = 0,
         show_progress: bool = False,
+        skip_empty: bool = False,
     ) -> None:
         self.kappa = kappa
         self.kappa_by = kappa_by
@@ -95,6 +132,7 @@ class CoreChunkSelector(BaseDocumentTransformer):
         self.price_per_mtok = price_per_mtok
         self.prompt_tokens_per_call = prompt_tokens_per_call
         self.show_progress = show_progress
+        self.skip_empty = skip_empty
         self.index: G2ConSIndex | None = None
         self.report: SelectionReport | None = None
         self.documents: list[Document] = []
@@ -103,8 +141,12 @@ class CoreChunkSelector(BaseDocumentTransformer):
     def transform_documents(self, documents: Sequence[Document], **kwargs: Any) -> Sequence[Document]:
         """Return the selected documents (copies with ids, input order). ``kwargs`` may override ``kappa``,
         ``kappa_by`` and ``selector`` for this call; ``callbacks=[handler]`` gets a ``g2cons_selection`` custom
-        event with the counts and tokens kept and dropped."""
-        docs = assign_ids(documents, self.id_key)
+        event with the counts and tokens kept and dropped. An empty document raises an ``InputError`` naming it,
+        or is dropped (one warning) with ``skip_empty``."""
+        with_text = drop_empty(documents, self.skip_empty, "CoreChunkSelector")
+        if documents and not with_text:
+            raise InputError(f"CoreChunkSelector: all {len(documents)} documents are empty: there is no text to select")
+        docs = assign_ids(with_text, self.id_key)
         self.index = G2ConSIndex.build(
             to_chunks(docs),
             embedder=self.embedder,
@@ -140,7 +182,7 @@ class CoreChunkSelector(BaseDocumentTransformer):
         ``transform_documents`` this is ``transform_documents``."""
         if self.index is None:
             return list(self.transform_documents(documents, **kwargs))
-        docs = assign_ids(documents, self.id_key)
+        docs = assign_ids(drop_empty(documents, self.skip_empty, "CoreChunkSelector"), self.id_key)
         known = {str(d.id) for d in self.documents}
         new = list({str(d.id): d for d in docs if str(d.id) not in known}.values())
         if not new:

@@ -18,7 +18,7 @@ from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNo
 
 from ._convert import concept_nodes, nodes_to_chunks, resolve_embedder, settings_embedder, tag
 from .events import G2ConSConceptPathEvent, dispatcher, listening
-from .selector import INDEX_SUBDIR, CoreChunkSelector
+from .selector import INDEX_SUBDIR, CoreChunkSelector, drop_empty
 
 RETRIEVER_FILE = SETTINGS_FILE
 
@@ -29,14 +29,19 @@ def resolve_index(
     nodes: Sequence[BaseNode] | None = None,
     embedder: Any = None,
     config: G2ConSConfig | None = None,
+    skip_empty: bool = False,
 ) -> G2ConSIndex:
-    """The concept graph: given, the selector's (covers every node it saw), or built over ``nodes``."""
+    """The concept graph: given, the selector's (covers every node it saw), or built over ``nodes`` (an empty node
+    raises an ``InputError`` naming its document; ``skip_empty``: empty nodes are skipped with a warning)."""
     if g2cons_index is not None:
         return g2cons_index
     if selector is not None:
         return selector.index
     if nodes:
-        return G2ConSIndex.build(nodes_to_chunks(nodes), embedder=resolve_embedder(embedder), config=config)
+        kept = drop_empty(nodes, skip_empty, "ConceptGraphRetriever")
+        if not kept:
+            raise InputError("every node given is empty: there is no text to build a concept graph from")
+        return G2ConSIndex.build(nodes_to_chunks(kept), embedder=resolve_embedder(embedder), config=config)
     raise InputError("give one of g2cons_index=, selector= (a fitted CoreChunkSelector) or nodes=")
 
 
@@ -95,11 +100,13 @@ class ConceptGraphRetriever(BaseRetriever):
         beta: int | None = None,
         strategy: str | None = None,
         similarity_top_k: int | None = None,
+        skip_empty: bool = False,
         **kwargs: Any,
     ) -> ConceptGraphRetriever:
         """The concept graph from ``g2cons_index``, a fitted ``selector`` (shared: its inserts show at once) or
-        ``nodes`` (built here with ``embedder``, default the core's ``"wordllama"``)."""
-        index = resolve_index(g2cons_index, selector, nodes, embedder, config)
+        ``nodes`` (built here with ``embedder``, default the core's ``"wordllama"``; ``skip_empty``: skip empty
+        nodes with a warning instead of raising)."""
+        index = resolve_index(g2cons_index, selector, nodes, embedder, config, skip_empty=skip_empty)
         return cls(index, beta, strategy, similarity_top_k, **kwargs)
 
     @property

@@ -9,6 +9,9 @@ asks the core which chunks to keep, and returns only those. Host traps handled h
 * ``num_workers > 1`` hands each worker a batch: an unfitted selector refuses to rank a batch (it raises); a
   fitted one (``fit(all_nodes)`` first) filters each batch by the global selection;
 * nothing is written into ``node.metadata`` (it would reach extraction prompts and entity properties);
+* an empty node (a splitter makes one from an empty ``Document``) raises an ``InputError`` naming its source
+  document (``ref_doc_id``, ``file_name`` / ``file_path`` metadata), or with ``skip_empty=True`` is dropped (it
+  never reaches the extractors) and counted in one warning;
 * NEXT/PREVIOUS of kept nodes are relinked to the nearest kept node along the chain (or removed), and
   PARENT/CHILD links to dropped nodes are removed, so no structural edge dangles to a dropped node.
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import warnings
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -36,7 +40,7 @@ from g2cons_plugins.errors import InputError, PersistError
 from g2cons_plugins.integration import add_and_select, selection_counts
 from g2cons_plugins.outputs import atomic_write_text
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr, field_validator
-from llama_index.core.schema import BaseNode, NodeRelationship, RelatedNodeInfo, TransformComponent
+from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, RelatedNodeInfo, TransformComponent
 
 from ._convert import LI_KEY, embedder_label, nodes_to_chunks, resolve_embedder, settings_embedder
 from .events import G2ConSSelectionEvent, dispatcher
@@ -62,6 +66,10 @@ class CoreChunkSelector(TransformComponent):
     price_per_mtok: float = Field(default=0.15, ge=0.0, description="USD per million input tokens (report only).")
     prompt_tokens_per_call: int = Field(
         default=0, ge=0, description="Extraction prompt tokens per chunk (kappa by tokens counts chunk + prompt)."
+    )
+    skip_empty: bool = Field(
+        default=False,
+        description="Drop empty nodes with one warning (default: an InputError naming the empty node's document).",
     )
 
     _embedder_obj: Any = PrivateAttr(default=None)
@@ -104,6 +112,7 @@ class CoreChunkSelector(TransformComponent):
         show_progress: bool = False,
         price_per_mtok: float = 0.15,
         prompt_tokens_per_call: int = 0,
+        skip_empty: bool = False,
     ) -> CoreChunkSelector:
         """A selector (same arguments as the constructor; paths may be ``Path``s)."""
         return cls(
@@ -117,6 +126,7 @@ class CoreChunkSelector(TransformComponent):
             show_progress=show_progress,
             price_per_mtok=price_per_mtok,
             prompt_tokens_per_call=prompt_tokens_per_call,
+            skip_empty=skip_empty,
         )
 
     # ------------------------------------------------------------------ state
@@ -169,8 +179,11 @@ class CoreChunkSelector(TransformComponent):
 
     @dispatcher.span
     def fit(self, nodes: Sequence[BaseNode]) -> CoreChunkSelector:
-        """Build the concept graph over ``nodes`` (all of them) and select the core chunks."""
-        nodes = list(nodes)
+        """Build the concept graph over ``nodes`` (all of them) and select the core chunks. Empty nodes raise an
+        ``InputError`` naming their document, or are skipped with a warning when ``skip_empty`` is set."""
+        nodes = drop_empty(nodes, self.skip_empty, "CoreChunkSelector")
+        if not nodes:
+            raise InputError("CoreChunkSelector.fit: no node with text to build the concept graph from")
         cfg = G2ConSConfig.from_dict(self.config) if self.config else None
         index = G2ConSIndex.build(
             nodes_to_chunks(nodes),
@@ -218,8 +231,9 @@ class CoreChunkSelector(TransformComponent):
 
     # ------------------------------------------------------------------ the transformation
     def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[BaseNode]:
-        """Keep the core chunks. ``kwargs`` (every ``from_documents`` argument) are ignored."""
-        nodes = list(nodes)
+        """Keep the core chunks. ``kwargs`` (every ``from_documents`` argument) are ignored. An empty node raises an
+        ``InputError`` naming its document; with ``skip_empty`` empty nodes are dropped (one warning)."""
+        nodes = drop_empty(nodes, self.skip_empty, "CoreChunkSelector")
         if not nodes:
             return []
         if not self.fitted:
@@ -251,6 +265,7 @@ class CoreChunkSelector(TransformComponent):
                 "with every node first, or use num_workers=1."
             )
         seen = self._kept | self._dropped
+        nodes = drop_empty(nodes, self.skip_empty, "CoreChunkSelector")
         new = list({n.node_id: n for n in nodes if n.node_id not in seen}.values())
         if not new:
             return []
@@ -374,6 +389,38 @@ class CoreChunkSelector(TransformComponent):
         super().__setstate__(state)  # BaseComponent re-runs __init__, which resets private attributes
         for key, value in (state.get("__pydantic_private__") or {}).items():
             setattr(self, key, value)
+
+
+def node_source(node: BaseNode) -> str:
+    """Where a node comes from, in the user's terms: its document (``ref_doc_id``) and file (``file_name`` /
+    ``file_path`` metadata); the node id only when it has neither."""
+    parts = [f"document {node.ref_doc_id!r}"] if node.ref_doc_id else []
+    for key in ("file_name", "file_path"):
+        if node.metadata.get(key):
+            parts.append(f"{key} {str(node.metadata[key])!r}")
+            break
+    return ", ".join(parts) if parts else f"node {node.node_id!r} (no ref_doc_id, file_name or file_path)"
+
+
+def drop_empty(nodes: Sequence[BaseNode], skip_empty: bool, who: str) -> list[BaseNode]:
+    """``nodes`` without those whose text is empty or whitespace only (the core refuses them): with ``skip_empty``
+    they are dropped and counted in one ``UserWarning``, else the first raises an ``InputError`` naming its source
+    document (:func:`node_source`), not the node id a splitter made up."""
+    nodes = list(nodes)
+    empty = [p for p, n in enumerate(nodes) if not n.get_content(metadata_mode=MetadataMode.NONE).strip()]
+    if not empty:
+        return nodes
+    sources = list(dict.fromkeys(node_source(nodes[p]) for p in empty))
+    listed = "; ".join(sources[:3]) + ("; ..." if len(sources) > 3 else "")
+    if not skip_empty:
+        more = f" ({len(empty)} empty nodes in all: {listed})" if len(empty) > 1 else ""
+        raise InputError(
+            f"{who}: the node of {node_source(nodes[empty[0]])} has no text (empty or whitespace only){more}; "
+            "remove the empty document or pass skip_empty=True to skip empty ones"
+        )
+    warnings.warn(f"{who} skipped {len(empty)} empty node(s) ({listed})", UserWarning, stacklevel=3)
+    gone = set(empty)
+    return [n for p, n in enumerate(nodes) if p not in gone]
 
 
 def _read_state(d: Path) -> dict[str, Any]:
