@@ -18,7 +18,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, InputError, SelectionReport
 from g2cons_plugins.integration import DEFAULT_EMBEDDER, add_and_select, selection_counts
@@ -26,6 +26,7 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.callbacks.manager import CallbackManager
 from langchain_core.documents import BaseDocumentTransformer, Document
 from langchain_core.runnables.config import run_in_executor
+from pydantic import ConfigDict, Field, validate_call
 
 from ._convert import DEFAULT_ID_KEY, assign_ids, to_chunks
 from .embeddings import as_core_embedder
@@ -100,24 +101,29 @@ class CoreChunkSelector(BaseDocumentTransformer):
             a document raises an ``InputError`` naming it (position, ``metadata["source"]``, its own id).
         show_progress: progress bars for the concept-graph build.
 
+    The arguments are checked here, by pydantic (``kappa`` in [0, 1], ``kappa_by`` "tokens" or "chunks",
+    ``price_per_mtok`` and ``prompt_tokens_per_call`` >= 0): a bad value raises a ``pydantic.ValidationError``
+    (a ``ValueError``) naming the parameter before any document is read.
+
     After a call: ``index`` (the ``G2ConSIndex``), ``report`` (the ``SelectionReport``), ``documents`` (all
     inputs with ids), ``kept_ids`` (every id returned so far). New documents later: ``add_documents(docs)``
     returns the kept new ones (same selection rule); ``delete(ids)`` removes documents from the concept graph.
     """
 
+    @validate_call(config=ConfigDict(arbitrary_types_allowed=True))
     def __init__(
         self,
-        kappa: float | None = None,
+        kappa: Annotated[float, Field(ge=0.0, le=1.0)] | None = None,
         *,
-        kappa_by: str | None = None,
+        kappa_by: Literal["tokens", "chunks"] | None = None,
         selector: str | None = None,
         embedder: Any = DEFAULT_EMBEDDER,
         config: G2ConSConfig | None = None,
         tokenizer: Any = None,
         cache_dir: str | Path | None = None,
         id_key: str | None = DEFAULT_ID_KEY,
-        price_per_mtok: float = 0.15,
-        prompt_tokens_per_call: int = 0,
+        price_per_mtok: Annotated[float, Field(ge=0.0)] = 0.15,
+        prompt_tokens_per_call: Annotated[int, Field(ge=0)] = 0,
         show_progress: bool = False,
         skip_empty: bool = False,
     ) -> None:
