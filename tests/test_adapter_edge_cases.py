@@ -1,4 +1,5 @@
-"""Adapter edge cases: the LangChain selector checks its arguments when it is made."""
+"""Adapter edge cases: the LangChain selector checks its arguments when it is made, and both concept retrievers
+return scores that never increase down the list (a similarity cutoff drops a tail, never a result in the middle)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,18 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from g2cons_plugins import G2ConSConfig  # noqa: E402
+from conftest import CORPUS  # noqa: E402
+
+from g2cons_plugins import G2ConSConfig, G2ConSIndex  # noqa: E402
+
+QUERIES = [
+    "Where was Marie Curie born?",
+    "Who discovered radioactivity?",
+    "Which river flows through Warsaw?",
+    "Who won the Nobel Prize with Frederic Joliot?",
+    "What borders Poland, Sweden and Finland?",
+]
+STRATEGIES = ["bridge", "paper", "ppr", "dense"]
 
 
 # ----------------------------------------------------------------------------------- LangChain argument checks
@@ -46,3 +58,50 @@ def test_langchain_selector_keeps_valid_arguments_as_given(tmp_path: Path) -> No
     params = inspect.signature(lc.CoreChunkSelector).parameters
     assert {"kappa", "kappa_by", "embedder", "skip_empty", "show_progress"} <= set(params)
     assert params["kappa"].default is None
+
+
+# ------------------------------------------------------------------------------------------ monotone scores
+@pytest.fixture(scope="module")
+def index() -> G2ConSIndex:
+    return G2ConSIndex.build([{"id": i, "text": t} for i, t in CORPUS], embedder="hash", config=G2ConSConfig())
+
+
+def _non_increasing(xs: list[float]) -> bool:
+    return all(a >= b for a, b in zip(xs, xs[1:], strict=False))
+
+
+def test_the_core_order_is_not_by_score(index: G2ConSIndex) -> None:
+    """The premise: the core's concept path (seed units first, then bridged ones) is not sorted by score."""
+    assert not all(_non_increasing([it.score for it in index.retrieve(q, beta=400)]) for q in QUERIES)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_llama_index_concept_scores_never_increase(index: G2ConSIndex, strategy: str) -> None:
+    li = pytest.importorskip("llama_index.retrievers.g2cons")
+    from llama_index.core.postprocessor import SimilarityPostprocessor
+
+    r = li.ConceptGraphRetriever(index, beta=400, strategy=strategy)
+    for q in QUERIES:
+        out = r.retrieve(q)
+        core = index.retrieve(q, beta=400, strategy=strategy)
+        assert [n.node.node_id for n in out] == [it.unit_id for it in core]  # the core's order, unchanged
+        assert [n.node.metadata["g2cons_concept_score"] for n in out] == [it.score for it in core]
+        scores = [n.score for n in out]
+        assert _non_increasing(scores) and scores[0] == core[0].score
+        for cutoff in sorted(set(scores)):
+            kept = SimilarityPostprocessor(similarity_cutoff=cutoff).postprocess_nodes(out)
+            assert kept == out[: len(kept)]  # a prefix: nothing dropped mid-list
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_langchain_concept_scores_never_increase(index: G2ConSIndex, strategy: str) -> None:
+    lc = pytest.importorskip("langchain_g2cons")
+    r = lc.ConceptGraphRetriever(index=index, beta=400, strategy=strategy)
+    for q in QUERIES:
+        docs = r.invoke(q)
+        core = index.retrieve(q, beta=400, strategy=strategy)
+        assert [d.metadata["g2cons_unit_id"] for d in docs] == [it.unit_id for it in core]
+        assert [d.metadata["g2cons_concept_score"] for d in docs] == [it.score for it in core]
+        scores = [d.metadata["relevance_score"] for d in docs]
+        assert _non_increasing(scores) and scores[0] == core[0].score
+        assert len(r.invoke(q, k=2)) == 2 and [d.metadata["relevance_score"] for d in r.invoke(q, k=2)] == scores[:2]

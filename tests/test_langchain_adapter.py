@@ -239,7 +239,7 @@ def test_concept_retriever_translates_the_core(selected: Any) -> None:
             docs = r.invoke(q)
             core = selector.index.retrieve(q, beta=beta)
             assert [(d.id, d.metadata["g2cons_unit_id"]) for d in docs] == [(c.parent_id, c.unit_id) for c in core]
-            assert [d.metadata["relevance_score"] for d in docs] == pytest.approx([c.score for c in core])
+            assert [d.metadata["g2cons_concept_score"] for d in docs] == pytest.approx([c.score for c in core])
             assert sum(d.metadata["g2cons_n_tokens"] for d in docs) <= beta
             assert all(d.metadata["g2cons_id"] == d.id and "g2cons_reason" in d.metadata for d in docs)
     assert len(selector.as_retriever(k=2).invoke(QUERIES[0])) == 2

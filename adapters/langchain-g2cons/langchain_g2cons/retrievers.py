@@ -1,6 +1,6 @@
 """G2ConS retrievers for LangChain: the concept path alone, and the concept path fused with any host retriever.
 
-Both only translate: the core's ``G2ConSIndex.retrieve`` does the concept path, ``g2cons_plugins.ensemble.fuse``
+Both only translate: the core's ``G2ConSIndex.retrieve`` does the concept path, ``g2cons_plugins.fusion.fuse_report``
 the Weighted Context Ensemble (beta budget, lambda share, overlapping items first, id matching before text).
 Scores go to ``metadata["relevance_score"]`` on new ``Document``s; host documents are never mutated.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from g2cons_plugins import FusedItem, G2ConSIndex, InputError, RetrievedItem
-from g2cons_plugins.ensemble import fuse
+from g2cons_plugins.fusion import fuse_report
 from g2cons_plugins.integration import (
     DEFAULT_EMBEDDER,
     concept_counts,
@@ -44,6 +44,17 @@ def _trace(run_manager: CallbackManagerForRetrieverRun, name: str, data: dict[st
 
 async def _atrace(run_manager: AsyncCallbackManagerForRetrieverRun, name: str, data: dict[str, Any]) -> None:
     await run_manager.get_child().on_custom_event(name, data, run_id=run_manager.run_id)
+
+
+def rank_order_scores(scores: Sequence[float]) -> list[float]:
+    """Scores made non-increasing in list order: each is the lowest score so far (running minimum). A list already
+    sorted best first is unchanged; a score above an earlier one is capped at it, so the order is the rank order."""
+    out: list[float] = []
+    low = float("inf")
+    for s in scores:
+        low = min(low, float(s))
+        out.append(low)
+    return out
 
 
 class _IndexRetriever(BaseRetriever):
@@ -133,8 +144,14 @@ class ConceptGraphRetriever(_IndexRetriever):
     """The G2ConS concept path alone: units (sub-chunks of at most ``unit_tokens``) within ``beta`` tokens.
 
     Each result is ``Document(id=<chunk id>, page_content=<unit text>, metadata={<chunk metadata>,
-    "relevance_score": float, "g2cons_reason": {...}, "g2cons_chunk_id", "g2cons_unit_id", "g2cons_n_tokens"})``,
-    in the core's rank order. Several units of one chunk share the chunk id; ``g2cons_unit_id`` tells them apart.
+    "relevance_score": float, "g2cons_concept_score": float, "g2cons_reason": {...}, "g2cons_chunk_id",
+    "g2cons_unit_id", "g2cons_n_tokens"})``, in the core's rank order. Several units of one chunk share the chunk
+    id; ``g2cons_unit_id`` tells them apart.
+
+    Scores: ``relevance_score`` is the rank-order score, the core's score capped by every score above it (running
+    minimum, :func:`rank_order_scores`), so it never increases down the list and a score threshold drops a tail,
+    never a document in the middle. The core's own score (seed units first, then bridged ones, so not monotone) is
+    ``g2cons_concept_score``.
     Per-call overrides: ``invoke(q, k=3)``, ``invoke(q, beta=2000)``.
     """
 
@@ -167,7 +184,13 @@ class ConceptGraphRetriever(_IndexRetriever):
     def _to_documents(self, items: list[RetrievedItem], k: int | None) -> list[Document]:
         limit = self.k if k is None else k
         items = items if limit is None else items[:limit]
-        return [concept_document(it, self._chunk_metadata(it.parent_id), {}) for it in items]
+        scores = rank_order_scores([it.score for it in items])
+        return [
+            concept_document(
+                it, self._chunk_metadata(it.parent_id), {"relevance_score": s, "g2cons_concept_score": float(it.score)}
+            )
+            for it, s in zip(items, scores, strict=True)
+        ]
 
     def _get_relevant_documents(
         self,
@@ -235,6 +258,7 @@ class G2ConSRetriever(_IndexRetriever):
 
     def _fuse(
         self,
+        query: str,
         host_docs: list[Document],
         concept: list[RetrievedItem],
         k: int | None,
@@ -255,9 +279,10 @@ class G2ConSRetriever(_IndexRetriever):
             self.lambda_ if lambda_ is None else lambda_,
             self.spill,
         )
-        fused: list[FusedItem] = fuse(
-            items, concept, beta=fs.beta, lambda_=fs.lambda_, tokenizer=self.index.tokenizer, spill=fs.spill
+        fusion = fuse_report(
+            self.index, items, query, fs.beta, fs.lambda_, fs.spill, concept=concept, strategy=self.strategy
         )
+        fused: list[FusedItem] = fusion.items
         limit = self.k if k is None else k
         if limit is not None:
             fused = fused[:limit]
@@ -268,7 +293,13 @@ class G2ConSRetriever(_IndexRetriever):
             docs.append(fused_document(f, host_doc, {} if host_doc is not None else self._chunk_metadata(f.chunk_id)))
         if not traced:
             return docs, {}
-        return docs, {"beta": fs.beta, "lambda_": fs.lambda_, **fusion_counts(len(kept), concept, fused)}
+        return docs, {
+            "beta": fs.beta,
+            "lambda_": fs.lambda_,
+            "rule": fusion.rule,
+            "host_dropped": dict(fusion.dropped),
+            **fusion_counts(len(kept), concept, fused),
+        }
 
     def _get_relevant_documents(
         self,
@@ -281,7 +312,7 @@ class G2ConSRetriever(_IndexRetriever):
     ) -> list[Document]:
         host_docs = self.host.invoke(query, config={"callbacks": run_manager.get_child()})
         concept = self._concept(query, beta)
-        docs, data = self._fuse(host_docs, concept, k, beta, lambda_, traced=bool(run_manager.handlers))
+        docs, data = self._fuse(query, host_docs, concept, k, beta, lambda_, traced=bool(run_manager.handlers))
         if run_manager.handlers:
             _trace(run_manager, CONCEPT_EVENT, self._concept_data(query, beta, concept))
             _trace(run_manager, FUSION_EVENT, {"query": query, **data})
@@ -300,7 +331,7 @@ class G2ConSRetriever(_IndexRetriever):
             self.host.ainvoke(query, config={"callbacks": run_manager.get_child()}),
             run_in_executor(None, self._concept, query, beta),
         )
-        docs, data = self._fuse(host_docs, concept, k, beta, lambda_, traced=bool(run_manager.handlers))
+        docs, data = self._fuse(query, host_docs, concept, k, beta, lambda_, traced=bool(run_manager.handlers))
         if run_manager.handlers:
             await _atrace(run_manager, CONCEPT_EVENT, self._concept_data(query, beta, concept))
             await _atrace(run_manager, FUSION_EVENT, {"query": query, **data})

@@ -63,6 +63,11 @@ class ConceptGraphRetriever(BaseRetriever):
     """G2ConS concept-path retrieval within ``beta`` tokens (counted on the text the LLM will see). Node ids are
     chunk / sub-chunk ids; ``metadata["g2cons_reason"]`` says why each was retrieved.
 
+    Scores: nodes come in the core's rank order, and ``NodeWithScore.score`` is the rank-order score, the core's
+    score capped by every score above it (running minimum, see :func:`rank_order_scores`), so scores never increase
+    down the list and a ``SimilarityPostprocessor`` cutoff drops a tail, never a node in the middle. The core's own
+    score (seed units first, then bridged ones, so not monotone) is in ``metadata["g2cons_concept_score"]``.
+
     Args:
         g2cons_index: the concept graph (``CoreChunkSelector.index``, ``G2ConSIndex.build`` or ``load``).
         beta: token budget of the returned context; default ``g2cons_index.config.beta``.
@@ -139,9 +144,10 @@ class ConceptGraphRetriever(BaseRetriever):
         items, nodes = self.concept_path(query_bundle.query_str)
         if self.similarity_top_k is not None:
             items = items[: self.similarity_top_k]
+        scores = rank_order_scores([it.score for it in items])
         return [
-            tag(nodes[it.unit_id], it.score, g2cons_source="concept", g2cons_concept_score=it.score)
-            for it in items
+            tag(nodes[it.unit_id], score, g2cons_source="concept", g2cons_concept_score=it.score)
+            for it, score in zip(items, scores, strict=True)
         ]
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -157,6 +163,17 @@ class ConceptGraphRetriever(BaseRetriever):
         index, state = load_state(persist_dir, embedder, kind="concept")
         kw: dict[str, Any] = {k: state[k] for k in ("beta", "strategy", "similarity_top_k") if k in state}
         return cls(index, **{**kw, **kwargs})
+
+
+def rank_order_scores(scores: Sequence[float]) -> list[float]:
+    """Scores made non-increasing in list order: each is the lowest score so far (running minimum). A list already
+    sorted best first is unchanged; a score above an earlier one is capped at it, so the order is the rank order."""
+    out: list[float] = []
+    low = float("inf")
+    for s in scores:
+        low = min(low, float(s))
+        out.append(low)
+    return out
 
 
 def _top_k(value: int | None) -> int | None:
