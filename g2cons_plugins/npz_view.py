@@ -4,8 +4,10 @@ NumPy view of its bytes, instead of a copy per member through :mod:`zipfile` (wh
 Measured on the 2.5 GB ``derived.npz`` of a 1M-passage index: reading its 39 arrays took 4.4 s with ``np.load``
 (3.2 s copying, 0.8 s CRC-32), against well under a second here. A member that is compressed, or whose ``.npy``
 header is not version 1.0 or 2.0, is read with ``np.load`` as before; object arrays are refused either way (no
-pickle). The map is private (``ACCESS_COPY``): arrays are writeable and a write never reaches the file. Integrity is
-the caller's business (the index manifest holds the file's sha256).
+pickle). Every array is read-only (the map is ``ACCESS_READ``; a fallback array is frozen): an index's arrays are
+shared by every reader, so none may change them. A file that is not an ``.npz`` (empty, truncated, garbage, a bare
+``.npy``) raises ``ValueError`` naming it. Integrity is the caller's business (the index manifest holds the file's
+sha256).
 """
 
 from __future__ import annotations
@@ -29,26 +31,46 @@ class NpzView:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._npz = np.load(self.path, allow_pickle=False)  # the fallback, and the member list
-        self.files: list[str] = list(self._npz.files)
-        infos = self._npz.zip.infolist()  # the central directory np.load has read already
+        try:
+            npz = np.load(self.path, allow_pickle=False)  # the fallback, and the member list
+        except OSError:
+            raise
+        except Exception as e:  # noqa: BLE001 - np.load's many failures on garbage (EOFError, BadZipFile, ...)
+            raise ValueError(f"{self.path}: not a readable .npz file ({type(e).__name__}: {e})") from None
+        if not isinstance(npz, np.lib.npyio.NpzFile) or npz.zip is None:
+            raise ValueError(f"{self.path}: not a .npz file (a single {type(npz).__name__})")
+        self._npz = npz
+        self.files: list[str] = list(npz.files)
+        infos = npz.zip.infolist()  # the central directory np.load has read already
         self._infos = {i.filename[: -len(".npy")]: i for i in infos if i.filename.endswith(".npy")}
         with self.path.open("rb") as fh:
             size = fh.seek(0, 2)
-            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY) if size else None
+            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else None
 
     def __getitem__(self, name: str) -> np.ndarray:
         info = self._infos.get(name)
-        if info is None or self._map is None or info.compress_type != zipfile.ZIP_STORED:
+        a = None
+        if info is not None and self._map is not None and info.compress_type == zipfile.ZIP_STORED:
+            start = info.header_offset + _LOCAL_HEADER.size
+            if start > len(self._map):
+                raise ValueError(f"member {name!r}: its header lies past the end of the file")
+            sig, n_name, n_extra = _LOCAL_HEADER.unpack_from(self._map, info.header_offset)
+            if sig != b"PK\x03\x04":
+                raise ValueError(f"member {name!r}: no local file header at offset {info.header_offset}")
+            a = _array(self._map, start + n_name + n_extra, info.file_size, name)
+        if a is None:
+            a = self._fallback(name)
+        a.flags.writeable = False
+        return a
+
+    def _fallback(self, name: str) -> np.ndarray:
+        """``np.load``'s reading of a member (compressed, or a header version read here does not handle)."""
+        try:
             return np.asarray(self._npz[name])
-        start = info.header_offset + _LOCAL_HEADER.size
-        if start > len(self._map):
-            raise ValueError(f"member {name!r}: its header lies past the end of the file")
-        sig, n_name, n_extra = _LOCAL_HEADER.unpack_from(self._map, info.header_offset)
-        if sig != b"PK\x03\x04":
-            raise ValueError(f"member {name!r}: no local file header at offset {info.header_offset}")
-        a = _array(self._map, start + n_name + n_extra, info.file_size, name)
-        return a if a is not None else np.asarray(self._npz[name])
+        except (KeyError, OSError):
+            raise
+        except Exception as e:  # noqa: BLE001 - zipfile / zlib / numpy errors of a damaged member
+            raise ValueError(f"member {name!r}: unreadable ({type(e).__name__}: {e})") from None
 
 
 def _array(buf: mmap.mmap, start: int, size: int, name: str) -> np.ndarray | None:
@@ -63,6 +85,8 @@ def _array(buf: mmap.mmap, start: int, size: int, name: str) -> np.ndarray | Non
         return None
     if dtype.hasobject:
         raise ValueError(f"member {name!r} holds Python objects (not read without pickle)")
+    if any(d < 0 for d in shape):
+        raise ValueError(f"member {name!r}: negative dimension in shape {shape}")
     count = int(np.prod(shape, dtype=np.int64))
     offset = start + head.tell()
     if head.tell() + count * dtype.itemsize > size or offset + count * dtype.itemsize > len(buf):

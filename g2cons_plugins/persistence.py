@@ -38,8 +38,10 @@ nothing is returned, nor any parse error reported, before every file matched. Ev
 error names the file and the field; cross-file checks: ids unique, parents known, sentence positions in range,
 token counts in [1, 10 x characters + 16], vectors float32, finite, non-zero and of the manifest's shapes; no data
 file may be a symbolic link. Load never touches the network: the tokenizer must be a bundled one, the embedder a
-known name (built and probed at load) unless one is passed. ``verify=True`` also re-derives the graph and compares
-it with the stored derived state; ``rebuild=True`` ignores the stored derived state. Format version 1 (files
+known name (built and probed at load) unless one is passed. The derived state is validated array by array
+(:func:`~g2cons_plugins.derived_io.read_derived`) and every loaded array is read-only. ``verify=True`` also
+re-derives the graph and compares every field of it with the stored derived state (PageRank, vectors and weights
+within a relative 1e-5); ``rebuild=True`` ignores the stored derived state. Format version 1 (files
 directly in the folder) is still read; the next save migrates it, removing exactly the files version 1 wrote.
 """
 
@@ -64,7 +66,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .config import G2ConSConfig
-from .derived_io import DERIVED_FILES, read_derived, write_derived
+from .derived_io import DERIVED_FILES, differences, read_derived, write_derived
 from .embedders import CachedEmbedder, Embedder, get_embedder
 from .errors import G2ConSError, PersistError
 from .snapshot import HasSnapshot, Snapshot, as_snapshot, make_snapshot
@@ -637,9 +639,12 @@ def _parse(
     if digest is not None and not rebuild:
         derived = read_derived(folder, stored, dim, config, saved_config=m["config"])
         if verify:
-            fresh = derive(stored, config)
-            if fresh.vocab != derived.vocab or (fresh.A != derived.A).nnz or fresh.stats != derived.stats:
-                raise PersistError(f"{folder}: the stored derived state differs from a fresh derive (verify)")
+            differ = differences(derive(stored, config), derived)
+            if differ:
+                raise PersistError(
+                    f"{folder / 'derived.npz'}: the stored derived state differs from a fresh derive in "
+                    f"{', '.join(differ)} (verify)"
+                )
     return make_snapshot(stored, cached, config, tok, derived=derived)
 
 

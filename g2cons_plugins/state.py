@@ -9,7 +9,8 @@ State is split in two (nano-graphrag style):
 A build, an incremental ``add``/``remove`` and a ``load`` all end in the same ``derive`` call, so an updated
 index equals a full rebuild on the same chunks, and nothing known is ever re-embedded. Chunks are kept sorted by
 id (:func:`store` sorts them), so every position, every tie and therefore every result is independent of the
-order the chunks were given in. Arrays are made read-only: a snapshot is shared by concurrent readers.
+order the chunks were given in. Arrays are made read-only (:func:`freeze`; loaded ones too): a snapshot is shared by
+concurrent readers.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import time
 import warnings
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import Any
 
@@ -35,7 +36,7 @@ from .memory import release_free_memory
 from .terms import TermIndex, analyze, share, top_concepts
 from .text import Tokenizer, count_tokens_batch
 
-__all__ = ["Derived", "DegenerateEmbeddingWarning", "Stored", "derive", "store"]
+__all__ = ["Derived", "DegenerateEmbeddingWarning", "Stored", "derive", "freeze", "store"]
 
 log = logging.getLogger("g2cons_plugins")
 
@@ -151,28 +152,50 @@ def _derive(
         mean_degree=mean_deg,
         max_degree=max_deg,
     )
-    return Derived(
-        vocab=vocab,
-        concept_index={w: i for i, w in enumerate(vocab)},
-        extracted=extracted,
-        sent_inc=sent_inc,
-        unit_inc=unit_inc,
-        chunk_inc=chunk_inc,
-        unit_concepts=unit_inc.T.tocsr(),
-        concept_vecs=vecs,
-        sentence_counts=counts,
-        df=np.asarray(chunk_inc.sum(axis=0)).ravel().astype(np.int64),
-        edges=edges,
-        A=A,
-        pagerank=pr,
-        name_share=share(terms, cols),
-        terms=terms,
-        names=names,
-        name_df=name_df,
-        unit_names=unit_names,
-        name_units=unit_names.T.tocsr(),
-        stats=stats,
+    return freeze(
+        Derived(
+            vocab=vocab,
+            concept_index={w: i for i, w in enumerate(vocab)},
+            extracted=extracted,
+            sent_inc=sent_inc,
+            unit_inc=unit_inc,
+            chunk_inc=chunk_inc,
+            unit_concepts=unit_inc.T.tocsr(),
+            concept_vecs=vecs,
+            sentence_counts=counts,
+            df=np.asarray(chunk_inc.sum(axis=0)).ravel().astype(np.int64),
+            edges=edges,
+            A=A,
+            pagerank=pr,
+            name_share=share(terms, cols),
+            terms=terms,
+            names=names,
+            name_df=name_df,
+            unit_names=unit_names,
+            name_units=unit_names.T.tocsr(),
+            stats=stats,
+        )
     )
+
+
+def freeze(obj: Any) -> Any:
+    """``obj`` (a :class:`Derived`, :class:`~g2cons_plugins.graph.EdgeSet`, :class:`TermIndex`, sparse matrix
+    or array) with every array in it made read-only, in place: a snapshot is shared by concurrent readers, so
+    no caller may change what every other reader sees (a writer builds new arrays)."""
+    if isinstance(obj, np.ndarray):
+        obj.flags.writeable = False
+    elif sp.issparse(obj):
+        for name in ("data", "indices", "indptr"):
+            a = getattr(obj, name, None)
+            if isinstance(a, np.ndarray):
+                a.flags.writeable = False
+    elif isinstance(obj, (Derived, EdgeSet)):
+        for f in fields(obj):
+            freeze(getattr(obj, f.name))
+    elif isinstance(obj, TermIndex):
+        for M in (obj.counts, obj.noninit, obj.caps):
+            freeze(M)
+    return obj
 
 
 def _names(
@@ -248,8 +271,8 @@ def store(
             rows.append(sent_pos.setdefault(s, len(sent_pos)))
             cols.append(j)
     sentences = list(sent_pos)
-    sent_unit = binary(
-        sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(len(sentences), len(units)))
+    sent_unit = freeze(
+        binary(sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(len(sentences), len(units))))
     )
     if previous is not None:
         old_tok = dict(zip((c.id for c in previous.chunks), previous.chunk_tokens.tolist(), strict=True))

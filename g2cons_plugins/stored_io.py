@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 from .chunks import Chunk, Unit
 from .errors import PersistError
-from .state import Stored, binary
+from .state import Stored, binary, freeze
 
 __all__ = ["STORED_FILES", "STORED_FILES_JSONL", "encode_json", "fsync_write", "read_stored", "write_stored"]
 
@@ -182,8 +182,8 @@ def read_stored(folder: Path, dim: int, columns: bool = True) -> Stored:
         raise PersistError(f"{sf}: must be a list of strings")
     read = _read_columns if columns else _read_jsonl
     chunks, chunk_tokens, units, parent, unit_tokens, flat, owner = read(folder, sentences)
-    sent_unit = binary(
-        sp.csr_matrix((np.ones(len(flat), np.float32), (flat, owner)), shape=(len(sentences), len(units)))
+    sent_unit = freeze(
+        binary(sp.csr_matrix((np.ones(len(flat), np.float32), (flat, owner)), shape=(len(sentences), len(units))))
     )
     for a in (chunk_tokens, parent, unit_tokens):
         a.flags.writeable = False
@@ -260,7 +260,7 @@ def _metadata(path: Path, meta: Any, n: int) -> list[dict[str, Any]]:
     if not isinstance(meta, dict):
         raise PersistError(f"{path}: field 'metadata' must be an object")
     for key, value in meta.items():
-        if not (key.isascii() and key.isdecimal() and int(key) < n):
+        if not (key.isascii() and key.isdecimal() and len(key) < 20 and str(int(key)) == key and int(key) < n):
             raise PersistError(f"{path}: field 'metadata' has key {key!r}, not a chunk position below {n}")
         if not isinstance(value, dict):
             raise PersistError(f"{path}: record {int(key) + 1}: field 'metadata' must be an object")

@@ -1,5 +1,6 @@
 """NpzView: the arrays of an uncompressed .npz read in place equal np.load's, any dtype, shape and order;
-compressed members fall back; writes stay in memory; object arrays and truncated members are refused."""
+compressed members fall back; arrays are read-only; object arrays, truncated members and files that are not .npz are
+refused with ValueError."""
 
 from __future__ import annotations
 
@@ -40,14 +41,34 @@ def test_members_equal_np_load(tmp_path: Path, writer: str) -> None:
         assert got.flags.f_contiguous == want.flags.f_contiguous
 
 
-def test_writes_never_reach_the_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("writer", ["savez", "compressed"])
+def test_arrays_are_read_only(tmp_path: Path, writer: str) -> None:
+    """An index's arrays are shared by every reader: none may change them (in place or through the fallback)."""
     path = tmp_path / "a.npz"
-    np.savez(path, x=np.zeros(1000, dtype=np.float32))
+    (np.savez if writer == "savez" else np.savez_compressed)(path, x=np.zeros(1000, dtype=np.float32))
     before = hashlib.sha256(path.read_bytes()).hexdigest()
     a = NpzView(path)["x"]
-    a[:] = 7.0  # copy-on-write: the process's pages change, the file does not
+    assert not a.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        a[:] = 7.0
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
     assert NpzView(path)["x"].max() == 0.0
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"", b"garbage" * 10, b"PK\x03\x04" + b"\x00" * 40, "npy"],
+    ids=["empty", "garbage", "broken-zip", "bare-npy"],
+)
+def test_a_file_that_is_not_an_npz_raises_value_error_naming_it(tmp_path: Path, content: bytes | str) -> None:
+    path = tmp_path / "a.npz"
+    if content == "npy":
+        with path.open("wb") as fh:
+            np.save(fh, np.arange(3))
+    else:
+        path.write_bytes(content)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="a.npz"):
+        NpzView(path)
 
 
 def test_object_arrays_are_refused(tmp_path: Path) -> None:

@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, PersistError
@@ -242,3 +245,287 @@ def test_loads_never_fail_against_a_tight_save_loop_in_another_process(
     _build(DOCS).save(path)  # nothing pinned now: all but the new and the previous version go
     assert len(_versions(path)) == 2
     assert [c.id for c in G2ConSIndex.load(path).chunks] == IDS
+
+
+# ---------------------------------------------------------------------------------------------- finding 3: derived
+def _resum(path: Path, name: str) -> None:
+    """Recompute the checksums above ``name`` (manifest, then pointer) the way a save writes them: only the
+    validation of the content itself can catch the edit."""
+    import hashlib
+
+    mf = V(path) / "manifest.json"
+    manifest = json.loads(mf.read_text(encoding="utf-8"))
+    manifest["files"][name] = hashlib.sha256((V(path) / name).read_bytes()).hexdigest()
+    data = json.dumps(manifest, indent=2).encode("utf-8")
+    mf.write_bytes(data)
+    ptr = json.loads((path / POINTER).read_text(encoding="utf-8"))
+    ptr["manifest_sha256"] = hashlib.sha256(data).hexdigest()
+    (path / POINTER).write_text(json.dumps(ptr, indent=2), encoding="utf-8")
+
+
+def _forge_npz(path: Path, edit: Callable[[dict[str, np.ndarray]], object]) -> None:
+    from g2cons_plugins.derived_io import _savez
+
+    f = V(path) / "derived.npz"
+    with np.load(f, allow_pickle=False) as z:
+        arrays = {k: np.array(z[k]) for k in z.files}
+    edit(arrays)
+    f.unlink()
+    with f.open("xb") as fh:
+        _savez(fh, arrays)
+    _resum(path, "derived.npz")
+
+
+def _forge_json(path: Path, name: str, edit: Callable[[dict[str, Any]], object]) -> None:
+    f = V(path) / name
+    obj = json.loads(f.read_text(encoding="utf-8"))
+    edit(obj)
+    f.write_text(json.dumps(obj), encoding="utf-8")
+    _resum(path, name)
+
+
+def _set(key: str, fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[dict[str, np.ndarray]], None]:
+    def edit(arrays: dict[str, np.ndarray]) -> None:
+        arrays[key] = fn(arrays[key])
+
+    return edit
+
+
+def _at(i: int | tuple[int, ...], value: float) -> Callable[[np.ndarray], np.ndarray]:
+    def fn(a: np.ndarray) -> np.ndarray:
+        a = a.copy()
+        a[i] = value
+        return a
+
+    return fn
+
+
+def _lower_entry(arrays: dict[str, np.ndarray]) -> None:
+    """Change the first entry below the diagonal of A (the upper triangle, the edge list, stays)."""
+    indptr, indices, data = arrays["A.indptr"], arrays["A.indices"], arrays["A.data"].copy()
+    rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    k = int(np.flatnonzero(indices < rows)[0])
+    data[k] *= 0.5
+    arrays["A.data"] = data
+
+
+def _swap_edges(arrays: dict[str, np.ndarray]) -> None:
+    for k in ("rows", "cols", "co", "cosine", "dice"):
+        a = arrays[f"edges.{k}"].copy()
+        a[[0, 1]] = a[[1, 0]]
+        arrays[f"edges.{k}"] = a
+
+
+def _scaled_edge_weight(arrays: dict[str, np.ndarray]) -> None:
+    """Dice weight of the first edge doubled in the edge list and in both triangles of A, consistently."""
+    d = arrays["edges.dice"].copy()
+    old = np.float64(d[0])
+    d[0] *= 2
+    arrays["edges.dice"] = d
+    a = arrays["A.data"].copy()
+    a[a == old] = np.float64(d[0])
+    arrays["A.data"] = a
+
+
+NPZ_CASES: list[tuple[str, Callable[[dict[str, np.ndarray]], object], str]] = [
+    ("pagerank-2d", _set("pagerank", lambda a: np.stack([a, a], axis=1)), "'pagerank'.*shape"),
+    ("pagerank-nan", _set("pagerank", _at(0, np.nan)), "'pagerank'"),
+    ("pagerank-negative", _set("pagerank", _at(0, -0.5)), "'pagerank'"),
+    ("pagerank-not-a-distribution", _set("pagerank", lambda a: a * 3), "'pagerank'.*distribution"),
+    ("pagerank-int", _set("pagerank", lambda a: np.ones(len(a), np.int64)), "'pagerank'.*dtype"),
+    ("weights-nan", _set("A.data", _at(0, np.nan)), "'A.data'.*NaN"),
+    ("weights-inf", _set("A.data", _at(0, np.inf)), "'A.data'.*NaN or infinite"),
+    ("weights-negative", _set("A.data", lambda a: -a), "'A.data'.*negative"),
+    ("weights-asymmetric", _lower_entry, "'A'"),
+    ("weights-other-than-the-edges", _set("A.data", lambda a: a * 0.5), "'A'.*Dice"),
+    ("edge-weight-not-dice", _scaled_edge_weight, "'edges.dice'"),
+    ("edges-unsorted", _swap_edges, "'edges.rows'.*sorted"),
+    ("edges-out-of-range", _set("edges.cols", _at(-1, 10**6)), "'edges.rows'.*col <"),
+    ("edges-float-rows", _set("edges.rows", lambda a: a.astype(np.float64)), "'edges.rows'.*dtype"),
+    ("edges-cosine-nan", _set("edges.cosine", _at(0, np.nan)), "'edges.cosine'"),
+    ("edges-co-negative", _set("edges.co", _at(0, -3)), "'edges.co'"),
+    ("concept-vectors-zero", _set("concept_vecs", lambda a: np.zeros_like(a)), "'concept_vecs'.*norm"),
+    ("concept-vector-scaled", _set("concept_vecs", lambda a: a * 3), "'concept_vecs'"),
+    ("concept-vectors-1d", _set("concept_vecs", lambda a: a[:, 0].copy()), "'concept_vecs'.*shape"),
+    ("df-negative", _set("df", _at(0, -4)), "'df'"),
+    ("df-float", _set("df", lambda a: a.astype(np.float64)), "'df'.*dtype"),
+    ("df-off-by-one", _set("df", lambda a: a + 1), "'df'.*differs"),
+    ("sentence-counts", _set("sentence_counts", lambda a: a + 1), "'sentence_counts'"),
+    ("name-share-above-1", _set("name_share", _at(0, 1.5)), "'name_share'"),
+    ("name-df", _set("name_df", lambda a: a + 1), "'name_df'"),
+    ("indices-float", _set("A.indices", lambda a: a.astype(np.float64)), "'A.indices'.*dtype"),
+    ("indptr-float", _set("unit_inc.indptr", lambda a: a.astype(np.float64)), "'unit_inc.indptr'.*dtype"),
+    ("incidence-2", _set("chunk_inc.data", _at(0, 2.0)), "'chunk_inc.data'.*1"),
+    ("incidence-indices-out-of-range", _set("sent_inc.indices", _at(0, 10**6)), "'sent_inc'"),
+    ("term-counts-negative", _set("terms.counts.data", _at(0, -1)), "'terms.counts.data'.*negative"),
+    ("array-missing", lambda arrays: arrays.pop("name_share"), "missing array 'name_share'"),
+]
+
+
+@pytest.mark.parametrize(("edit", "what"), [c[1:] for c in NPZ_CASES], ids=[c[0] for c in NPZ_CASES])
+def test_forged_derived_arrays_are_refused(
+    saved: Path, edit: Callable[[dict[str, np.ndarray]], object], what: str
+) -> None:
+    _forge_npz(saved, edit)
+    with pytest.raises(PersistError, match=what) as exc:
+        G2ConSIndex.load(saved)
+    assert "derived.npz" in str(exc.value) or "derived.json" in str(exc.value)
+
+
+def _dup(key: str) -> Callable[[dict[str, Any]], None]:
+    def edit(meta: dict[str, Any]) -> None:
+        meta[key][1] = meta[key][0]
+
+    return edit
+
+
+JSON_CASES: list[tuple[str, str, Callable[[dict[str, Any]], object], str]] = [
+    ("vocab-duplicated", "derived.json", _dup("vocab"), "'vocab' holds .* twice"),
+    ("names-duplicated", "derived.json", _dup("names"), "'names' holds .* twice"),
+    ("words-duplicated", "derived.json", _dup("terms.words"), "'terms.words' holds .* twice"),
+    ("vocab-unknown-word", "derived.json", lambda m: m["vocab"].__setitem__(0, "zzzz"), "'vocab'.*terms.words"),
+    ("stats-string", "derived.json", lambda m: m["stats"].update(mean_degree="2"), "'stats.mean_degree'"),
+    ("stats-wrong", "derived.json", lambda m: m["stats"].update(max_degree=m["stats"]["max_degree"] + 1), "max_degree"),
+    ("stats-extra", "derived.json", lambda m: m["stats"].update(extra=1), "'stats'"),
+    ("theta-string", "derived.json", lambda m: m["edges"].update(theta_sem="0.5"), "'edges.theta_sem'"),
+    ("candidates-below-edges", "derived.json", lambda m: m["edges"].update(n_candidates=0), "n_candidates"),
+    ("metadata-0-and-00", "chunks.json", lambda c: c.update(metadata={"0": {"a": 1}, "00": {"a": 2}}), "'00'"),
+]
+
+
+@pytest.mark.parametrize(("name", "edit", "what"), [c[1:] for c in JSON_CASES], ids=[c[0] for c in JSON_CASES])
+def test_forged_derived_json_is_refused(
+    saved: Path, name: str, edit: Callable[[dict[str, Any]], object], what: str
+) -> None:
+    _forge_json(saved, name, edit)
+    with pytest.raises(PersistError, match=what) as exc:
+        G2ConSIndex.load(saved)
+    assert name in str(exc.value)
+
+
+@pytest.mark.parametrize("content", [b"", b"\x00" * 64, b"PK\x03\x04garbage", "npy"])
+def test_empty_or_garbage_derived_npz_names_it(saved: Path, content: bytes | str) -> None:
+    f = V(saved) / "derived.npz"
+    if content == "npy":
+        f.unlink()
+        with f.open("xb") as fh:
+            np.save(fh, np.arange(4))
+    else:
+        f.write_bytes(content)  # type: ignore[arg-type]
+    _resum(saved, "derived.npz")
+    with pytest.raises(PersistError, match="derived.npz"):
+        G2ConSIndex.load(saved)
+
+
+def test_unsorted_sparse_indices_are_read_as_sorted(saved: Path) -> None:
+    """Lenient where nothing is wrong: a row's indices in another order (an older writer) read back canonical."""
+    want = G2ConSIndex.load(saved).derived.chunk_inc
+
+    def reverse_rows(arrays: dict[str, np.ndarray]) -> None:
+        indptr, indices = arrays["chunk_inc.indptr"], arrays["chunk_inc.indices"].copy()
+        for a, b in zip(indptr[:-1].tolist(), indptr[1:].tolist(), strict=True):
+            indices[a:b] = indices[a:b][::-1].copy()
+        arrays["chunk_inc.indices"] = indices
+
+    _forge_npz(saved, reverse_rows)
+    got = G2ConSIndex.load(saved).derived.chunk_inc
+    assert got.has_canonical_format and (got != want).nnz == 0
+
+
+VERIFY_CASES: list[tuple[str, Callable[[dict[str, np.ndarray]], object], str]] = [
+    ("pagerank-permuted", _set("pagerank", lambda a: a[::-1].copy()), "pagerank"),
+    ("concept-vector-swapped", _set("concept_vecs", lambda a: a[[1, 0, *range(2, len(a))]].copy()), "concept_vecs"),
+    ("name-share-changed", _set("name_share", lambda a: 1.0 - a), "name_share"),
+]
+
+
+@pytest.mark.parametrize(("edit", "what"), [c[1:] for c in VERIFY_CASES], ids=[c[0] for c in VERIFY_CASES])
+def test_verify_compares_everything_pagerank_included(
+    saved: Path, edit: Callable[[dict[str, np.ndarray]], object], what: str
+) -> None:
+    """Valid-looking but wrong values (PageRank of another graph, another concept's vector) pass the structural
+    checks; ``verify=True`` re-derives and names the field."""
+    _forge_npz(saved, edit)
+    G2ConSIndex.load(saved)  # consistent enough to load
+    with pytest.raises(PersistError, match=f"verify|{what}") as exc:
+        G2ConSIndex.load(saved, verify=True)
+    assert what in str(exc.value)
+
+
+# ---------------------------------------------------------------------------------------------- read-only state
+def _arrays(idx: G2ConSIndex) -> dict[str, np.ndarray]:
+    import dataclasses
+
+    import scipy.sparse as sp
+
+    out: dict[str, np.ndarray] = {}
+
+    def walk(prefix: str, obj: object) -> None:
+        if isinstance(obj, np.ndarray):
+            out[prefix] = obj
+        elif sp.issparse(obj):
+            for k in ("data", "indices", "indptr"):
+                out[f"{prefix}.{k}"] = getattr(obj, k)
+        elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            for f in dataclasses.fields(obj):
+                walk(f"{prefix}.{f.name}", getattr(obj, f.name))
+
+    walk("derived", idx.derived)
+    walk("stored", idx.stored)
+    return out
+
+
+@pytest.mark.parametrize("how", ["built", "loaded"])
+def test_no_caller_can_change_what_every_reader_sees(small: G2ConSIndex, saved: Path, how: str) -> None:
+    idx = small if how == "built" else G2ConSIndex.load(saved)
+    arrays = _arrays(idx)
+    assert {"derived.pagerank", "derived.A.data", "derived.concept_vecs", "derived.terms.counts.data"} <= set(arrays)
+    writeable = sorted(k for k, a in arrays.items() if a.flags.writeable)
+    assert not writeable, writeable
+    with pytest.raises(ValueError, match="read-only"):
+        idx.derived.pagerank[0] = 1.0
+
+
+def test_a_loaded_read_only_index_serves_every_path_and_updates_like_a_rebuild(saved: Path) -> None:
+    """Every reader and writer works on read-only arrays (nothing mutates them in place): all strategies and
+    selectors, fusion, export, add and remove; an update of a loaded index equals a rebuild."""
+    from g2cons_plugins.config import G2ConSConfig as Config
+
+    idx = G2ConSIndex.load(saved)
+    q = "Where did Alice Moreau1 meet Bob Tanaka?"
+    for strategy in ("bridge", "paper", "ppr", "dense", "e2"):
+        assert idx.retrieve(q, strategy=strategy), strategy
+    for selector in ("coverage", "concept_coverage", "pagerank", "shortest", "uniform", "knn_pagerank"):
+        assert idx.select(kappa=0.5, selector=selector, seed=1) is not None, selector
+    assert idx.fuse([{"id": "d01", "text": "Alice Moreau1 met Bob Tanaka."}], q)
+    assert idx.to_networkx().number_of_nodes() == len(idx.derived.vocab)
+    extra = [{"id": "e1", "text": "Carla Nunes met Alice Moreau1 in Lisbon. Acme2 hired Carla Nunes."}]
+    idx.add(extra)
+    idx.remove(["d03"])
+    docs = [d for d in DOCS if d["id"] != "d03"] + extra
+    fresh = G2ConSIndex.build(docs, embedder="hash:32", config=Config(theta_co=1))
+    assert idx.stats == fresh.stats and idx.derived.vocab == fresh.derived.vocab
+    np.testing.assert_allclose(idx.derived.pagerank, fresh.derived.pagerank, rtol=1e-9)
+    assert not idx.derived.pagerank.flags.writeable
+
+
+CONFIGS = [
+    {},
+    {"vector_level": "chunk"},
+    {"cooccurrence": "sentence"},
+    {"incidence": "extracted"},
+    {"concept_mode": "all_words"},
+    {"mode": "paper"},
+]
+
+
+@pytest.mark.parametrize("kw", CONFIGS, ids=[",".join(f"{k}={v}" for k, v in c.items()) or "default" for c in CONFIGS])
+def test_every_config_round_trips_through_the_validation_and_verify(
+    corpus: list[dict[str, str]], tmp_path: Path, kw: dict[str, str]
+) -> None:
+    cfg = G2ConSConfig(theta_co=1, **kw)  # type: ignore[arg-type]
+    idx = G2ConSIndex.build(corpus, embedder="hash", config=cfg)
+    idx.save(tmp_path / "idx")
+    got = G2ConSIndex.load(tmp_path / "idx", verify=True)
+    assert got.stats == idx.stats
+    np.testing.assert_array_equal(got.derived.pagerank, idx.derived.pagerank)
