@@ -22,7 +22,7 @@ one) set to the chunk id. Every written text is the chunk's text byte for byte, 
 selection report are the cl100k counts of what is written. Files are written to a temporary sibling first and
 moved into place at the end: a failure leaves no half-written output. An existing output is replaced only when
 g2cons wrote it (see :mod:`g2cons_plugins.outputs`): a folder output holds a ``.g2cons-output`` marker listing
-its files; a file output is listed in the marker of its folder.
+its files; a file output has no marker beside it: the selection report written with it lists its SHA-256.
 
 Text must be valid Unicode: a lone surrogate (``"\\ud800"`` in JSON) is refused with an error naming the record,
 before any work.
@@ -54,8 +54,9 @@ from .outputs import (
     make_temp_dir,
     marker_text,
     publish_folder,
-    record_written,
+    recognised_output,
     sha256_bytes,
+    sha256_file,
 )
 from .text import Tokenizer, get_tokenizer
 
@@ -426,9 +427,26 @@ def default_report_path(corpus: Corpus | Kind, out: Path) -> Path:
     return out.with_name(f"{out.stem}.selection_report.json")
 
 
-def check_output(corpus: Corpus, out: Path) -> None:
+def written_by_select(report: Path | None, path: Path) -> bool:
+    """True when ``report`` is a selection report g2cons wrote (stamped) that names ``path`` as its output with
+    ``path``'s current SHA-256: the proof that a CSV/JSONL/JSON file output is g2cons's, with no marker beside it."""
+    if report is None or not recognised_output(report):
+        return False
+    try:
+        data = json.loads(report.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return False
+    out, digest = data.get("output"), data.get("output_sha256")
+    if not isinstance(out, str) or not isinstance(digest, str):
+        return False
+    same = os.path.realpath(out) == os.path.realpath(path)
+    return same and path.is_file() and not path.is_symlink() and sha256_file(path) == digest
+
+
+def check_output(corpus: Corpus, out: Path, report: Path | None = None) -> None:
     """Fail early (before any work) when ``out`` cannot be written or would clobber something g2cons did not
-    write (see :mod:`g2cons_plugins.outputs`)."""
+    write (see :mod:`g2cons_plugins.outputs`). ``report``: where the selection report goes (for a file output, an
+    earlier report there that lists ``out`` unchanged proves it is g2cons's)."""
     out = Path(out)
     src = Path(os.path.realpath(corpus.path))
     dst = Path(os.path.realpath(out))
@@ -445,7 +463,7 @@ def check_output(corpus: Corpus, out: Path) -> None:
             raise InputError(f"--out {out}: is a folder; {corpus.kind} input writes a {corpus.kind} file")
         if out.suffix.lower() not in ({".csv"} if corpus.kind == "csv" else set(JSONL_SUFFIXES) | {".json"}):
             warnings.warn(f"{out}: suffix does not match the {corpus.kind} format written", stacklevel=2)
-        check_replaceable_file(out, "--out")
+        check_replaceable_file(out, "--out", recognise=lambda p: written_by_select(report, p))
     _check_writable(out.parent)
 
 
@@ -490,15 +508,17 @@ def write_selection(
     out: str | Path,
     extra_files: dict[str, str] | None = None,
     show_progress: bool = False,
+    report: Path | None = None,
 ) -> list[str]:
     """Write the kept chunks to ``out`` in the input's format (see module doc); returns what was written
-    (relative paths for a folder, ``[out]`` for a file). ``extra_files`` (name -> text) go into a folder output."""
+    (relative paths for a folder, ``[out]`` for a file). ``extra_files`` (name -> text) go into a folder output.
+    ``report``: see :func:`check_output`. A file output gets no marker beside it (its report lists its SHA-256)."""
     out = Path(out)
     pairs = list(planned_outputs(corpus, chunks, kept_ids))
     out.parent.mkdir(parents=True, exist_ok=True)
     if corpus.kind == "folder":
         return _write_folder(corpus, pairs, out, extra_files or {}, show_progress)
-    check_replaceable_file(out, "--out")
+    check_replaceable_file(out, "--out", recognise=lambda p: written_by_select(report, p))
     fd, name = tempfile.mkstemp(prefix=f".{out.name}.tmp-", dir=out.parent)
     tmp = Path(name)
     try:
@@ -516,12 +536,10 @@ def write_selection(
             fh.flush()
             os.fsync(fh.fileno())
         apply_umask(tmp)
-        digest = sha256_bytes(tmp.read_bytes())
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    record_written(out.parent, {out.name: digest}, "select")
     return [str(out)]
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import networkx as nx
 
 from .errors import InputError
+from .outputs import EXPORT_CSV_HEADERS, json_stamp, stamp_xml
 
 FORMATS = ("graphml", "gexf", "json", "csv")
 
@@ -118,23 +119,23 @@ def xml_safe(graph: nx.Graph) -> nx.Graph:
 
 def serialize(graph: nx.Graph, fmt: str) -> dict[str, bytes]:
     """File contents for ``fmt``: ``{"": data}`` for one file; for ``csv`` ``{"": edges, ".nodes": nodes}``
-    (the second written beside the first as ``STEM.nodes.csv``)."""
+    (the second written beside the first as ``STEM.nodes.csv``). GraphML/GEXF carry g2cons's stamp comment, JSON
+    its stamp key first (``"g2cons_output": "export"``); the CSV headers are recognised as they are."""
     if fmt in ("graphml", "gexf"):
         graph = xml_safe(graph)
     if fmt == "graphml":
         buf = io.BytesIO()
         nx.write_graphml(graph, buf)
-        return {"": buf.getvalue()}
+        return {"": stamp_xml(buf.getvalue(), "export")}
     if fmt == "gexf":
         buf = io.BytesIO()
         nx.write_gexf(graph, buf)
-        return {"": buf.getvalue()}
+        return {"": stamp_xml(buf.getvalue(), "export")}
     if fmt == "json":
-        data = nx.node_link_data(graph, edges="edges")
+        data = {**json_stamp("export"), **nx.node_link_data(graph, edges="edges")}
         return {"": json.dumps(data, indent=1, ensure_ascii=False).encode("utf-8")}
     if fmt == "csv":
-        node_fields = ["id", "kind", "pagerank", "df", "sentences", "name_share", "is_name", "n_tokens", "kept"]
-        edge_fields = ["source", "target", "kind", "weight", "dice", "co", "cosine"]
+        edge_fields, node_fields = (h.decode("ascii").split(",") for h in EXPORT_CSV_HEADERS)
         nodes = [{"id": n, **a} for n, a in graph.nodes(data=True)]
         edges = [{"source": u, "target": v, **a} for u, v, a in graph.edges(data=True)]
         return {"": _csv(edges, edge_fields), ".nodes": _csv(nodes, node_fields)}

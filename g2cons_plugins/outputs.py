@@ -1,17 +1,23 @@
-"""What the command line may write, and how: paths that must not overlap, output markers, atomic writes.
+"""What the command line may write, and how: paths that must not overlap, recognising our own outputs, atomic
+writes.
 
 Users' files are sacred. The rules (:mod:`g2cons_plugins.cli` applies them before any work):
 
 - **No overlap.** The input(s) and every output path (``--out``, ``--graph``, ``--report``, derived defaults) are
   resolved (symlinks followed); no two may be equal or one inside the other (:func:`check_disjoint`).
-- **Replace only what g2cons wrote.** Every folder the CLI writes into holds a marker, :data:`MARKER`
-  (``.g2cons-output``: JSON without a suffix, so no host file pattern reads it as input), listing the files
-  g2cons wrote there with their SHA-256. An existing file may be replaced only if the marker of its folder lists
-  it with its current content (:func:`check_replaceable_file`); an existing non-empty output folder may be
-  replaced only if its own marker lists every file in it, unchanged (:func:`check_replaceable_folder`).
-  Anything else is refused, naming the path: nothing the user made (or changed since) is deleted or overwritten.
+- **Replace only what g2cons wrote.** A *folder* g2cons creates (a core input folder, ``select --root``'s
+  ``PROJECT/g2cons/``) holds a marker, :data:`MARKER` (``.g2cons-output``: JSON without a suffix, so no host file
+  pattern reads it as input), listing every file in it with its SHA-256; an existing non-empty output folder may be
+  replaced only if its marker lists every file in it, unchanged (:func:`check_replaceable_folder`). A *single file*
+  is written into the user's folder with no marker beside it: an existing file may be replaced only when it is
+  recognisably an earlier output of g2cons, by its content (:func:`recognised_output`: a stamp g2cons writes at
+  its start, :data:`STAMP`, or the exact header of an export CSV), or when the caller proves it (``select`` lists
+  the SHA-256 of a data file it wrote in its stamped report). A file named :data:`MARKER` that g2cons did not
+  write is never replaced, and no output may take that name. Anything else is refused, naming the path: nothing
+  the user made is deleted or overwritten.
 - **Atomic.** Files are written to a temporary sibling, flushed, and renamed into place
-  (:func:`atomic_write_text`); folders are built aside and renamed in. File modes follow the umask.
+  (:func:`atomic_write_text`); folders are built aside and renamed in (:func:`staged_folder`). File modes follow
+  the umask.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -30,6 +37,13 @@ from .errors import InputError
 
 MARKER = ".g2cons-output"  # JSON, but no .json suffix: host file patterns (.*\\.json$) never pick it up
 _MARKER_KIND = "g2cons-output"
+STAMP = "g2cons_output"  # how a single-file output says it is g2cons's: first JSON key, XML comment, PNG text...
+_HEAD_BYTES = 8192  # a stamp is looked for in a file's first bytes only
+# the exact header lines of `g2cons export --format csv` (edges, nodes): CSV has no room for a stamp
+EXPORT_CSV_HEADERS = (
+    b"source,target,kind,weight,dice,co,cosine",
+    b"id,kind,pagerank,df,sentences,name_share,is_name,n_tokens,kept",
+)
 
 
 # ---------------------------------------------------------------------------------------------- modes
@@ -123,28 +137,89 @@ def marker_text(files: Mapping[str, str], command: str = "") -> str:
 
 
 def record_written(folder: Path, files: Mapping[str, str], command: str = "") -> None:
-    """Add ``files`` (relative path -> SHA-256) to ``folder``'s marker (atomically)."""
-    merged = {**read_marker(folder), **files}
-    atomic_write_text(folder / MARKER, marker_text(merged, command))
+    """Add ``files`` (relative path -> SHA-256) to ``folder``'s marker when ``folder`` already holds one of ours
+    (a folder g2cons made, or one an earlier version marked); never creates a marker in a user's folder: a single
+    file output is recognised by its content instead (:func:`recognised_output`)."""
+    listed = _marker_files(folder)
+    if listed is not None:
+        atomic_write_text(folder / MARKER, marker_text({**listed, **files}, command))
+
+
+def json_stamp(kind: str) -> dict[str, str]:
+    """The first key of a JSON object g2cons writes as a single file: ``{"g2cons_output": kind, ...}``."""
+    return {STAMP: kind}
+
+
+def xml_stamp(kind: str) -> str:
+    """A comment g2cons puts right after the XML declaration of a GraphML/GEXF/SVG file it writes."""
+    return f"<!-- {STAMP}: {kind} -->"
+
+
+def stamp_xml(data: bytes, kind: str) -> bytes:
+    """``data`` (an XML document: GraphML, GEXF, SVG) with :func:`xml_stamp` right after its declaration."""
+    comment = xml_stamp(kind).encode("utf-8")
+    if data.startswith(b"<?xml"):
+        end = data.index(b"?>") + 2
+        return data[:end] + b"\n" + comment + data[end:]
+    return comment + b"\n" + data
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(_HEAD_BYTES)
+    except OSError:
+        return b""
+
+
+_JSON_STAMP = re.compile(rb'^\s*\{\s*"' + STAMP.encode() + rb'"\s*:\s*"')
+
+
+def recognised_output(path: Path) -> bool:
+    """True when ``path`` is, by its content, a file g2cons wrote: a JSON object whose first key is :data:`STAMP`,
+    an XML (GraphML/GEXF/SVG) or HTML file with g2cons's stamp near its start, a PNG with g2cons's ``Software``
+    text, or a CSV whose header is exactly an export header (:data:`EXPORT_CSV_HEADERS`)."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    head = _head(path)
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        return _JSON_STAMP.match(head) is not None
+    if suffix in (".graphml", ".gexf", ".xml", ".svg", ".html", ".htm"):
+        return f"<!-- {STAMP}: ".encode() in head[:2048] or f'name="generator" content="{STAMP}'.encode() in head
+    if suffix == ".png":
+        return head.startswith(b"\x89PNG\r\n\x1a\n") and b"tEXtSoftware\x00" + STAMP.encode() in head
+    if suffix == ".csv":
+        first = head.split(b"\n", 1)[0].rstrip(b"\r")
+        return first in EXPORT_CSV_HEADERS
+    return False
 
 
 def _owned(path: Path) -> bool:
+    """Listed, unchanged, in the marker of its folder (folders g2cons made; single files of earlier versions)."""
     folder = path.parent
     digest = read_marker(folder).get(path.name)
     return digest is not None and path.is_file() and not path.is_symlink() and sha256_file(path) == digest
 
 
-def check_replaceable_file(path: Path, flag: str) -> None:
-    """Fail unless ``path`` is absent, or a file g2cons wrote there (listed, unchanged, in its folder's marker)."""
+def check_replaceable_file(path: Path, flag: str, recognise: Callable[[Path], bool] | None = None) -> None:
+    """Fail unless ``path`` is absent, or a file g2cons wrote there: recognised by its content
+    (:func:`recognised_output`), by ``recognise`` (the caller's proof), or listed unchanged in its folder's
+    marker. A path named :data:`MARKER` is refused."""
+    if path.name == MARKER:
+        raise InputError(f"{flag} {path}: {MARKER} is the name of g2cons's own marker file; choose another name")
     if not os.path.lexists(path):
         return
     if path.is_dir() and not path.is_symlink():
         raise InputError(f"{flag} {path}: is a folder; give a file path")
-    if not _owned(path):
-        raise InputError(
-            f"{flag} {path}: exists and was not written by g2cons (or was changed since); g2cons never overwrites "
-            "a file it did not create: remove it or choose another path"
-        )
+    if path.is_symlink():
+        raise InputError(f"{flag} {path}: is a symbolic link; g2cons never writes through one: choose another path")
+    if recognised_output(path) or (recognise is not None and recognise(path)) or _owned(path):
+        return
+    raise InputError(
+        f"{flag} {path}: exists and is not an earlier output of g2cons (g2cons recognises its own files by their "
+        "content); g2cons never overwrites a file it did not create: remove it or choose another path"
+    )
 
 
 def foreign_entries(folder: Path, owned_dir: Callable[[Path], bool] | None = None) -> list[str]:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .errors import InputError
+from .outputs import STAMP, stamp_xml, xml_stamp
 
 _COLORS = {"seed": "#1f77b4", "bridge": "#ff7f0e", "concept": "#2ca02c", "dense": "#7f7f7f"}
 
@@ -141,12 +142,15 @@ def selection_figure(doc_tokens: Sequence[tuple[str, int, int]], curve: Sequence
 
 
 def save_figure(fig: Any, fmt: str) -> bytes:
-    """The figure as ``png`` or ``svg`` bytes (and closes it)."""
+    """The figure as ``png`` or ``svg`` bytes (and closes it), stamped as g2cons's (a PNG ``Software`` text, an
+    SVG comment) so that a rerun recognises the file as its own output."""
     plt = pyplot()
     buf = io.BytesIO()
-    fig.savefig(buf, format=fmt, dpi=110, metadata={"Date": None} if fmt == "svg" else None)
+    meta = {"Date": None} if fmt == "svg" else {"Software": f"{STAMP} show"}
+    fig.savefig(buf, format=fmt, dpi=110, metadata=meta)
     plt.close(fig)
-    return buf.getvalue()
+    data = buf.getvalue()
+    return stamp_xml(data, "show") if fmt == "svg" else data
 
 
 def html_page(title: str, fig: Any, rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> bytes:
@@ -158,7 +162,7 @@ def html_page(title: str, fig: Any, rows: Sequence[dict[str, Any]], columns: Seq
         "<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in columns) + "</tr>" for r in rows
     )
     page = (
-        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<!DOCTYPE html>\n{xml_stamp('show')}\n<html lang='en'><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title><style>body{{font-family:sans-serif;margin:1.5em}}"
         "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;"
         "vertical-align:top;text-align:left}svg{max-width:100%;height:auto}</style></head><body>"

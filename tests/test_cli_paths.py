@@ -125,10 +125,10 @@ def test_marker_allows_replacing_only_g2cons_own_output(proj: Path, capsys: pyte
     kept.write_text("edited by hand", encoding="utf-8")
     assert main(sel) == 2
     assert kept.name in capsys.readouterr().err and kept.read_text(encoding="utf-8") == "edited by hand"
-    # file outputs: replaced when listed unchanged in their folder's marker, refused otherwise
+    # file outputs: no marker beside them; replaced when the stamped report beside them lists them unchanged
     csv_sel = ["select", str(proj / "docs.csv"), "--out", str(proj / "core.csv"), *HASH]
     assert main(csv_sel) == 0 and main(csv_sel) == 0
-    assert {"core.csv", "core.selection_report.json"} <= set(json.loads((proj / MARKER).read_text())["files"])
+    assert not (proj / MARKER).exists()
     (proj / "core.csv").write_text("id,text\nx,edited\n", encoding="utf-8")
     capsys.readouterr()
     assert main(csv_sel) == 2
@@ -180,8 +180,9 @@ def test_written_files_follow_the_umask(tmp_path: Path, mask: int) -> None:
         os.umask(old)
     core = tmp_path / "core"
     assert stat.S_IMODE(core.stat().st_mode) == 0o777 & ~mask
-    for p in [*core.iterdir(), tmp_path / "r.json", tmp_path / MARKER]:
+    for p in [*core.iterdir(), tmp_path / "r.json"]:
         assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~mask, p
+    assert not (tmp_path / MARKER).exists()  # no marker in the user's folder for single files
 
 
 def test_lone_surrogate_refused_naming_the_item_before_any_work(

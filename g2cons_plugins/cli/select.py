@@ -14,7 +14,15 @@ from typing import Any
 
 from ..corpus_io import _check_writable
 from ..errors import InputError
-from ..outputs import atomic_write_text, check_disjoint, check_replaceable_file, record_written, staged_folder
+from ..outputs import (
+    atomic_write_text,
+    check_disjoint,
+    check_replaceable_file,
+    json_stamp,
+    record_written,
+    sha256_file,
+    staged_folder,
+)
 from ._common import (
     FMT,
     _build_index,
@@ -69,12 +77,13 @@ def _select_saved_graph(args: argparse.Namespace) -> int:
     )
     print(rep.summary())
     if out is not None:
-        _write_owned(out, json.dumps(rep.to_dict(), indent=2))
+        _write_owned(out, json.dumps({**json_stamp("select report"), **rep.to_dict()}, indent=2))
     return 0
 
 
 def _write_owned(path: Path, text: str) -> None:
-    """Write a file atomically and record it in its folder's marker (so a rerun may replace it)."""
+    """Write a file atomically (a stamped report: a rerun recognises it); an earlier version's marker in its
+    folder, if any, is kept up to date, and none is created."""
     digest = atomic_write_text(path, text)
     record_written(path.parent, {path.name: digest}, "select")
 
@@ -269,7 +278,7 @@ def cmd_select(args: argparse.Namespace) -> int:
             _check_core_root(core_root, args)
             _check_writable(core_root.parent)
         else:
-            check_output(corpus, target)
+            check_output(corpus, target, report=report_path)
         if not _under(report_path, core_root):
             check_replaceable_file(report_path, "--report")
             _check_writable(report_path.parent)
@@ -294,6 +303,7 @@ def cmd_select(args: argparse.Namespace) -> int:
     kept_docs = {str(index.chunk(i).metadata.get("source", i)) for i in rep.kept_ids}
     n_files = ""
     report: dict[str, Any] = {
+        **json_stamp("select report"),  # first key: a rerun recognises its own report (no marker beside it)
         "input": str(inp),
         "kind": corpus.kind,
         "n_documents": len(corpus.documents),
@@ -320,7 +330,6 @@ def cmd_select(args: argparse.Namespace) -> int:
     if not args.dry_run:
         assert target is not None and graph is not None and report_path is not None
         report["report"] = str(report_path)
-        text = json.dumps(report, indent=2, ensure_ascii=False)
         _info(args, f"writing {len(rep.kept_ids):,} chunks to {target}")
         graph_settings = {
             "input": str(inp),
@@ -332,12 +341,18 @@ def cmd_select(args: argparse.Namespace) -> int:
             "tokenizer": tok.name if tok is not None else "cl100k_base",
         }
         if core_root is None:
-            written = write_selection(corpus, index.chunks, rep.kept_ids, target, show_progress=_show(args))
+            written = write_selection(
+                corpus, index.chunks, rep.kept_ids, target, show_progress=_show(args), report=report_path
+            )
+            if corpus.kind != "folder":  # the proof a rerun needs to replace the file (no marker beside it)
+                report["output_sha256"] = sha256_file(target)
+            text = json.dumps(report, indent=2, ensure_ascii=False)
             report_path.parent.mkdir(parents=True, exist_ok=True)
             _write_owned(Path(report_path), text)
             _save_graph(index, graph, graph_settings)
         else:
             assert settings_out is not None
+            text = json.dumps(report, indent=2, ensure_ascii=False)
             with staged_folder(core_root, "select --root", lambda: _check_core_root(core_root, args)) as stage:
 
                 def staged(p: Path) -> Path:  # where a path inside the core root is built
