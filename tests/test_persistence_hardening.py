@@ -239,7 +239,7 @@ def test_loads_never_fail_against_a_tight_save_loop_in_another_process(
         p.kill()
         p.wait()
     assert not errors, (len(errors), loads, errors[:3])
-    assert loads >= 10 and saves >= 2 * loads, (loads, saves)
+    assert loads >= 5 and saves >= 2 * loads, (loads, saves)
     assert most_versions <= 4  # the new one, the previous one, and the one a load had pinned
     monkeypatch.undo()
     _build(DOCS).save(path)  # nothing pinned now: all but the new and the previous version go
