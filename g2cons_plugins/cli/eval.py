@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..outputs import atomic_write_text, check_disjoint, check_replaceable_file, record_written
-from ._common import _config, _ints, _peak_rss_mb, common_opts, count, fusion_opts, positive, price, share, shares
+from ._common import FMT, _config, _ints, _peak_rss_mb, common_opts, count, fusion_opts, positive, price, share, shares
 
 
 def _earlier_eval_output(path: Path) -> bool:
@@ -281,7 +281,14 @@ def _eval_answers(
 
 def register(sub: Any) -> None:
     """Add the ``eval`` subcommand."""
-    e = sub.add_parser("eval", help="Context Recall of several methods side by side")
+    e = sub.add_parser(
+        "eval",
+        help="Context Recall of several methods side by side",
+        epilog="example (corpus: JSONL of id/text/title; questions: JSONL with answers and supporting ids):\n"
+        "  g2cons eval --corpus corpus.jsonl --questions questions.jsonl --methods dense,concept "
+        "--budgets 2000,4000 --limit 5 --out results.json",
+        formatter_class=FMT,
+    )
     e.add_argument("--corpus", required=True, type=Path)
     e.add_argument("--questions", required=True, type=Path)
     e.add_argument("--methods", default="dense,bm25,keyword,concept,concept-paper")

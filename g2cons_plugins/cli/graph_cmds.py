@@ -57,9 +57,9 @@ def register_export(sub: Any) -> None:
         help="write the concept graph of a saved graph as GraphML, GEXF, JSON or CSV",
         description="Concepts (PageRank, df, name flag) and their edges (Dice weight, co-occurrence, cosine); with "
         "--chunks also the chunks (kept/dropped with --kappa) and which concepts they contain.",
-        epilog="examples:\n  g2cons export ragtest/g2cons --format graphml --out concepts.graphml\n"
-        "  g2cons export ragtest/g2cons --format csv --out edges.csv      # + edges.nodes.csv\n"
-        "  g2cons export ragtest/g2cons --format gexf --out g.gexf --chunks --kappa 0.8",
+        epilog="examples:\n  g2cons export ragtest/g2cons/graph --format graphml --out concepts.graphml\n"
+        "  g2cons export ragtest/g2cons/graph --format csv --out edges.csv      # + edges.nodes.csv\n"
+        "  g2cons export ragtest/g2cons/graph --format gexf --out g.gexf --chunks --kappa 0.8",
         formatter_class=FMT,
     )
     x.add_argument("graph", type=Path, metavar="DIR")

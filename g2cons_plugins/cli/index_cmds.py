@@ -250,8 +250,8 @@ def register_build(sub: Any) -> None:
         help="build a concept graph from a folder/CSV/JSONL input and save it",
         description="Read INPUT (folder of .txt/.md, .csv, .jsonl or .json), chunk it like the host, build the "
         "concept graph and save it to --graph DIR.",
-        epilog="examples:\n  g2cons build ragtest/input --graph ragtest/g2cons --embedder wordllama\n"
-        "  g2cons build big/input --graph big/g2cons --engine ray --ray-address auto",
+        epilog="examples:\n  g2cons build ragtest/input --graph ragtest/concepts --embedder wordllama\n"
+        "  g2cons build big/input --graph big/concepts --engine ray --num-workers 2   # --ray-address ADDR: a cluster",
         formatter_class=FMT,
     )
     b.add_argument("input", type=Path, metavar="INPUT")
@@ -276,7 +276,8 @@ def register_query(sub: Any) -> None:
         "query",
         help="concept-path retrieval from a saved graph",
         description="Retrieve the concept path for a question under a token budget, with the reason for each chunk.",
-        epilog='example:\n  g2cons query ragtest/g2cons "Who founded the APA?" --budget 4000 --json',
+        epilog="DIR: a saved graph (select --root PROJECT writes PROJECT/g2cons/graph; build --graph DIR)\n"
+        'example:\n  g2cons query ragtest/g2cons/graph "Who founded the APA?" --budget 4000 --json',
         formatter_class=FMT,
     )
     q.add_argument("graph", type=Path, metavar="DIR")
@@ -295,7 +296,7 @@ def register_fuse(sub: Any) -> None:
         "lambda x budget tokens, concept items the rest; never more than --budget tokens.",
         epilog="HOST.json: a list of items, each with chunk_id and/or text, optionally score and n_tokens,\n"
         'e.g. [{"chunk_id": "a.txt", "score": 0.9}, {"text": "..."}] (or {"items": [...]}).\n'
-        'example:\n  g2cons fuse ragtest/g2cons "Who founded the APA?" --host host.json --budget 4000 --json',
+        'example:\n  g2cons fuse ragtest/g2cons/graph "Who founded the APA?" --host host.json --budget 4000 --json',
         formatter_class=FMT,
     )
     f.add_argument("graph", type=Path, metavar="DIR")
@@ -314,7 +315,7 @@ def register_add(sub: Any) -> None:
         help="add documents to a saved graph without a rebuild",
         description="Read FILES (.txt/.md files, folders, .csv, .jsonl, .json), chunk them with the graph's "
         "settings, and add them; nothing already in the graph is embedded again. Equals a rebuild.",
-        epilog="example:\n  g2cons add ragtest/g2cons new/report.txt new/more_docs/",
+        epilog="example:\n  g2cons add ragtest/g2cons/graph new/report.txt new/more_docs/",
         formatter_class=FMT,
     )
     a.add_argument("graph", type=Path, metavar="DIR")
@@ -331,7 +332,7 @@ def register_remove(sub: Any) -> None:
         help="remove chunks or whole documents from a saved graph without a rebuild",
         description="Remove by chunk id or by document id (a file's relative path, a record's id): a document "
         "id removes all its chunks. Equals a rebuild without them.",
-        epilog="example:\n  g2cons remove ragtest/g2cons old/report.txt 'big.txt#3'",
+        epilog="example:\n  g2cons remove ragtest/g2cons/graph new/report.txt 'big.txt#3'   # a document, a chunk",
         formatter_class=FMT,
     )
     r.add_argument("graph", type=Path, metavar="DIR")

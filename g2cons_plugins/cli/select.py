@@ -42,10 +42,11 @@ from ._common import (
 
 _SELECT_EPILOG = """\
 examples:
-  g2cons select ragtest/input --kappa 0.8 --out ragtest/input_core        # MS GraphRAG input folder
+  g2cons select --root ragtest --kappa 0.8             # MS GraphRAG project: writes ragtest/g2cons/ (graph in graph/)
+  g2cons select ragtest/input --kappa 0.8 --out ragtest/input_core        # a folder of .txt/.md files
   g2cons select docs.csv --text-column body --out core.csv --price-per-mtok 0.15
   g2cons select corpus.jsonl --dry-run                                     # estimate only, writes nothing
-  g2cons select GRAPH_DIR --kappa 0.5 --out report.json                    # on a saved graph: report only
+  g2cons select ragtest/g2cons/graph --kappa 0.5 --out report.json         # on a saved graph: report only
 
 INPUT: a folder of .txt/.md files (searched recursively), a .txt/.md file, a .csv with a text column,
 a .jsonl or a .json list of objects with a text field. Documents are chunked like MS GraphRAG (and LightRAG):
@@ -54,6 +55,9 @@ in the input's format: a folder (one file per kept chunk: a document that is one
 a longer one gives name.partNNNN.txt files), or the same CSV/JSONL/JSON with one row per kept chunk.
 Also written: OUT.selection_report.json beside an output folder (OUT_STEM.selection_report.json beside an
 output file) and the concept graph (OUTPUT.g2cons/ beside the output, or --graph DIR).
+--root PROJECT writes one folder, PROJECT/g2cons/ (or --out DIR), all or nothing: input/ (the core chunks),
+settings.yaml (the project's, input pointed at input/; run graphrag index --root PROJECT/g2cons), the report
+selection_report.json and the concept graph graph/ (the DIR of query, fuse, add, remove, export and show).
 """
 
 
@@ -501,7 +505,7 @@ def register(sub: Any) -> None:
         default=None,
         metavar="PROJECT",
         help="an MS GraphRAG project: read its settings.yaml (input, chunking, encoding model, extraction prompt, "
-        "gleanings); write the core input beside it plus settings.g2cons.yaml",
+        "gleanings); write PROJECT/g2cons/ (input/, settings.yaml, report, concept graph in graph/)",
     )
     s.add_argument(
         "--host",
