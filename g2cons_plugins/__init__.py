@@ -16,6 +16,7 @@ from .embedders import (
 )
 from .ensemble import FusedItem, HostItem, fuse
 from .errors import EmbeddingError, G2ConSError, InputError, PersistError
+from .fusion import Fusion, fuse_report
 from .graph import GraphStats
 from .index import G2ConSIndex
 from .retrieval import RetrievedItem
@@ -32,6 +33,7 @@ __all__ = [
     "Embedder",
     "EmbeddingError",
     "FusedItem",
+    "Fusion",
     "G2ConSConfig",
     "G2ConSError",
     "G2ConSIndex",
@@ -48,6 +50,7 @@ __all__ = [
     "WordLlamaEmbedder",
     "content_id",
     "fuse",
+    "fuse_report",
     "get_embedder",
     "make_chunks",
 ]

@@ -310,7 +310,8 @@ def fuse_with(
     query_vector: np.ndarray | None = None,
 ) -> list[FusedItem]:
     """Retrieve the concept path for ``query`` from one snapshot of ``index`` and fuse it with ``host`` (id-only
-    host items resolved from the graph); lambda_, spill and beta default to the snapshot's config."""
+    host items resolved from the graph) by the paper's ensemble; lambda_, spill and beta default to the snapshot's
+    config. ``G2ConSIndex.fuse`` uses the config's fusion rule instead (:func:`g2cons_plugins.fusion.fuse_report`)."""
     snap = as_snapshot(index)
     cfg = snap.config
     beta = cfg.beta if beta is None else positive_int("beta", beta)

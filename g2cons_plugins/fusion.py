@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import weakref
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from .ensemble import FusedItem, HostItem, context_tokens, fuse, resolve_host_items
+from .ensemble import FusedItem, HostItem, _norm, context_tokens, fuse, resolve_host_items
 from .errors import InputError
 from .retrieval import SPREAD_REF, DenseScores, RetrievedItem, retrieve, score_spread
 from .snapshot import HasSnapshot, Snapshot, as_snapshot
@@ -113,6 +113,32 @@ def _host_units(snap: Snapshot, h: HostItem) -> np.ndarray | None:
     return None
 
 
+_TEXT_OF: dict[int, dict[str, int]] = {}  # id(stored) -> normalised chunk text -> chunk position
+
+
+def _chunk_by_text(snap: Snapshot, text: str) -> int | None:
+    st = snap.stored
+    table = _TEXT_OF.get(id(st))
+    if table is None:
+        table = _TEXT_OF[id(st)] = {}
+        for pos, c in enumerate(st.chunks):
+            table.setdefault(_norm(c.text), pos)
+        weakref.finalize(st, _TEXT_OF.pop, id(st), None)
+    return table.get(_norm(text))
+
+
+def _match_text(snap: Snapshot, h: HostItem, alone: Sequence[RetrievedItem]) -> np.ndarray | None:
+    """Units of the chunk a host text is (normalised equal), or the units of the concept path's own result whose
+    text it contains (a host chunk covering ours, as the ensemble matches); None when neither."""
+    assert h.text is not None
+    pos = _chunk_by_text(snap, h.text)
+    if pos is not None:
+        return chunk_units(snap, pos)
+    hn = _norm(h.text)
+    hit = [snap.unit_pos[c.unit_id] for c in alone if len(_norm(c.text)) >= 20 and _norm(c.text) in hn]
+    return np.asarray(hit, dtype=np.int64) if hit else None
+
+
 def score_fuse(
     index: HasSnapshot,
     host: Sequence[Any],
@@ -121,9 +147,14 @@ def score_fuse(
     host_weight: float | None = None,
     query_vector: np.ndarray | None = None,
     host_seeds: int | None = None,
+    concept: Sequence[RetrievedItem] | None = None,
+    strategy: str | None = None,
+    recount: Callable[[list[RetrievedItem]], list[RetrievedItem]] | None = None,
 ) -> Fusion:
     """Score-level fusion (module doc): host chunks as evidence on the concept path's unit scores, one ranking,
-    one budget. ``host_weight`` and ``host_seeds`` default to the config's."""
+    one budget. ``host_weight`` and ``host_seeds`` default to the config's; ``concept``: the concept path alone
+    for this query and beta when the caller already has it (same ``strategy``); ``recount``: gives the units their
+    token counts as the LLM will see them (an adapter rendering metadata), the ranking is then cut to beta again."""
     snap = as_snapshot(index)
     cfg = snap.config
     beta = cfg.beta if beta is None else positive_int("beta", beta)
@@ -133,7 +164,12 @@ def score_fuse(
     hosts = _distinct(resolve_host_items(snap, host))
     qv = snap.embed_query(query) if query_vector is None else query_vector
     units_of = [_host_units(snap, h) for h in hosts]
-    alone = retrieve(snap, query, beta=beta, query_vector=qv)
+    alone = list(concept) if concept is not None else retrieve(snap, query, beta, strategy, qv)
+    # an item without an id is matched by its text (as the ensemble does); an unknown id is never matched by text
+    units_of = [
+        _match_text(snap, h, alone) if u is None and h.text and h.chunk_id is None else u
+        for h, u in zip(hosts, units_of, strict=True)
+    ]
     agree = _agreement(hosts, units_of, {c.parent_id for c in alone}) if cfg.host_agreement else 1.0
     w *= agree
     evidence: dict[int, float] = {}
@@ -144,17 +180,28 @@ def score_fuse(
                 evidence[u] = max(evidence.get(u, 0.0), e)
     n_seeds = cfg.host_seeds if host_seeds is None else host_seeds
     seeds = _host_seed_units(snap, qv, [u for u in units_of if u is not None][:n_seeds]) if w > 0 else []
-    concept = (
-        retrieve(snap, query, beta=beta, query_vector=qv, evidence=evidence, seed_units=seeds)
-        if evidence and w > 0
-        else alone
+    ranked = (
+        retrieve(snap, query, beta, strategy, qv, evidence=evidence, seed_units=seeds) if evidence and w > 0 else alone
     )
+    if recount is not None and ranked is not alone:
+        ranked = _cut(recount(ranked), beta)
     foreign = [(r, h) for r, h in enumerate(hosts) if units_of[r] is None and h.text]
-    placed = _merge_foreign(snap, concept, foreign, qv, w, beta) if foreign else [(c, None) for c in concept]
+    placed = _merge_foreign(snap, ranked, foreign, qv, w, beta) if foreign else [(c, None) for c in ranked]
     host_units = {u for units in units_of if units is not None for u in units.tolist()}
     alone_ids = {c.unit_id for c in alone}
-    items = [_fused_item(snap, c, f, host_units, hosts, alone_ids) for c, f in placed]
+    host_of = [(h, set(u.tolist())) for h, u in zip(hosts, units_of, strict=True) if u is not None]
+    items = [_fused_item(snap, c, f, host_units, host_of, alone_ids) for c, f in placed]
     return _report(snap, items, hosts, units_of, beta, "score")
+
+
+def _cut(items: list[RetrievedItem], beta: int) -> list[RetrievedItem]:
+    """Items in order while they fit in beta (one that does not fit is skipped)."""
+    used, out = 0, []
+    for it in items:
+        if used + it.n_tokens <= beta:
+            used += it.n_tokens
+            out.append(it)
+    return out
 
 
 AGREEMENT_TOP = 5
@@ -208,7 +255,7 @@ def _fused_item(
     c: RetrievedItem | None,
     fh: tuple[int, HostItem] | None,
     host_units: set[int],
-    hosts: list[HostItem],
+    host_of: list[tuple[HostItem, set[int]]],
     alone_ids: set[str],
 ) -> FusedItem:
     """"both": a host chunk's unit the concept path alone also places; "host": one only the host's evidence
@@ -221,7 +268,7 @@ def _fused_item(
     u = snap.unit_pos[c.unit_id]
     if u not in host_units:
         return FusedItem("concept", c.parent_id, c.unit_id, c.text, c.n_tokens, c.score, None, c)
-    h = next(x for x in hosts if x.chunk_id in (c.parent_id, c.unit_id))
+    h = next(x for x, units in host_of if u in units)
     source = "both" if c.unit_id in alone_ids else "host"
     return FusedItem(source, c.parent_id, c.unit_id, c.text, c.n_tokens, c.score, h, c)
 
@@ -235,16 +282,14 @@ def _report(
     rule: str,
 ) -> Fusion:
     placed_chunks = {f.chunk_id for f in items if f.chunk_id is not None}
-    placed_units = {f.unit_id for f in items if f.unit_id is not None}
-    placed_foreign = {id(f.host) for f in items if f.host is not None and f.concept is None}
+    placed_units = {snap.unit_pos[f.unit_id] for f in items if f.unit_id is not None and f.unit_id in snap.unit_pos}
+    placed_hosts = {id(f.host) for f in items if f.host is not None}
     dropped: Counter[str] = Counter()
     examples: dict[str, list[str]] = {}
     contributed = 0
     for h, units in zip(hosts, units_of, strict=True):
-        if h.chunk_id is not None and (h.chunk_id in placed_chunks or h.chunk_id in placed_units):
-            contributed += 1
-            continue
-        if id(h) in placed_foreign:
+        by_id = h.chunk_id is not None and h.chunk_id in placed_chunks
+        if by_id or id(h) in placed_hosts or (units is not None and placed_units.intersection(units.tolist())):
             contributed += 1
             continue
         if units is not None:
@@ -268,6 +313,8 @@ def ensemble_fuse(
     lambda_: float | None = None,
     spill: bool | None = None,
     query_vector: np.ndarray | None = None,
+    concept: Sequence[RetrievedItem] | None = None,
+    strategy: str | None = None,
 ) -> Fusion:
     """The paper's Weighted Context Ensemble (:func:`~g2cons_plugins.ensemble.fuse`) with the same report."""
     snap = as_snapshot(index)
@@ -276,7 +323,8 @@ def ensemble_fuse(
     lam = cfg.fusion_lambda if lambda_ is None else unit_interval("lambda_", lambda_)
     spl = cfg.fusion_spill if spill is None else spill
     hosts = _distinct(resolve_host_items(snap, host))
-    concept = retrieve(snap, query, beta=beta, query_vector=query_vector)
+    if concept is None:
+        concept = retrieve(snap, query, beta, strategy, query_vector)
     items = fuse(hosts, concept, beta=beta, lambda_=lam, tokenizer=snap.tokenizer, spill=spl)
     out = _report(snap, items, hosts, [_host_units(snap, h) for h in hosts], beta, "ensemble")
     dropped = {(REASON_CAP if r in (REASON_BELOW, REASON_TOO_LONG) else r): n for r, n in out.dropped.items()}
@@ -294,13 +342,20 @@ def fuse_report(
     query_vector: np.ndarray | None = None,
     rule: str | None = None,
     host_weight: float | None = None,
+    concept: Sequence[RetrievedItem] | None = None,
+    strategy: str | None = None,
+    recount: Callable[[list[RetrievedItem]], list[RetrievedItem]] | None = None,
 ) -> Fusion:
     """Fuse ``host`` with the concept path for ``query`` by the config's rule (``rule`` overrides it: "score" or
-    "ensemble"); returns the context and the report of host items not placed."""
+    "ensemble"); returns the context and the report of host items not placed. ``concept``: the concept path alone
+    (same beta and ``strategy``) when the caller already ran it. Score fusion needs the ``bridge`` or ``dense``
+    strategy; with another one the ensemble is used."""
     snap = as_snapshot(index)
     rule = snap.config.fusion if rule is None else rule
     if rule not in FUSIONS:
         raise InputError(f"unknown fusion rule {rule!r}; choose one of {FUSIONS}")
-    if rule == "score" and snap.config.strategy in ("bridge", "dense"):
-        return score_fuse(snap, host, query, beta=beta, host_weight=host_weight, query_vector=query_vector)
-    return ensemble_fuse(snap, host, query, beta=beta, lambda_=lambda_, spill=spill, query_vector=query_vector)
+    if rule == "score" and (strategy or snap.config.strategy) in ("bridge", "dense"):
+        return score_fuse(
+            snap, host, query, beta, host_weight, query_vector, concept=concept, strategy=strategy, recount=recount
+        )
+    return ensemble_fuse(snap, host, query, beta, lambda_, spill, query_vector, concept=concept, strategy=strategy)

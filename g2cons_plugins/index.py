@@ -32,6 +32,7 @@ from .config import G2ConSConfig
 from .embedders import CachedEmbedder, Embedder, get_embedder
 from .ensemble import FusedItem
 from .errors import InputError
+from .fusion import Fusion
 from .graph import GraphStats
 from .retrieval import RetrievedItem
 from .selection import SelectionReport
@@ -250,13 +251,25 @@ class G2ConSIndex:
         query_vector: np.ndarray | None = None,
     ) -> list[FusedItem]:
         """Dual path: the concept path for ``query`` fused with ``host`` results into one context of at most
-        ``beta`` tokens (see :func:`g2cons_plugins.ensemble.fuse_with`). Id-only host items take their text from
-        the graph. ``lambda_`` / ``spill`` default to the config's (0.4 / True; paper mode 0.6 / False)."""
-        from .ensemble import fuse_with
+        ``beta`` tokens by the config's rule (``fusion``: "score", the default, or the paper's "ensemble"; see
+        :mod:`g2cons_plugins.fusion`). Id-only host items take their text from the graph. ``lambda_`` / ``spill``
+        are the ensemble's (0.4 / True; paper mode 0.6 / False). :meth:`fuse_report` also says which host items
+        were not placed and why."""
+        return self.fuse_report(host, query, beta, lambda_, spill, query_vector).items
 
-        return fuse_with(
-            self._snapshot, host, query, beta=beta, lambda_=lambda_, spill=spill, query_vector=query_vector
-        )
+    def fuse_report(
+        self,
+        host: Sequence[Any],
+        query: str,
+        beta: int | None = None,
+        lambda_: float | None = None,
+        spill: bool | None = None,
+        query_vector: np.ndarray | None = None,
+    ) -> Fusion:
+        """:meth:`fuse` with its report: host items given, contributed, and not placed by reason."""
+        from .fusion import fuse_report
+
+        return fuse_report(self._snapshot, host, query, beta, lambda_, spill, query_vector)
 
     # ------------------------------------------------------------------ export
     def to_networkx(self, chunks: bool = False, kept_ids: Iterable[str] | None = None) -> Any:

@@ -158,6 +158,16 @@ def resolve_fusion(
     )
 
 
+def resolve_rule(index: G2ConSIndex, fusion: str | None) -> str:
+    """A retriever's fusion rule: the one given ("score" or "ensemble"), else the config's."""
+    from .fusion import FUSIONS
+
+    rule = index.config.fusion if fusion is None else fusion
+    if rule not in FUSIONS:
+        raise InputError(f"fusion must be one of {FUSIONS}, got {rule!r}")
+    return rule
+
+
 def save_retriever(index: G2ConSIndex, path: str | Path, kind: str, settings: Mapping[str, Any]) -> None:
     """Save the concept graph to ``path/g2cons_index`` and ``settings`` (JSON values) with ``kind`` to
     ``path/g2cons_retriever.json``; both writes are atomic, other files in ``path`` are left alone."""

@@ -302,7 +302,9 @@ def test_fused_retriever_invariants(selected: Any) -> None:
     host = WordOverlapRetriever(docs=kept, k=6)
     for beta in (60, 150, 400):
         for lam in (0.0, 0.3, 0.6, 1.0):
-            r = G2ConSRetriever(host=host, index=selector.index, beta=beta, lambda_=lam, spill=False)
+            r = G2ConSRetriever(
+                host=host, index=selector.index, beta=beta, lambda_=lam, spill=False, fusion="ensemble"
+            )
             for q in QUERIES:
                 docs = r.invoke(q)
                 src = [d.metadata["g2cons_source"] for d in docs]
@@ -338,15 +340,21 @@ def test_fused_retriever_id_matching(selected: Any) -> None:
         "text, foreign id": Document(id="neo4j-node-17", page_content=chunk.text),
     }
     for how, hdoc in variants.items():
-        r = G2ConSRetriever(host=ListRetriever(docs=[hdoc]), index=selector.index, beta=400)
+        r = G2ConSRetriever(host=ListRetriever(docs=[hdoc]), index=selector.index, beta=400, fusion="ensemble")
         docs = r.invoke(q)
         both = [d for d in docs if d.metadata["g2cons_source"] == "both"]
         assert len(both) == 1, how
         assert both[0].page_content == hdoc.page_content  # the host's text wins for an overlapping item
         assert both[0].metadata["g2cons_chunk_id"] == chunk.id
         assert [d.metadata["g2cons_source"] for d in docs].count("host") == 0, how
+        # score fusion (default): the host item is matched to the same chunk and our units of it are placed
+        docs = G2ConSRetriever(host=ListRetriever(docs=[hdoc]), index=selector.index, beta=400).invoke(q)
+        hosted = [d for d in docs if d.metadata["g2cons_source"] != "concept"]
+        assert hosted and all(d.metadata["g2cons_chunk_id"] == chunk.id for d in hosted), how
     unrelated = Document(id="neo4j-node-18", page_content="A text the concept path never returns.")
-    docs = G2ConSRetriever(host=ListRetriever(docs=[unrelated]), index=selector.index, beta=400).invoke(q)
+    docs = G2ConSRetriever(
+        host=ListRetriever(docs=[unrelated]), index=selector.index, beta=400, fusion="ensemble"
+    ).invoke(q)
     assert [(d.id, d.metadata["g2cons_source"]) for d in docs if d.metadata["g2cons_source"] != "concept"] == [
         ("neo4j-node-18", "host")
     ]

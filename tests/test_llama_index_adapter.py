@@ -347,7 +347,7 @@ def test_selector_adds_unseen_nodes_by_the_same_selection_rule(docs) -> None:
 @pytest.fixture(scope="module")
 def retriever(built) -> G2ConSRetriever:
     return G2ConSRetriever.from_defaults(
-        index=built["pg"], selector=built["selector"], beta=600, lambda_=0.6, spill=False
+        index=built["pg"], selector=built["selector"], beta=600, lambda_=0.6, spill=False, fusion="ensemble"
     )
 
 
@@ -373,10 +373,10 @@ def test_fusion_defaults_come_from_the_config(built) -> None:
 
 def test_lambda_extremes_select_one_path(built) -> None:
     host_only = G2ConSRetriever.from_defaults(
-        index=built["pg"], selector=built["selector"], beta=600, lambda_=1.0, spill=False
+        index=built["pg"], selector=built["selector"], beta=600, lambda_=1.0, spill=False, fusion="ensemble"
     )
     concept_only = G2ConSRetriever.from_defaults(
-        index=built["pg"], selector=built["selector"], beta=600, lambda_=0.0, spill=False
+        index=built["pg"], selector=built["selector"], beta=600, lambda_=0.0, spill=False, fusion="ensemble"
     )
     assert "concept" not in {s for _, _, s in run(host_only)}
     assert "host" not in {s for _, _, s in run(concept_only)}
@@ -431,10 +431,17 @@ def test_triplet_host_matches_through_ref_doc_id(built) -> None:
     host = built["pg"].as_retriever(include_text=False)
     triplets = host.retrieve(QUESTION)
     assert triplets and all(t.node.node_id != t.node.ref_doc_id for t in triplets)
-    r = G2ConSRetriever.from_defaults(host_retriever=host, selector=built["selector"], beta=600)
+    r = G2ConSRetriever.from_defaults(host_retriever=host, selector=built["selector"], beta=600, fusion="ensemble")
     both = [x for x in r.retrieve(QUESTION) if x.node.metadata["g2cons_source"] == "both"]
     assert both
     assert all(x.node.ref_doc_id == x.node.metadata["g2cons_chunk_id"] for x in both)
+    # score fusion (the default) matches the same triplet nodes to their chunks and places our units of them
+    s = G2ConSRetriever.from_defaults(host_retriever=host, selector=built["selector"], beta=600)
+    hosted = {t.node.ref_doc_id for t in triplets}
+    res = s.retrieve(QUESTION)
+    placed = [x.node.metadata for x in res]
+    assert all(m["g2cons_chunk_id"] in hosted for m in placed if m["g2cons_source"] != "concept")
+    assert any(x.node.metadata["g2cons_source"] == "both" for x in res)
 
 
 def test_sync_equals_async_also_inside_a_running_loop(retriever) -> None:

@@ -1,6 +1,6 @@
 """G2ConS retrievers for LangChain: the concept path alone, and the concept path fused with any host retriever.
 
-Both only translate: the core's ``G2ConSIndex.retrieve`` does the concept path, ``g2cons_plugins.ensemble.fuse``
+Both only translate: the core's ``G2ConSIndex.retrieve`` does the concept path, ``g2cons_plugins.fusion.fuse_report``
 the Weighted Context Ensemble (beta budget, lambda share, overlapping items first, id matching before text).
 Scores go to ``metadata["relevance_score"]`` on new ``Document``s; host documents are never mutated.
 """
@@ -11,10 +11,10 @@ import asyncio
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from g2cons_plugins import FusedItem, G2ConSIndex, InputError, RetrievedItem
-from g2cons_plugins.ensemble import fuse
+from g2cons_plugins.fusion import fuse_report
 from g2cons_plugins.integration import (
     DEFAULT_EMBEDDER,
     concept_counts,
@@ -238,6 +238,9 @@ class G2ConSRetriever(_IndexRetriever):
     spill: bool | None = None
     """Let one path use the other's unused share (still within beta); default ``index.config.spill`` (True; paper
     mode False)."""
+    fusion: Literal["score", "ensemble"] | None = None
+    """"score" (score-level fusion: host chunks as evidence on the concept path's unit scores) or "ensemble" (the
+    paper's; ``lambda_`` and ``spill`` apply only to it); default ``index.config.fusion``."""
 
     @field_validator("lambda_")
     @classmethod
@@ -247,7 +250,7 @@ class G2ConSRetriever(_IndexRetriever):
         return v
 
     _kind: ClassVar[str] = "g2cons"
-    _settings: ClassVar[tuple[str, ...]] = ("beta", "strategy", "k", "id_key", "lambda_", "spill")
+    _settings: ClassVar[tuple[str, ...]] = ("beta", "strategy", "k", "id_key", "lambda_", "spill", "fusion")
 
     @classmethod
     def load(cls, path: str | Path, *, host: BaseRetriever, embedder: Any = None, **kwargs: Any) -> G2ConSRetriever:
@@ -258,6 +261,7 @@ class G2ConSRetriever(_IndexRetriever):
 
     def _fuse(
         self,
+        query: str,
         host_docs: list[Document],
         concept: list[RetrievedItem],
         k: int | None,
@@ -278,9 +282,18 @@ class G2ConSRetriever(_IndexRetriever):
             self.lambda_ if lambda_ is None else lambda_,
             self.spill,
         )
-        fused: list[FusedItem] = fuse(
-            items, concept, beta=fs.beta, lambda_=fs.lambda_, tokenizer=self.index.tokenizer, spill=fs.spill
+        fusion = fuse_report(
+            self.index,
+            items,
+            query,
+            fs.beta,
+            fs.lambda_,
+            fs.spill,
+            concept=concept,
+            strategy=self.strategy,
+            rule=self.fusion,
         )
+        fused: list[FusedItem] = fusion.items
         limit = self.k if k is None else k
         if limit is not None:
             fused = fused[:limit]
@@ -291,7 +304,14 @@ class G2ConSRetriever(_IndexRetriever):
             docs.append(fused_document(f, host_doc, {} if host_doc is not None else self._chunk_metadata(f.chunk_id)))
         if not traced:
             return docs, {}
-        return docs, {"beta": fs.beta, "lambda_": fs.lambda_, **fusion_counts(len(kept), concept, fused)}
+        return docs, {
+            "beta": fs.beta,
+            "lambda_": fs.lambda_,
+            "rule": fusion.rule,
+            "host_dropped": sum(fusion.dropped.values()),
+            "host_dropped_reasons": dict(fusion.dropped),
+            **fusion_counts(len(kept), concept, fused),
+        }
 
     def _get_relevant_documents(
         self,
@@ -304,7 +324,7 @@ class G2ConSRetriever(_IndexRetriever):
     ) -> list[Document]:
         host_docs = self.host.invoke(query, config={"callbacks": run_manager.get_child()})
         concept = self._concept(query, beta)
-        docs, data = self._fuse(host_docs, concept, k, beta, lambda_, traced=bool(run_manager.handlers))
+        docs, data = self._fuse(query, host_docs, concept, k, beta, lambda_, traced=bool(run_manager.handlers))
         if run_manager.handlers:
             _trace(run_manager, CONCEPT_EVENT, self._concept_data(query, beta, concept))
             _trace(run_manager, FUSION_EVENT, {"query": query, **data})
@@ -323,7 +343,7 @@ class G2ConSRetriever(_IndexRetriever):
             self.host.ainvoke(query, config={"callbacks": run_manager.get_child()}),
             run_in_executor(None, self._concept, query, beta),
         )
-        docs, data = self._fuse(host_docs, concept, k, beta, lambda_, traced=bool(run_manager.handlers))
+        docs, data = self._fuse(query, host_docs, concept, k, beta, lambda_, traced=bool(run_manager.handlers))
         if run_manager.handlers:
             await _atrace(run_manager, CONCEPT_EVENT, self._concept_data(query, beta, concept))
             await _atrace(run_manager, FUSION_EVENT, {"query": query, **data})

@@ -93,6 +93,9 @@ class G2ConSFusionEvent(BaseEvent):
     concept_tokens: int
     both_tokens: int
     total_tokens: int
+    rule: str = "score"
+    host_dropped: int = 0
+    host_dropped_reasons: dict[str, int] = {}
 
     @classmethod
     def class_name(cls) -> str:

@@ -1,5 +1,6 @@
-"""``G2ConSRetriever``: a host retriever and the concept path, fused by the core's lambda-weighted, overlap-first
-ensemble under beta. The adapter only translates: host nodes -> ``HostItem`` (chunk id, LLM-visible text and its
+"""``G2ConSRetriever``: a host retriever and the concept path, fused by the core's rule (``G2ConSConfig.fusion``:
+score-level fusion by default, the paper's lambda-weighted ensemble in paper mode; ``g2cons_plugins.fusion``)
+under beta. The adapter only translates: host nodes -> ``HostItem`` (chunk id, LLM-visible text and its
 tokens), concept items -> nodes, fused items -> ``NodeWithScore``."""
 
 from __future__ import annotations
@@ -10,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, RetrievedItem
-from g2cons_plugins.ensemble import fuse
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.integration import fusion_counts, resolve_fusion, save_retriever
+from g2cons_plugins.fusion import fuse_report
+from g2cons_plugins.integration import fusion_counts, resolve_fusion, resolve_rule, save_retriever
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
 
-from ._convert import host_items, tag
+from ._convert import concept_node, concept_nodes, host_items, tag
 from .concept import ConceptGraphRetriever, _top_k, load_state, resolve_index
 from .events import G2ConSFusionEvent, dispatcher, listening
 from .selector import CoreChunkSelector
@@ -34,6 +35,8 @@ class G2ConSRetriever(BaseRetriever):
         beta: token budget of the fused context; default ``g2cons_index.config.beta``.
         lambda_: host share of ``beta``; default the config's ``fusion_lambda`` (0.4; paper mode 0.6).
         spill: let one path use the other's unused share; default the config's ``fusion_spill``.
+        fusion: "score" (score-level fusion: host chunks as evidence on the concept path's unit scores) or
+            "ensemble" (the paper's; lambda_ and spill apply only to it); default the config's ``fusion``.
         strategy: concept-path strategy; default the config's.
         similarity_top_k: at most this many fused nodes (after the budget); ``None``: all that fit.
     """
@@ -47,6 +50,7 @@ class G2ConSRetriever(BaseRetriever):
         spill: bool | None = None,
         strategy: str | None = None,
         similarity_top_k: int | None = None,
+        fusion: str | None = None,
         callback_manager: CallbackManager | None = None,
         objects: list[Any] | None = None,
         object_map: dict[str, Any] | None = None,
@@ -56,6 +60,7 @@ class G2ConSRetriever(BaseRetriever):
         self._host = host_retriever
         fs = resolve_fusion(g2cons_index, beta, lambda_, spill)
         self.lambda_, self.spill = fs.lambda_, fs.spill
+        self.fusion = resolve_rule(g2cons_index, fusion)
         self.similarity_top_k = _top_k(similarity_top_k)
         super().__init__(callback_manager=callback_manager, object_map=object_map, objects=objects, verbose=verbose)
 
@@ -118,6 +123,7 @@ class G2ConSRetriever(BaseRetriever):
             "spill": self.spill,
             "strategy": self.strategy,
             "similarity_top_k": self.similarity_top_k,
+            "fusion": self.fusion,
         }
 
     def _get_prompt_modules(self) -> dict[str, Any]:
@@ -127,12 +133,34 @@ class G2ConSRetriever(BaseRetriever):
         self, query: str, host: list[NodeWithScore], items: list[RetrievedItem], nodes: Mapping[str, TextNode]
     ) -> list[NodeWithScore]:
         idx = self.index
-        fused = fuse(host_items(host, idx), items, self.beta, self.lambda_, tokenizer=idx.tokenizer, spill=self.spill)
+        fusion = fuse_report(
+            idx,
+            host_items(host, idx),
+            query,
+            self.beta,
+            self.lambda_,
+            self.spill,
+            concept=items,
+            strategy=self.strategy,
+            rule=self.fusion,
+            recount=lambda its: concept_nodes(idx, its)[0],  # tokens as the LLM sees them (metadata rendered)
+        )
+        fused = fusion.items
         if self.similarity_top_k is not None:
             fused = fused[: self.similarity_top_k]
         if listening():
             counts = fusion_counts(len(host), items, fused)
-            dispatcher.event(G2ConSFusionEvent(query=query, beta=self.beta, lambda_=self.lambda_, **counts))
+            dispatcher.event(
+                G2ConSFusionEvent(
+                    query=query,
+                    beta=self.beta,
+                    lambda_=self.lambda_,
+                    rule=fusion.rule,
+                    host_dropped=sum(fusion.dropped.values()),
+                    host_dropped_reasons=dict(fusion.dropped),
+                    **counts,
+                )
+            )
         out = []
         for f in fused:
             meta: dict[str, Any] = {
@@ -145,11 +173,11 @@ class G2ConSRetriever(BaseRetriever):
             if f.concept is not None:
                 meta["g2cons_reason"] = dict(f.concept.reason)
             base: NodeWithScore | BaseNode
-            if f.host is not None:
-                base = host[f.host.metadata["position"]]
-            else:
-                assert f.unit_id is not None
-                base = nodes[f.unit_id]  # made for this call: tagged in place
+            if f.host is not None and (f.concept is None or fusion.rule == "ensemble"):
+                base = host[f.host.metadata["position"]]  # the host's own node: its text is the item's
+            else:  # a unit of ours (score fusion places our units of a host chunk, not the host's text)
+                assert f.concept is not None and f.unit_id is not None
+                base = nodes[f.unit_id] if f.unit_id in nodes else concept_node(idx, f.concept)
             out.append(tag(base, f.score, **meta))
         return out
 
@@ -182,7 +210,7 @@ class G2ConSRetriever(BaseRetriever):
         """Reload next to a host index loaded with ``load_index_from_storage`` (pass it as ``index``); ``kwargs``
         override saved settings."""
         g2, state = load_state(persist_dir, embedder, kind="g2cons")
-        names = ("beta", "lambda_", "spill", "strategy", "similarity_top_k")
+        names = ("beta", "lambda_", "spill", "strategy", "similarity_top_k", "fusion")
         kw: dict[str, Any] = {k: state[k] for k in names if k in state}
         return cls(g2, _host(index, host_retriever, include_text), **{**kw, **kwargs})
 
