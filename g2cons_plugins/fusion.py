@@ -281,8 +281,12 @@ def _report(
     beta: int,
     rule: str,
 ) -> Fusion:
-    placed_chunks = {f.chunk_id for f in items if f.chunk_id is not None}
-    placed_units = {snap.unit_pos[f.unit_id] for f in items if f.unit_id is not None and f.unit_id in snap.unit_pos}
+    if rule == "ensemble":  # placed as the host's item ("host" or "both"), not by the concept path alone
+        placed_chunks = {f.host.chunk_id for f in items if f.host is not None and f.host.chunk_id is not None}
+        placed_units: set[int] = set()
+    else:  # any of its units in the context
+        placed_chunks = {f.chunk_id for f in items if f.chunk_id is not None and f.host is not None}
+        placed_units = {snap.unit_pos[f.unit_id] for f in items if f.host is not None and f.unit_id in snap.unit_pos}
     placed_hosts = {id(f.host) for f in items if f.host is not None}
     dropped: Counter[str] = Counter()
     examples: dict[str, list[str]] = {}

@@ -148,13 +148,29 @@ def _resolve_host(args: argparse.Namespace, raw: list[Any], index: Any) -> list[
 
 
 def cmd_fuse(args: argparse.Namespace) -> int:
+    from ..fusion import fuse_report
     from ..index import G2ConSIndex
 
     check_text(args.question, "QUESTION", "the question")
-    raw = _read_host(args.host)
+    replay = args.host.split(":", 1)[1] if args.host.startswith(REPLAY_PREFIXES) else None
+    raw = None if replay is not None else _read_host(Path(args.host))
     index = G2ConSIndex.load(args.graph)
-    host = _resolve_host(args, raw, index)
-    fused = index.fuse(host, args.question, beta=args.budget, lambda_=args.lambda_, spill=args.spill)
+    if replay is not None:
+        host: list[Any] = _replay_items(index, replay, args)
+    else:
+        assert raw is not None
+        host = _resolve_host(args, raw, index)
+    report = fuse_report(
+        index,
+        host,
+        args.question,
+        beta=args.budget,
+        lambda_=args.lambda_,
+        spill=args.spill,
+        rule=args.fusion,
+        host_weight=args.host_weight,
+    )
+    fused = report.items
     used = sum(f.n_tokens for f in fused)
     counts = {s: sum(f.source == s for f in fused) for s in ("both", "host", "concept")}
     if args.json:
@@ -176,10 +192,27 @@ def cmd_fuse(args: argparse.Namespace) -> int:
             print(f"[{f.source}] {f.chunk_id} {f.n_tokens} tok, score {f.score:.3f}: {f.text[:100]!r}")
     print(
         f"fused {len(fused)} items, {used:,} tokens <= budget {args.budget:,} "
-        f"(both {counts['both']}, host {counts['host']}, concept {counts['concept']})",
+        f"(both {counts['both']}, host {counts['host']}, concept {counts['concept']}; rule {report.rule})",
         file=sys.stderr,
     )
+    print(f"host items: {report.host_items} given, {report.contributed} contributed", file=sys.stderr)
+    for reason, n in report.dropped.items():
+        print(f"  not placed: {n} ({reason}), e.g. {report.dropped_examples.get(reason, [])}", file=sys.stderr)
     return 0
+
+
+REPLAY_PREFIXES = ("replay:", "replay-core:")
+
+
+def _replay_items(index: Any, path: str, args: argparse.Namespace) -> list[Any]:
+    """The host items a replayed extraction (``--host replay:PATH``) gives for the question: the graph you already
+    built (every chunk the extraction covers), retrieved without an LLM (g2cons_plugins.hosts.ReplayHost)."""
+    from ..hosts import ReplayHost
+
+    host = ReplayHost(path)
+    cost = host.build(index, index.select(kappa=1.0))
+    print(f"host: {host.label} ({cost.chunks:,} chunks of the graph covered)", file=sys.stderr)
+    return list(host.retrieve(args.question))
 
 
 # ---------------------------------------------------------------------------------------------- add / remove
@@ -292,16 +325,28 @@ def register_fuse(sub: Any) -> None:
     f = sub.add_parser(
         "fuse",
         help="fuse a host's retrieved context with the concept path under a budget",
-        description="Weighted context ensemble: items retrieved by both paths first; host items take at most "
-        "lambda x budget tokens, concept items the rest; never more than --budget tokens.",
-        epilog="HOST.json: a list of items, each with chunk_id and/or text, optionally score and n_tokens,\n"
-        'e.g. [{"chunk_id": "a.txt", "score": 0.9}, {"text": "..."}] (or {"items": [...]}).\n'
+        description="Fuse a host's results with the concept path, never more than --budget tokens. Rule "
+        "'score' (default): host chunks are evidence on the concept path's unit scores, so a host chunk of any size "
+        "contributes its best units; 'ensemble' (the paper's, paper mode): items retrieved by both paths first, host "
+        "items at most lambda x budget tokens. Host items not placed are reported with their reason.",
+        epilog="HOST: a JSON file, a list of items, each with chunk_id and/or text, optionally score and n_tokens,\n"
+        'e.g. [{"chunk_id": "a.txt", "score": 0.9}, {"text": "..."}] (or {"items": [...]});\n'
+        "or replay:PATH, the graph you already built: an LLM extraction (our JSONL, HippoRAG OpenIE JSON,\n"
+        "an MS GraphRAG output folder, a LightRAG working dir) queried without an LLM.\n"
         'example:\n  g2cons fuse ragtest/g2cons/graph "Who founded the APA?" --host host.json --budget 4000 --json',
         formatter_class=FMT,
     )
     f.add_argument("graph", type=Path, metavar="DIR")
     f.add_argument("question")
-    f.add_argument("--host", required=True, type=Path, metavar="HOST.json", help="the host's retrieved items")
+    f.add_argument(
+        "--host", required=True, metavar="HOST", help="the host's retrieved items (HOST.json) or replay:PATH"
+    )
+    f.add_argument(
+        "--fusion", choices=["score", "ensemble"], default=None, help="fusion rule (default: the config's, score)"
+    )
+    f.add_argument(
+        "--host-weight", type=float, default=None, help="score fusion: evidence of the host's best chunk (default 0.2)"
+    )
     f.add_argument("--budget", type=positive, default=4000, help="token budget beta (default 4000)")
     fusion_opts(f, "of the fused context")
     f.add_argument("--json", action="store_true", help="print JSON items")

@@ -94,8 +94,10 @@ class ReplayExtractor(TransformComponent):
         nodes = list(nodes)
         for node in nodes:
             rec = self._records.get(node.node_id)
-            if rec is None:
+            if rec is None:  # the extraction holds nothing for it: an empty KG entry (LlamaIndex needs one)
                 self._missing += 1
+                node.metadata.setdefault(KG_NODES_KEY, [])
+                node.metadata.setdefault(KG_RELATIONS_KEY, [])
                 continue
             entities, triples = rec
             kg_nodes = list(node.metadata.pop(KG_NODES_KEY, []))

@@ -1,0 +1,117 @@
+"""Replayed extractions as the host KG: the core ReplayHost, ``g2cons fuse --host replay:PATH``, host chunks of
+GraphRAG size in the CLI, ``load_host("NAME:PATH")`` and the LlamaIndex PropertyGraphIndex replay host."""
+
+from __future__ import annotations
+
+import json
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from pathlib import Path
+
+import pytest
+
+from g2cons_plugins import G2ConSConfig, G2ConSIndex
+from g2cons_plugins.cli import main
+from g2cons_plugins.errors import InputError
+from g2cons_plugins.eval.hosts import load_host
+from g2cons_plugins.hosts import ReplayHost
+
+TRIPLES = {
+    "c1": (["Marie Curie", "Warsaw"], [["Marie Curie", "born in", "Warsaw"]]),
+    "c2": (["Warsaw", "Poland"], [["Warsaw", "capital of", "Poland"]]),
+    "c16": (["Nobel Prize in Physics", "Marie Curie"], [["Marie Curie", "shared", "Nobel Prize in Physics"]]),
+    "c17": (["Henri Becquerel", "radioactivity"], [["Henri Becquerel", "discovered", "radioactivity"]]),
+    "c14": (["Helsinki", "Finland"], [["Helsinki", "capital of", "Finland"], ["bad triple"]]),
+}
+
+
+@pytest.fixture(scope="module")
+def extraction(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("kg") / "kg.jsonl"
+    rows = [{"id": k, "entities": e, "triples": t, "model": "test-llm"} for k, (e, t) in TRIPLES.items()]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def index(corpus: list[dict[str, str]]) -> G2ConSIndex:
+    return G2ConSIndex.build(corpus, embedder="hash", config=G2ConSConfig(unit_tokens=None))
+
+
+def test_replay_host_holds_only_what_the_kept_chunks_produced(index: G2ConSIndex, extraction: Path) -> None:
+    host = ReplayHost(str(extraction))
+    assert "test-llm" in host.label and "replayed" in host.label.lower()
+    full = index.select(kappa=1.0)
+    cost = host.build(index, full)
+    assert cost.graph["chunks"] == len(TRIPLES) and cost.calls == len(index.chunks)
+    got = [h.chunk_id for h in host.retrieve("Where was Marie Curie born?")]
+    assert got[:1] in (["c1"], ["c16"]) and {"c1", "c16"} <= set(got)
+    assert "c2" in got  # hop 2: Warsaw, the triple neighbour of Marie Curie
+    kept = [c for c in full.kept_ids if c != "c1"]
+    host.build(index, index.select(kappa=1.0).__class__(**{**full.__dict__, "kept_ids": kept}))
+    assert "c1" not in [h.chunk_id for h in host.retrieve("Where was Marie Curie born?")]
+    assert host.retrieve("What is the capital of Finland?")[0].chunk_id == "c14"
+
+
+def test_load_host_name_colon_path(extraction: Path) -> None:
+    host = load_host(f"replay-core:{extraction}")
+    assert host.name == "replay-core"
+    with pytest.raises(InputError, match="give a path"):
+        load_host("replay-core:")
+    with pytest.raises(InputError):
+        load_host(f"replay-core:{extraction.parent / 'missing.jsonl'}")
+
+
+def test_cli_fuse_with_the_graph_you_already_built(
+    tmp_path: Path, corpus: list[dict[str, str]], extraction: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    G2ConSIndex.build(corpus, embedder="hash").save(tmp_path / "g")
+    assert main(["fuse", str(tmp_path / "g"), "Where was Marie Curie born?", "--host", f"replay:{extraction}"]) == 0
+    err = capsys.readouterr().err
+    assert "test-llm" in err and "host items:" in err and "contributed" in err
+
+
+def test_cli_fuse_places_graphrag_sized_host_chunks(
+    tmp_path: Path, corpus: list[dict[str, str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    filler = "The council discussed the harbour budget, the bridge repairs and the winter market at length. "
+    big = filler * 60 + "Marie Curie was born in Warsaw. " + filler * 40
+    idx = G2ConSIndex.build([*corpus, {"id": "unit-1200", "text": big}], embedder="hash")
+    n = idx.count_tokens([big])[0]
+    assert 1000 < n < 2400  # a GraphRAG / LightRAG text unit is 1,200 tokens
+    idx.save(tmp_path / "g")
+    host = tmp_path / "host.json"
+    host.write_text(json.dumps([{"chunk_id": "unit-1200"}]), encoding="utf-8")
+    for beta in (1000, 2000, 4000):
+        assert main(["fuse", str(tmp_path / "g"), "Where was Marie Curie born?", "--host", str(host),
+                     "--budget", str(beta), "--json"]) == 0  # fmt: skip
+        cap = capsys.readouterr()
+        rows = json.loads(cap.out)
+        assert sum(r["n_tokens"] for r in rows) <= beta
+        assert any(r["chunk_id"] == "unit-1200" and r["source"] in ("host", "both") for r in rows), beta
+        assert "1 given, 1 contributed" in cap.err
+        # the paper's ensemble cannot place it in lambda x beta, and says so instead of dropping it silently
+        assert main(["fuse", str(tmp_path / "g"), "Where was Marie Curie born?", "--host", str(host),
+                     "--budget", str(beta), "--fusion", "ensemble"]) == 0  # fmt: skip
+        err = capsys.readouterr().err
+        placed = "1 given, 1 contributed" in err
+        assert placed or ("1 given, 0 contributed" in err and "not placed: 1 (did not fit the host share" in err)
+        assert placed == (beta == 4000)  # 0.4 x beta < its ~1,500 tokens at 1k and 2k
+
+
+def test_llama_index_replay_host_builds_a_property_graph(index: G2ConSIndex, extraction: Path) -> None:
+    pytest.importorskip("llama_index.retrievers.g2cons")
+    pytest.importorskip("spacy")
+    from llama_index.core.graph_stores.types import EntityNode
+
+    host = load_host(f"replay:{extraction}")
+    assert host.name == "replay" and "test-llm" in host.label
+    sel = index.select(kappa=1.0)
+    cost = host.build(index, sel)
+    graph = host.pg.property_graph_store.graph  # type: ignore[attr-defined]
+    names = {n.name for n in graph.nodes.values() if isinstance(n, EntityNode)}
+    assert {"Marie Curie", "Warsaw", "Helsinki"} <= names and cost.graph["relations"] >= 5
+    items = host.retrieve("Where was Marie Curie born?")
+    assert items and {"c1", "c16"} & {h.chunk_id for h in items}
