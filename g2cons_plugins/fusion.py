@@ -258,7 +258,7 @@ def _fused_item(
     host_of: list[tuple[HostItem, set[int]]],
     alone_ids: set[str],
 ) -> FusedItem:
-    """"both": a host chunk's unit the concept path alone also places; "host": one only the host's evidence
+    """Sources: "both", a host chunk's unit the concept path alone also places; "host": one only the host's evidence
     placed (or a host item the graph does not hold); "concept": the rest."""
     if c is None:
         assert fh is not None
@@ -286,7 +286,11 @@ def _report(
         placed_units: set[int] = set()
     else:  # any of its units in the context
         placed_chunks = {f.chunk_id for f in items if f.chunk_id is not None and f.host is not None}
-        placed_units = {snap.unit_pos[f.unit_id] for f in items if f.host is not None and f.unit_id in snap.unit_pos}
+        placed_units = {
+            snap.unit_pos[f.unit_id]
+            for f in items
+            if f.host is not None and f.unit_id is not None and f.unit_id in snap.unit_pos
+        }
     placed_hosts = {id(f.host) for f in items if f.host is not None}
     dropped: Counter[str] = Counter()
     examples: dict[str, list[str]] = {}
