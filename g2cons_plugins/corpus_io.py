@@ -30,6 +30,7 @@ before any work.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import csv
 import io
@@ -124,17 +125,41 @@ def check_text(text: str, where: str, what: str = "text") -> None:
         ) from None
 
 
+# byte order marks of the wide Unicode encodings (UTF-32 first: its LE mark starts with UTF-16's)
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "UTF-32"),
+    (codecs.BOM_UTF32_BE, "UTF-32"),
+    (codecs.BOM_UTF16_LE, "UTF-16"),
+    (codecs.BOM_UTF16_BE, "UTF-16"),
+)
+
+
 def _decode(data: bytes, where: str, encoding: str) -> str:
-    if b"\x00" in data:
-        raise InputError(f"{where}: binary file (contains NUL bytes); only text files can be read")
+    """``data`` decoded with ``encoding``. A UTF-16/UTF-32 file (byte order mark) read as another encoding is named
+    as such (re-save it as UTF-8, or give its encoding), not called binary; NUL bytes otherwise mean binary."""
     try:
-        return data.decode(encoding)
+        codec = codecs.lookup(encoding).name
+    except LookupError:
+        raise InputError(f"unknown text encoding {encoding!r}") from None
+    wide = codec.startswith(("utf-16", "utf-32"))
+    if not wide:
+        for bom, name in _BOMS:
+            if data.startswith(bom):
+                raise InputError(
+                    f"{where}: {name} text (it starts with a {name} byte order mark), read as {encoding}: re-save it "
+                    f"as UTF-8, or give its encoding (--encoding {name.lower()}; GraphRAG: input.encoding)"
+                )
+        if b"\x00" in data:
+            raise InputError(f"{where}: binary file (contains NUL bytes); only text files can be read")
+    try:
+        text = data.decode(encoding)
     except UnicodeDecodeError as e:
         raise InputError(
             f"{where}: not valid {encoding} text (byte {e.start}); a binary file, or pass --encoding"
         ) from None
-    except LookupError:
-        raise InputError(f"unknown text encoding {encoding!r}") from None
+    if wide and "\x00" in text:
+        raise InputError(f"{where}: binary file (contains NUL characters); only text files can be read")
+    return text
 
 
 def _progress(items: Iterable[Any], show: bool, desc: str, total: int | None = None) -> Iterable[Any]:
@@ -145,16 +170,30 @@ def _progress(items: Iterable[Any], show: bool, desc: str, total: int | None = N
     return tqdm(items, desc=desc, total=total, unit="doc", file=sys.stderr)
 
 
+def _names(paths: Sequence[Path], base: Path, n: int = 5) -> str:
+    shown = ", ".join(p.relative_to(base).as_posix() for p in paths[:n])
+    return shown + (f", ... ({len(paths) - n} more)" if len(paths) > n else "")
+
+
 def _text_files(folder: Path) -> list[Path]:
-    files = sorted(
-        p
-        for p in folder.rglob("*")
-        if p.is_file()
-        and p.suffix.lower() in TEXT_SUFFIXES
-        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
-    )
+    """The .txt/.md files under ``folder`` (hidden ones left out); any other file (a PDF, an image) is named in a
+    warning: it is not read, and the user should know."""
+    files: list[Path] = []
+    other: list[Path] = []
+    for p in sorted(folder.rglob("*")):
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts):
+            (files if p.suffix.lower() in TEXT_SUFFIXES else other).append(p)
     if not files:
-        raise InputError(f"{folder}: no .txt or .md files in this folder (searched recursively)")
+        extra = (
+            f"; {len(other)} other file(s), not read: {_names(other, folder)} (convert them to .txt)" if other else ""
+        )
+        raise InputError(f"{folder}: no .txt or .md files in this folder (searched recursively){extra}")
+    if other:
+        warnings.warn(
+            f"{folder}: {len(other)} file(s) skipped, only .txt/.md files are read: {_names(other, folder)}; "
+            "convert them to .txt to include them",
+            stacklevel=3,
+        )
     return files
 
 

@@ -400,13 +400,20 @@ def graphrag_files(profile: HostProfile) -> list[Path]:
     if not base.is_dir():
         raise InputError(f"{base}: the input folder named by {'.'.join(profile.base_dir_keys)} does not exist")
     rx = re.compile(profile.file_pattern or r".*\.txt$")
-    files = sorted(
-        p
-        for p in base.rglob("*")
-        if p.is_file() and rx.search(p.relative_to(base).as_posix()) and not p.name.startswith(".")
-    )
+    files: list[Path] = []
+    other: list[Path] = []
+    for p in sorted(base.rglob("*")):
+        if p.is_file() and not p.name.startswith("."):
+            (files if rx.search(p.relative_to(base).as_posix()) else other).append(p)
     if not files:
         raise InputError(f"{base}: no file matches input.file_pattern {rx.pattern!r}")
+    if other:
+        names = ", ".join(p.relative_to(base).as_posix() for p in other[:5]) + (", ..." if len(other) > 5 else "")
+        warnings.warn(
+            f"{base}: {len(other)} file(s) do not match input.file_pattern {rx.pattern!r} and are not read (GraphRAG "
+            f"skips them too): {names}",
+            stacklevel=2,
+        )
     return files
 
 

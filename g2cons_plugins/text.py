@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import collections
 import hashlib
+import math
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -242,3 +243,14 @@ def english_stopwords() -> frozenset[str]:
     """NLTK's English stop-word list (198 words)."""
     words = (_DATA / "stopwords_english.txt").read_text(encoding="utf-8").split()
     return frozenset(w.strip().lower() for w in words if w.strip())
+
+
+def format_usd(amount: float) -> str:
+    """A USD amount as the command line prints it: cents from one cent up (``$1,234.57``), two significant digits
+    below (``$0.0002``, ``$0.00015``), so a small saving never reads as ``$0.00``; ``$0.00`` only for zero."""
+    if amount == 0 or not math.isfinite(amount):
+        return f"${amount:.2f}"
+    if abs(amount) >= 0.01:
+        return f"${amount:,.2f}"
+    digits = 1 - math.floor(math.log10(abs(amount)))
+    return f"${amount:.{digits}f}".rstrip("0")

@@ -53,7 +53,8 @@ def examples() -> dict[str, list[list[str]]]:
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     out: dict[str, list[list[str]]] = {}
     for name, p in sub.choices.items():
-        lines = [ln.strip() for ln in p.format_help().splitlines() if ln.strip().startswith("g2cons ")]
+        assert p.epilog is None or p.epilog in p.format_help()  # the examples are printed as written
+        lines = [ln.strip() for ln in (p.epilog or "").splitlines() if ln.startswith("  g2cons ")]
         out[name] = [shlex.split(ln, comments=True)[1:] for ln in lines]
     return out
 

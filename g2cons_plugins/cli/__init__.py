@@ -24,7 +24,7 @@ from . import eval as _eval
 from . import graph_cmds as _graph
 from . import index_cmds as _index
 from . import select as _select
-from ._common import fusion_opts
+from ._common import fusion_opts, saved_kappa
 
 __all__ = ["build_parser", "fusion_opts", "main"]
 
@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     _index.register_remove(sub)
     _graph.register_export(sub)
     _graph.register_show(sub)
+    sub.choices["show"].set_defaults(prepare=saved_kappa)  # --kappa not given: the one select used
     return p
 
 
@@ -56,6 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     try:
+        prepare = getattr(args, "prepare", None)  # defaults that depend on the inputs (show: the saved kappa)
+        if prepare is not None:
+            prepare(args)
         return int(args.func(args))
     except G2ConSError as e:
         print(f"g2cons: error: {e}", file=sys.stderr)

@@ -238,6 +238,21 @@ def _read_sidecar(path: Path) -> dict[str, Any]:
     return data
 
 
+def saved_kappa(args: argparse.Namespace) -> None:
+    """``show`` without ``--kappa``: the kappa of the selection saved with the graph (``g2cons select`` records it
+    in the graph's ``g2cons_input.json``), else 0.8."""
+    if getattr(args, "kappa", None) is not None:
+        return
+    sel = _read_sidecar(Path(args.graph)).get("selection") if Path(args.graph).is_dir() else None
+    kappa = 0.8
+    if sel is not None:
+        k = sel.get("kappa") if isinstance(sel, dict) else sel
+        if isinstance(k, bool) or not isinstance(k, (int, float)) or not 0.0 <= k <= 1.0:
+            raise InputError(f"{Path(args.graph) / SIDECAR}: selection.kappa must be a number in [0, 1], got {k!r}")
+        kappa = float(k)
+    args.kappa = kappa
+
+
 def _build_index(args: argparse.Namespace, chunks: list[Any]) -> Any:
     from ..index import G2ConSIndex
 

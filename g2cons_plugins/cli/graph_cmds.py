@@ -83,6 +83,10 @@ def write_picture(fig: Any, out: Path, title: str, rows: list[dict[str, Any]], c
 def check_picture_path(out: Path, flag: str) -> None:
     if out.suffix.lower() not in (".html", ".htm", ".png", ".svg"):
         raise InputError(f"{flag} {out}: give a .html, .png or .svg file")
+    if out.suffix.lower() == ".png":  # PNG needs matplotlib: say what to install before any work
+        from ..plots import require_matplotlib
+
+        require_matplotlib(f"{flag} {out}")
     check_replaceable_file(out, flag)
     _check_writable(out.parent)
 
@@ -147,5 +151,10 @@ def register_show(sub: Any) -> None:
     v.add_argument("question")
     v.add_argument("--out", type=Path, required=True, metavar="FILE", help="view.html | view.png | view.svg")
     v.add_argument("--budget", type=positive, default=2000, help="token budget (default 2000)")
-    v.add_argument("--kappa", type=share, default=0.8, help="core selection that marks kept chunks (default 0.8)")
+    v.add_argument(
+        "--kappa",
+        type=share,
+        default=None,
+        help="core selection that marks kept chunks (default: the kappa `select` used for this graph, else 0.8)",
+    )
     v.set_defaults(func=cmd_show)

@@ -23,6 +23,7 @@ from ..outputs import (
     sha256_file,
     staged_folder,
 )
+from ..text import format_usd
 from ._common import (
     FMT,
     _build_index,
@@ -79,7 +80,8 @@ def _select_saved_graph(args: argparse.Namespace) -> int:
         price_per_mtok=args.price_per_mtok,
         prompt_tokens_per_call=args.prompt_tokens_per_call or 0,
     )
-    print(rep.summary())
+    # the CLI's money format (two significant digits below a cent) in the API's one line
+    print(rep.summary().replace(f"${rep.usd_avoided:.2f} at", f"{format_usd(rep.usd_avoided)} at"))
     if out is not None:
         _write_owned(out, json.dumps({**json_stamp("select report"), **rep.to_dict()}, indent=2))
     return 0
@@ -109,7 +111,7 @@ def _summary(report: dict[str, Any]) -> str:
             3,
             f"LLM calls (one extraction call per chunk): {n:,} -> {report['n_kept']:,}, "
             f"{report['calls_avoided']:,} avoided; "
-            f"{report['input_tokens_avoided']:,} input tokens avoided = ${report['usd_avoided']:.4f} saved "
+            f"{report['input_tokens_avoided']:,} input tokens avoided = {format_usd(report['usd_avoided'])} saved "
             f"at ${report['price_per_mtok']}/1M tokens",
         )
     return "\n".join(lines)
@@ -195,7 +197,7 @@ def _host_summary(hc: dict[str, Any]) -> str:
         f"{hc['prompt_tokens_per_call']:,} tokens per call ({hc['encoding_model']})\n"
         + "\n".join(
             f"         {name:<5} {b['chunks']:,} chunks, {b['calls']:,} calls, {b['input_tokens']:,} input tokens, "
-            f"${b['usd']:.4f}"
+            f"{format_usd(b['usd'])}"
             for name, b in (("full", f), ("kept", s))
         )
     )
@@ -222,12 +224,6 @@ def cmd_select(args: argparse.Namespace) -> int:
     tok = prof.tokenizer() if prof is not None else None
     # the input as the host reads it
     src_files = None
-    if root is not None:
-        from ..host_projects import graphrag_files
-
-        src_files = graphrag_files(prof)
-        if prof.input_type != "text" and len(src_files) != 1:
-            raise InputError(f"{inp}: {len(src_files)} {prof.input_type} files match; one is supported")
     out = Path(os.path.abspath(args.out)) if args.out is not None else None  # "." has no name to derive from
     settings_out = core_root = None
     if root is not None:  # a new GraphRAG root for the core run: settings.yaml + input/ (+ report and graph)
@@ -262,6 +258,12 @@ def cmd_select(args: argparse.Namespace) -> int:
         others.update({k: p for k, p in (("--graph", graph), ("--report", report_path)) if not _under(p, core_root)})
         check_disjoint({"INPUT": inp}, {"--plot": args.plot, **others})
         check_picture_path(args.plot, "--plot")
+    if root is not None:  # after the path checks: a refused path is reported before any note on the input
+        from ..host_projects import graphrag_files
+
+        src_files = graphrag_files(prof)
+        if prof.input_type != "text" and len(src_files) != 1:
+            raise InputError(f"{inp}: {len(src_files)} {prof.input_type} files match; one is supported")
     if src_files is None:
         corpus = _read_input(args, inp)
     elif prof.input_type == "text":
@@ -343,6 +345,7 @@ def cmd_select(args: argparse.Namespace) -> int:
             "text_column": args.text_column,
             "encoding": args.encoding,
             "tokenizer": tok.name if tok is not None else "cl100k_base",
+            "selection": {k: report[k] for k in ("kappa", "kappa_by", "selector")},  # g2cons show marks by it
         }
         if core_root is None:
             written = write_selection(
