@@ -37,6 +37,7 @@ import scipy.sparse as sp
 from .errors import InputError
 from .graph import pagerank
 from .snapshot import HasSnapshot, as_snapshot
+from .text import format_usd
 from .validate import non_negative_float, non_negative_int, unit_interval
 
 SELECTORS = ("coverage", "concept_coverage", "pagerank", "shortest", "uniform", "knn_pagerank")
@@ -96,7 +97,7 @@ class SelectionReport:
         return (
             f"kept {len(self.kept_ids):,}/{n:,} chunks, {self.kept_tokens:,}/{self.total_tokens:,} tokens "
             f"({self.kept_share_tokens:.1%}); avoided {self.calls_avoided:,} LLM calls, "
-            f"{self.input_tokens_avoided:,} input tokens, ${self.usd_avoided:.2f} at ${self.price_per_mtok}/1M"
+            f"{self.input_tokens_avoided:,} input tokens, {format_usd(self.usd_avoided)} at ${self.price_per_mtok}/1M"
         )
 
 

@@ -55,16 +55,22 @@ class _Score:
         self.hits = 0
         self.n = 0
         self.support: list[float] = []
+        self.at5: list[float] = []
+        self.per_question: list[int] = []
         self.ms: list[float] = []
 
     def add(self, q: dict[str, Any], texts: Sequence[str], parents: Sequence[str | None], ms: float) -> None:
         self.n += 1
         self.ms.append(ms)
-        self.hits += answer_in_context(q["answers"], "\n".join(texts))
+        hit = int(answer_in_context(q["answers"], "\n".join(texts)))
+        self.hits += hit
+        self.per_question.append(hit)
         gold = q.get("supporting_passage_ids")
         if gold:
             got = set(parents)
             self.support.append(sum(g in got for g in gold) / len(gold))
+            first = list(dict.fromkeys(p for p in parents if p is not None))[:5]  # the head of the context
+            self.at5.append(sum(g in first for g in gold) / len(gold))
 
     def row(self) -> dict[str, Any]:
         p50, p95 = _latency(self.ms)
@@ -73,11 +79,13 @@ class _Score:
             "n_questions": self.n,
             "latency_ms_p50": p50,
             "latency_ms_p95": p95,
+            "hits": "".join(map(str, self.per_question)),  # 0/1 per question, in order: paired tests
         }
         if self.support:  # as evaluation.evaluate_retrieval: only where gold passage ids exist
             out["support_recall"] = round(100.0 * float(np.mean(self.support)), 2)
             out["support_all_found"] = round(100.0 * float(np.mean([s == 1.0 for s in self.support])), 2)
             out["n_with_support"] = len(self.support)
+            out["recall_at_5"] = round(100.0 * float(np.mean(self.at5)), 2)
         return out
 
 
