@@ -2,8 +2,9 @@
 and budget, what each selector's host build costs (calls, input tokens), paired sign tests of the default
 against every other selector (per set, and pooled over the sets' questions), and which selector wins where.
 
-    python benchmarks/selection_downstream_summary.py benchmarks/results/issue14/selection_downstream_*.json \
-        > benchmarks/results/issue14/selection_downstream_summary.md
+    python benchmarks/selection_downstream_summary.py \
+        benchmarks/default_vs_baselines/results/selection_downstream_*.json \
+        > benchmarks/default_vs_baselines/results/selection_downstream_summary.md
 
 A file's set name is its stem without ``selection_downstream_``; a file whose stem ends in ``_chunks`` was run with
 ``--set kappa_by=chunks`` (equal calls per kappa) and is reported in its own section. Paired tests need the

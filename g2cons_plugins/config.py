@@ -19,8 +19,8 @@ KG at kappa 0.8: lambda 0.4 + spill gave CR 68.2 / 76.6 at 2k / 4k against 63.8 
 with hard caps, and 67.6 / 76.4 for the concept path alone (benchmarks/report/musique_ketrag500_minilm).
 Selection: ``selector="coverage"`` (greedy name coverage per token) in the default mode, ``"pagerank"`` in paper
 mode. Judged by the LLM-free host KG built from the kept chunks on four multi-hop sets
-(benchmarks/results/issue14/selection_downstream_summary.md), coverage is best in 15 of 24 (set, kappa, budget)
-cells and, pooled over the questions, is ahead of shortest-first and uniform random at every kappa and of a
+(benchmarks/default_vs_baselines/results/selection_downstream_summary.md), coverage is best in 15 of 24 (set, kappa,
+budget) cells and, pooled over the questions, is ahead of shortest-first and uniform random at every kappa and of a
 length-matched random selection by ~5 points at kappa 0.5; shortest-first wins only where the supporting passages
 are the short ones (HotpotQA).
 """

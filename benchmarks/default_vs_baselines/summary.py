@@ -1,7 +1,8 @@
-"""Summary of the issue-14 eval outputs: CR per set, method and budget, the concept path's margin over the best
-cheap retriever (dense, BM25, the two hybrids), and passage recall@5.
+"""Summary of the default-vs-baselines eval outputs: CR per set, method and budget, the concept path's margin over
+the best cheap retriever (dense, BM25, the two hybrids), and passage recall@5.
 
-    python benchmarks/issue14_summary.py benchmarks/results/issue14/*.json > benchmarks/results/issue14/summary.md
+    python benchmarks/default_vs_baselines/summary.py benchmarks/default_vs_baselines/results/*.json \
+        > benchmarks/default_vs_baselines/results/summary.md
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""Issue 14 development sweep: concept-path variants (lexical seeds, hybrid scores, seeds, bridge bonus) against
+"""Development sweep of concept-path variants (lexical seeds, hybrid scores, seeds, bridge bonus) against
 dense, BM25 and the hybrids on one corpus, sharing one build. Prints a Markdown table of CR (and recall@5 where
 gold passages exist) per variant and budget, and writes JSON.
 
-    python benchmarks/issue14_sweep.py --corpus C --questions Q --embedder wordllama --out sweep.json
+    python benchmarks/default_vs_baselines/concept_variants.py \
+        --corpus C --questions Q --embedder wordllama --out sweep.json
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ _DENSE = {"lexical_weight": 0.0, "lexical_seeds": 0, "n_seed_units": 3, "bridge_
           "score_scale": "cosine"}
 VARIANTS: dict[str, dict[str, Any]] = {
     "concept": {},  # the current default
-    "bridge-dense": _DENSE,  # the default before issue 14
+    "bridge-dense": _DENSE,  # the bridge on cosines alone (concept-dense)
     "lexseed1": {**_DENSE, "lexical_seeds": 1},
     "lexseed2": {**_DENSE, "lexical_seeds": 2},
     "lexseed3": {**_DENSE, "lexical_seeds": 3},

@@ -2,7 +2,8 @@
 corpus: p50 / p95 over the questions, after one warm-up pass (the BM25 table is built on first use). Each
 query runs ``--repeat`` times and its fastest run counts (a shared machine's load only ever adds time).
 
-    python benchmarks/issue14_latency.py --corpus C --questions Q --embedder wordllama --cache-dir benchmarks/cache
+    python benchmarks/default_vs_baselines/concept_latency.py \
+        --corpus C --questions Q --embedder wordllama --cache-dir benchmarks/cache
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def main() -> int:
     qs = [q["question"] for q in load_questions(a.questions)]
     qv = embed_queries(base, qs)
     rows = []
-    dense_bridge = {"lexical_seeds": 0, "lexical_weight": 0.0, "score_scale": "cosine"}  # the default before issue 14
+    dense_bridge = {"lexical_seeds": 0, "lexical_weight": 0.0, "score_scale": "cosine"}  # the bridge on cosines alone
     for name, changes in (("concept (default)", {}), ("concept-dense", dense_bridge)):
         snap = G2ConSIndex(base.stored, base.embedder, base.config.with_(**changes), base.tokenizer).snapshot
         for b in (int(x) for x in a.budgets.split(",")):
