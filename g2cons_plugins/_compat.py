@@ -1,5 +1,9 @@
-"""Deprecated import paths: the evaluation harness moved from ``g2cons_plugins.<module>`` to
-``g2cons_plugins.eval.<module>``. Importing an old path still works and gives a :class:`DeprecationWarning`.
+"""Deprecated import paths. Modules that moved keep their old name for one release: importing the old path gives
+a :class:`DeprecationWarning` and the moved module itself (the very same object, so attributes set on one are set
+on the other):
+
+- the evaluation harness: ``g2cons_plugins.<module>`` -> ``g2cons_plugins.eval.<module>``;
+- storage: ``g2cons_plugins.<module>`` -> ``g2cons_plugins.storage.<module>`` (the index format and its readers).
 
 A meta-path finder (not shim files at the old paths) so that the moved modules exist in one place only."""
 
@@ -13,30 +17,33 @@ import types
 import warnings
 from collections.abc import Sequence
 
+_SUBPACKAGES = {
+    "eval": ("evaluation", "report", "host_eval", "answering", "entity_graph"),
+    "storage": ("persistence", "stored_io", "derived_io", "npz_view", "memory"),
+}
 MOVED = {
-    f"g2cons_plugins.{name}": f"g2cons_plugins.eval.{name}"
-    for name in ("evaluation", "report", "host_eval", "answering", "entity_graph")
+    f"g2cons_plugins.{name}": f"g2cons_plugins.{pkg}.{name}" for pkg, names in _SUBPACKAGES.items() for name in names
 }
 
 
 class _Alias(importlib.abc.Loader):
-    """Loads an old path as a module that re-exports the moved module's names."""
+    """Loads an old path as the moved module itself."""
 
     def __init__(self, target: str) -> None:
         self.target = target
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
-        return None  # the default: a fresh module object
+        return None  # a placeholder, replaced in sys.modules by exec_module
 
     def exec_module(self, module: types.ModuleType) -> None:
         warnings.warn(
             f"{module.__name__} moved to {self.target}; import it from there (the old path will be removed)",
             DeprecationWarning,
-            stacklevel=2,
+            stacklevel=2,  # the importing line (the import machinery's frames are skipped)
         )
-        real = importlib.import_module(self.target)
-        module.__dict__.update({k: v for k, v in vars(real).items() if not (k.startswith("__") and k.endswith("__"))})
-        module.__doc__ = real.__doc__
+        # The import system returns what sys.modules holds under the old name once this returns: the moved module,
+        # its own __name__ and __spec__ untouched.
+        sys.modules[module.__name__] = importlib.import_module(self.target)
 
 
 class _MovedFinder(importlib.abc.MetaPathFinder):

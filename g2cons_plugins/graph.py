@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import EmbeddingError, InputError
-from .memory import release_free_memory
+from .storage.memory import release_free_memory
 
 
 def concept_vectors(sent_incidence: sp.csr_matrix, sent_vecs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -65,7 +65,7 @@ def build_edges(
     does not depend on ``workers``."""
     blocks = list(_candidate_blocks(chunk_incidence, vectors, theta_co, block_concepts, batch, workers))
     n_candidates = sum(len(b[0]) for b in blocks)
-    release_free_memory()  # what the threads freed (see g2cons_plugins.memory)
+    release_free_memory()  # what the threads freed (see g2cons_plugins.storage.memory)
     if theta_sem is None:  # the percentile needs every candidate's cosine; nothing else is concatenated before it
         all_cos = np.concatenate([b[3] for b in blocks]) if blocks else np.zeros(0, np.float32)
         theta = float(np.percentile(all_cos, percentile)) if len(all_cos) else 1.0

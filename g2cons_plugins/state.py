@@ -32,7 +32,7 @@ from .config import G2ConSConfig
 from .embedders import Embedder, validate_embeddings
 from .errors import InputError
 from .graph import EdgeSet, GraphStats, adjacency, build_edges, concept_vectors, degree_stats, pagerank
-from .memory import release_free_memory
+from .storage.memory import release_free_memory
 from .terms import TermIndex, analyze, share, top_concepts
 from .text import Tokenizer, count_tokens_batch
 
@@ -138,7 +138,7 @@ def _derive(
     A = adjacency(edges, len(vocab))
     pr = pagerank(A, damping=config.pagerank_damping)
     names, unit_names, name_df = names_job.result()
-    release_free_memory()  # what the threads and the temporaries freed (see g2cons_plugins.memory)
+    release_free_memory()  # what the threads and the temporaries freed (see g2cons_plugins.storage.memory)
     isolated, mean_deg, max_deg = degree_stats(A)
     stats = GraphStats(
         n_chunks=len(st.chunks),

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, PersistError
-from g2cons_plugins.derived_io import read_derived, write_derived
+from g2cons_plugins.storage.derived_io import read_derived, write_derived
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, PersistError
-from g2cons_plugins.persistence import POINTER
+from g2cons_plugins.storage.persistence import POINTER
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [
@@ -308,7 +308,7 @@ def test_verify_and_rebuild(saved: Path) -> None:
 
 
 def test_config_digest_covers_only_what_the_derived_state_depends_on() -> None:
-    from g2cons_plugins.derived_io import config_digest
+    from g2cons_plugins.storage.derived_io import config_digest
 
     base = G2ConSConfig()
     retrieval_only = base.with_(beta=3000, lexical_weight=0.5, score_scale="cosine", ann_threshold=10, lambda_=0.9)
@@ -322,8 +322,8 @@ def test_an_index_saved_before_newer_retrieval_knobs_loads_its_derived_state(
 ) -> None:
     """An older save: its manifest's config lacks the newer retrieval knobs and its derived.json holds the
     whole-config digest of that config. It must load without re-deriving, with the knobs at their defaults."""
-    import g2cons_plugins.persistence as persistence
     import g2cons_plugins.snapshot as snapshot
+    import g2cons_plugins.storage.persistence as persistence
 
     old_keys = ("score_scale", "lexical_weight", "lexical_seeds", "hybrid_seeds")
     _forge(copy, "manifest.json", _manifest_edit(lambda m: [m["config"].pop(k, None) for k in old_keys]))

@@ -59,7 +59,7 @@ def test_release_free_memory_is_safe_to_call_anywhere() -> None:
     """glibc's malloc_trim where there is one, else a no-op; the answer says which, and calling it twice is fine."""
     import sys
 
-    from g2cons_plugins.memory import release_free_memory
+    from g2cons_plugins.storage.memory import release_free_memory
 
     first = release_free_memory()
     assert release_free_memory() is first

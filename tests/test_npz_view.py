@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from g2cons_plugins.derived_io import _savez
-from g2cons_plugins.npz_view import NpzView
+from g2cons_plugins.storage.derived_io import _savez
+from g2cons_plugins.storage.npz_view import NpzView
 
 ARRAYS = {
     "f32": np.arange(12, dtype=np.float32).reshape(3, 4),

@@ -1,4 +1,4 @@
-"""Tests of g2cons_plugins.persistence: round trip, no pickle, atomic overwrite, corruption, embedder checks."""
+"""Tests of g2cons_plugins.storage.persistence: round trip, no pickle, atomic overwrite, corruption, embedder checks."""
 
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from g2cons_plugins import persistence
 from g2cons_plugins.config import G2ConSConfig
 from g2cons_plugins.embedders import HashEmbedder
 from g2cons_plugins.errors import PersistError
 from g2cons_plugins.index import G2ConSIndex
-from g2cons_plugins.persistence import FILES, FORMAT_VERSION, POINTER, load_index, read_manifest, save_index
+from g2cons_plugins.storage import persistence
+from g2cons_plugins.storage.persistence import FILES, FORMAT_VERSION, POINTER, load_index, read_manifest, save_index
 
 CONFIG = G2ConSConfig(theta_co=2, unit_tokens=40)
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, PersistError
-from g2cons_plugins.persistence import POINTER
+from g2cons_plugins.storage.persistence import POINTER
 
 DOCS = [
     {
@@ -171,7 +171,7 @@ while True:
 def _slow_reads(monkeypatch: pytest.MonkeyPatch, seconds: float, during: object = None) -> None:
     """Make every load spend ``seconds`` between reading the stored and the derived state (a load of a large
     index takes 19 s at 1M passages), calling ``during()`` there first."""
-    import g2cons_plugins.persistence as persistence
+    import g2cons_plugins.storage.persistence as persistence
 
     real = persistence.read_derived
 
@@ -264,7 +264,7 @@ def _resum(path: Path, name: str) -> None:
 
 
 def _forge_npz(path: Path, edit: Callable[[dict[str, np.ndarray]], object]) -> None:
-    from g2cons_plugins.derived_io import _savez
+    from g2cons_plugins.storage.derived_io import _savez
 
     f = V(path) / "derived.npz"
     with np.load(f, allow_pickle=False) as z:

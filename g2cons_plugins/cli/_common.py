@@ -175,7 +175,7 @@ def _chunking(args: argparse.Namespace, saved: dict[str, Any] | None = None) -> 
 
 
 def _is_index_dir(path: Path) -> bool:
-    from ..persistence import is_index_dir
+    from ..storage.persistence import is_index_dir
 
     return is_index_dir(path)
 

@@ -465,7 +465,7 @@ def _check_core_root(core_root: Path, args: argparse.Namespace) -> None:
 
 def _is_cli_graph(path: Path) -> bool:
     """A concept graph the CLI saved: an index folder with its sidecar and nothing but what those two write."""
-    from ..persistence import FILES, FILES_V2, LEGACY_FILES, LOCK, POINTER
+    from ..storage.persistence import FILES, FILES_V2, LEGACY_FILES, LOCK, POINTER
     from ._common import SIDECAR
 
     if not (_is_index_dir(path) and (path / SIDECAR).is_file()):

@@ -11,7 +11,7 @@ from g2cons_plugins import G2ConSConfig, G2ConSIndex, RetrievedItem
 from g2cons_plugins.ensemble import fuse
 from g2cons_plugins.errors import InputError
 from g2cons_plugins.integration import SETTINGS_FILE, concept_counts, load_retriever, save_retriever
-from g2cons_plugins.persistence import read_manifest
+from g2cons_plugins.storage.persistence import read_manifest
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode

@@ -3,8 +3,9 @@ re-derive the corpus.
 
 Two files inside an index version folder:
 
-- ``derived.npz``: every array, uncompressed (``np.savez``; read in place by :mod:`~g2cons_plugins.npz_view`, no
-  pickle). A sparse matrix ``M`` is three arrays ``M.data``, ``M.indices``, ``M.indptr``;
+- ``derived.npz``: every array, uncompressed (``np.savez``; read in place by
+  :mod:`~g2cons_plugins.storage.npz_view`, no pickle). A sparse matrix ``M`` is three arrays ``M.data``,
+  ``M.indices``, ``M.indptr``;
 - ``derived.json``: strings and scalars: the concept vocabulary, the bridge names, the term words, the sparse
   shapes, the edge threshold and the graph statistics.
 
@@ -33,13 +34,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .config import G2ConSConfig
-from .errors import PersistError
-from .graph import EdgeSet, GraphStats, degree_stats
+from ..config import G2ConSConfig
+from ..errors import PersistError
+from ..graph import EdgeSet, GraphStats, degree_stats
+from ..state import Derived, Stored, freeze
+from ..terms import TermIndex
 from .npz_view import NpzView
-from .state import Derived, Stored, freeze
 from .stored_io import fsync_write
-from .terms import TermIndex
 
 __all__ = ["DERIVED_FILES", "differences", "read_derived", "write_derived"]
 

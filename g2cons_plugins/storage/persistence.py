@@ -5,13 +5,15 @@ Layout of an index directory (format version 3)::
     CURRENT                  {"format", "version", "data": "v-...", "manifest_sha256"}: the one pointer
     v-<utc time>-<random>/   one immutable version, never modified after it is published:
         manifest.json          format, version, config, embedder name/dim, tokenizer, counts, sha256 of each file
-        chunks.json            the chunks as columns: id, text, n_tokens, metadata (:mod:`~g2cons_plugins.stored_io`)
+        chunks.json            the chunks as columns: id, text, n_tokens, metadata
+                               (:mod:`~g2cons_plugins.storage.stored_io`)
         units.json             the retrieval units as columns: id, parent, text (null where splitting makes it),
                                n_tokens, their sentences' positions
         sentences.json         the distinct sentences, in order
         sentence_vectors.npy   float32 (n_sentences, dim), memory-mapped on load
         unit_vectors.npy       float32 (n_units, dim), memory-mapped on load
-        derived.npz/.json      the derived state (:mod:`g2cons_plugins.derived_io`), so a load does not re-derive
+        derived.npz/.json      the derived state (:mod:`~g2cons_plugins.storage.derived_io`), so a load does not
+                               re-derive
     .lock                    taken by a saving process (``fcntl.flock``); loaders never take it (they pin a
                              version folder with a shared lock on the folder itself)
 
@@ -39,7 +41,7 @@ error names the file and the field; cross-file checks: ids unique, parents known
 token counts in [1, 10 x characters + 16], vectors float32, finite, non-zero and of the manifest's shapes; no data
 file may be a symbolic link. Load never touches the network: the tokenizer must be a bundled one, the embedder a
 known name (built and probed at load) unless one is passed. The derived state is validated array by array
-(:func:`~g2cons_plugins.derived_io.read_derived`) and every loaded array is read-only. ``verify=True`` also
+(:func:`~g2cons_plugins.storage.derived_io.read_derived`) and every loaded array is read-only. ``verify=True`` also
 re-derives the graph and compares every field of it with the stored derived state (PageRank, vectors and weights
 within a relative 1e-5); ``rebuild=True`` ignores the stored derived state. Format version 1 (files
 directly in the folder) is still read; the next save migrates it, removing exactly the files version 1 wrote.
@@ -65,17 +67,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .config import G2ConSConfig
+from ..config import G2ConSConfig
+from ..embedders import CachedEmbedder, Embedder, get_embedder
+from ..errors import G2ConSError, PersistError
+from ..snapshot import HasSnapshot, Snapshot, as_snapshot, make_snapshot
+from ..state import derive
+from ..text import Tokenizer, get_tokenizer
 from .derived_io import DERIVED_FILES, differences, read_derived, write_derived
-from .embedders import CachedEmbedder, Embedder, get_embedder
-from .errors import G2ConSError, PersistError
-from .snapshot import HasSnapshot, Snapshot, as_snapshot, make_snapshot
-from .state import derive
 from .stored_io import STORED_FILES, STORED_FILES_JSONL, encode_json, fsync_write, read_stored, write_stored
-from .text import Tokenizer, get_tokenizer
 
 if TYPE_CHECKING:
-    from .index import G2ConSIndex
+    from ..index import G2ConSIndex
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "load_index", "load_snapshot", "read_manifest", "save_index"]
 
@@ -528,7 +530,7 @@ def load_index(
     rebuild: bool = False,
 ) -> G2ConSIndex:
     """:func:`load_snapshot` wrapped in a :class:`~g2cons_plugins.index.G2ConSIndex`."""
-    from .index import G2ConSIndex
+    from ..index import G2ConSIndex
 
     return G2ConSIndex.from_snapshot(load_snapshot(path, embedder, tokenizer, verify, rebuild))
 

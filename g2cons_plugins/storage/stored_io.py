@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .chunks import Chunk, Unit
-from .errors import PersistError
-from .state import Stored, binary, freeze
+from ..chunks import Chunk, Unit
+from ..errors import PersistError
+from ..state import Stored, binary, freeze
 
 __all__ = ["STORED_FILES", "STORED_FILES_JSONL", "encode_json", "fsync_write", "read_stored", "write_stored"]
 

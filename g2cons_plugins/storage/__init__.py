@@ -1,0 +1,11 @@
+"""Storage: an index on disk and the memory it holds.
+
+- :mod:`.persistence` -- save and load an index snapshot (versioned folder, atomic, checksummed; no pickle).
+- :mod:`.stored_io` -- the stored state's texts (chunks, retrieval units) as JSON columns.
+- :mod:`.derived_io` -- the derived state (concept graph, vectors, statistics) as ``derived.npz`` + ``derived.json``.
+- :mod:`.npz_view` -- an uncompressed ``.npz`` read in place (one read-only memory map).
+- :mod:`.memory` -- freed memory given back to the operating system after threaded passes.
+
+Nothing is imported here: each module is imported where it is used. Their old paths
+(``g2cons_plugins.persistence``, ...) still import, with a :class:`DeprecationWarning` (:mod:`g2cons_plugins._compat`).
+"""
