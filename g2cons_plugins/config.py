@@ -106,7 +106,7 @@ class G2ConSConfig:
     # "score" (default): host chunks are evidence on the concept path's unit scores (g2cons_plugins.fusion);
     # "ensemble": the paper's Weighted Context Ensemble with lambda caps (forced by mode="paper")
     fusion: Literal["score", "ensemble"] = "score"
-    host_weight: float = 0.2  # score fusion: evidence of the host's best chunk, in bridge_bonus units
+    host_weight: float = 0.6  # score fusion: evidence of the host's best chunk, in bridge_bonus units
     host_agreement: bool = True  # score fusion: host_weight x the share of the host's top 5 the concept path places
     host_seeds: int = 0  # score fusion: the best unit of each of the host's first host_seeds chunks seeds bridges
     lambda_: float | None = None  # None -> 0.4 (default mode) / 0.6 (paper mode); the ensemble's host share

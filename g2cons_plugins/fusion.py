@@ -5,14 +5,16 @@ Two rules (``G2ConSConfig.fusion``):
 - ``"ensemble"`` (``mode="paper"``): the paper's Weighted Context Ensemble, :func:`g2cons_plugins.ensemble.fuse`:
   overlap first, the host capped at lambda x beta, the concept path at (1 - lambda) x beta.
 - ``"score"`` (the default): score-level fusion. Every host item is put on the concept path's scale: a host chunk
-  the graph holds is *its units*, and the host's vote is evidence added to their scores, ``host_weight`` x
-  ``1 / (1 + r)`` for the host's r-th distinct chunk, in the unit of ``bridge_bonus`` (scaled by the query's
-  spread of cosines). The concept path then ranks every unit once (seeds, bridges, evidence) and fills beta: a
-  host chunk of any size contributes its best units for the query, overlap is exact (unit level), and what the
-  host ranks high but the concept path ranks low enters only when its own similarity to the query is close. A
-  host item the graph does not hold, with text, is scored by its embedding against the query plus the same
-  evidence and placed whole where it fits. The share of the context that came from the host is not capped by
-  lambda: it is whatever the evidence earns (lambda is the ensemble's parameter).
+  the graph holds is *its units*, and the host's vote is evidence added to their scores: ``host_weight`` (h) x
+  ``a`` / ((1 + r)(1 + j)) for the j-th best unit (by cosine to the query) of the host's r-th distinct chunk, in the
+  unit of ``bridge_bonus`` (scaled by the query's spread of cosines). ``a`` (``host_agreement``) is the share of
+  the host's first five graph chunks that the concept path alone also places for this query: a host whose results
+  the concept path finds nothing in gets no say (a = 0, the context is the concept path's), one that agrees gets
+  its full weight. The concept path then ranks every unit once (seeds, bridges, evidence) and fills beta: a host
+  chunk of any size contributes its best units, overlap is exact (unit level), and what the host ranks high but the
+  concept path low enters only when its own similarity to the query is close. A host item the graph does not hold,
+  with text, is scored by its embedding against the query plus the same evidence and placed whole where it fits.
+  Lambda caps nothing here (it is the ensemble's parameter): the host's share is what its evidence earns.
 
 Every host item that contributes nothing is reported with its reason in :class:`Fusion` (``dropped``): ranked
 below the budget, not in the graph and longer than the room left, or an id-only item the graph does not know.
@@ -173,11 +175,15 @@ def score_fuse(
     agree = _agreement(hosts, units_of, {c.parent_id for c in alone}) if cfg.host_agreement else 1.0
     w *= agree
     evidence: dict[int, float] = {}
+    dense = DenseScores(snap, qv) if any(u is not None and len(u) > 1 for u in units_of) else None
     for r, units in enumerate(units_of):
-        if units is not None:
-            e = w / (1.0 + r)
-            for u in units.tolist():
-                evidence[u] = max(evidence.get(u, 0.0), e)
+        if units is None or not len(units):
+            continue
+        if dense is not None and len(units) > 1:  # a long host chunk: its units by their own cosine, best first
+            units = units[np.argsort(-dense.of(units), kind="stable")]
+        for j, u in enumerate(units.tolist()):
+            e = w / ((1.0 + r) * (1.0 + j))  # the host's r-th chunk, the j-th best unit of it
+            evidence[u] = max(evidence.get(u, 0.0), e)
     n_seeds = cfg.host_seeds if host_seeds is None else host_seeds
     seeds = _host_seed_units(snap, qv, [u for u in units_of if u is not None][:n_seeds]) if w > 0 else []
     ranked = (

@@ -115,3 +115,20 @@ def test_llama_index_replay_host_builds_a_property_graph(index: G2ConSIndex, ext
     assert {"Marie Curie", "Warsaw", "Helsinki"} <= names and cost.graph["relations"] >= 5
     items = host.retrieve("Where was Marie Curie born?")
     assert items and {"c1", "c16"} & {h.chunk_id for h in items}
+
+
+def test_packed_chunks_get_the_records_of_the_passages_they_hold(
+    corpus: list[dict[str, str]], extraction: Path
+) -> None:
+    from g2cons_plugins.chunks import make_chunks, pack_chunks
+    from g2cons_plugins.text import get_tokenizer
+
+    packed = pack_chunks(make_chunks(corpus), 120, get_tokenizer())  # a few passages per chunk, GraphRAG-style
+    idx = G2ConSIndex.build(packed, embedder="hash")
+    host = ReplayHost(str(extraction))
+    cost = host.build(idx, idx.select(kappa=1.0))
+    holders = {c.id for c in packed if set(c.metadata["source_ids"]) & set(TRIPLES)}
+    assert cost.graph["chunks"] == len(holders) > 1
+    got = host.retrieve("Where was Marie Curie born?")
+    pack_of_c1 = next(c.id for c in packed if "c1" in c.metadata["source_ids"])
+    assert pack_of_c1 in {h.chunk_id for h in got}

@@ -335,7 +335,7 @@ def register(sub: Any) -> None:
         "--host-weights",
         type=_floats,
         default=None,
-        help="score-fusion host_weight sweep (default: the config's, 0.2); the main table uses the config's",
+        help="score-fusion host_weight sweep (default: the config's, 0.6); the main table uses the config's",
     )
     fusion_opts(e, "of the fused row of the main table")
     e.add_argument("--price-in", type=price, default=0.15, help="USD per 1M LLM input tokens (default 0.15)")

@@ -345,7 +345,7 @@ def register_fuse(sub: Any) -> None:
         "--fusion", choices=["score", "ensemble"], default=None, help="fusion rule (default: the config's, score)"
     )
     f.add_argument(
-        "--host-weight", type=float, default=None, help="score fusion: evidence of the host's best chunk (default 0.2)"
+        "--host-weight", type=float, default=None, help="score fusion: evidence of the host's best chunk (default 0.6)"
     )
     f.add_argument("--budget", type=positive, default=4000, help="token budget beta (default 4000)")
     fusion_opts(f, "of the fused context")

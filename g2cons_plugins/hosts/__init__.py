@@ -11,10 +11,10 @@ import importlib
 import warnings
 from typing import Any
 
-from .replay import Extraction, ExtractionRecord, align, read_extraction
+from .replay import Extraction, ExtractionRecord, align, chunk_aliases, read_extraction
 from .replay_host import ReplayHost
 
-__all__ = ["Extraction", "ExtractionRecord", "ReplayHost", "align", "read_extraction"]
+__all__ = ["Extraction", "ExtractionRecord", "ReplayHost", "align", "chunk_aliases", "read_extraction"]
 
 _MOVED_TO = "g2cons_plugins.eval.hosts"
 

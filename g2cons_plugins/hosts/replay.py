@@ -650,12 +650,15 @@ def _contained(hosts: Mapping[int, str], ours: list[tuple[str, str]]) -> dict[in
     return out
 
 
-def align(extraction: Extraction, chunks: Mapping[str, str]) -> Extraction:
-    """Fill every record's ``chunk_ids`` with our chunk ids (``chunks``: our chunk id -> text).
+def align(
+    extraction: Extraction, chunks: Mapping[str, str], aliases: Mapping[str, str] | None = None
+) -> Extraction:
+    """Fill every record's ``chunk_ids`` with our chunk ids (``chunks``: our chunk id -> text; ``aliases``: other
+    ids of our chunks -> our chunk id, e.g. the passages a packed chunk holds, see :func:`chunk_aliases`).
 
-    A record matches (1) the chunk whose id is its ``source_id``; else (2) the chunks whose text equals its text,
-    whitespace-normalised and case-folded; else (3) by containment: all our chunks contained in its text (a text
-    unit packing several of ours), else the chunks containing its text (a host chunk smaller than ours). Records
+    A record matches (1) the chunk whose id (or alias) is its ``source_id``; else (2) the chunks whose text equals
+    its text, whitespace-normalised and case-folded; else (3) by containment: all our chunks contained in its text
+    (a text unit packing several of ours), else the chunks containing its text (a host chunk smaller than ours). Records
     matching nothing are kept, counted in ``issues["no matching chunk"]``; if none matches, an
     :class:`~g2cons_plugins.errors.InputError` names the file (a wrong corpus is the usual cause).
     """
@@ -674,6 +677,8 @@ def align(extraction: Extraction, chunks: Mapping[str, str]) -> Extraction:
     for i, rec in enumerate(extraction.records):
         if rec.source_id in chunks:
             matched[i] = (rec.source_id,)
+        elif aliases and rec.source_id in aliases:
+            matched[i] = (aliases[rec.source_id],)
         elif rec.text is not None:
             norm = _norm(rec.text)
             if norm in by_text:
@@ -699,3 +704,14 @@ def _raise_unaligned(extraction: Extraction, chunks: Mapping[str, str]) -> None:
         f"chunks given, by id, text or containment (its source ids: {ex_src}; our chunk ids: {ex_ours}); "
         "is it the extraction of another corpus?"
     )
+
+
+def chunk_aliases(chunks: Iterable[Any]) -> dict[str, str]:
+    """Other ids of our chunks: each id in a chunk's ``metadata["source_ids"]`` (the passages
+    :func:`g2cons_plugins.chunks.pack_chunks` packed into it) -> that chunk's id."""
+    out: dict[str, str] = {}
+    for c in chunks:
+        for src in (getattr(c, "metadata", None) or {}).get("source_ids") or ():
+            if isinstance(src, str):
+                out.setdefault(src, c.id)
+    return out

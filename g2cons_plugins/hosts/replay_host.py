@@ -22,7 +22,7 @@ import numpy as np
 from ..ensemble import HostItem
 from ..errors import InputError
 from ..eval.hosts import HostBuildCost
-from .replay import Extraction, align, read_extraction
+from .replay import Extraction, align, chunk_aliases, read_extraction
 
 if TYPE_CHECKING:
     from ..index import G2ConSIndex
@@ -67,7 +67,8 @@ class ReplayHost:
 
     def _align(self, index: G2ConSIndex) -> Extraction:
         if self._aligned is None or self._aligned[0] != id(index):
-            self._aligned = (id(index), align(self.extraction, {c.id: c.text for c in index.stored.chunks}))
+            chunks = index.stored.chunks
+            self._aligned = (id(index), align(self.extraction, {c.id: c.text for c in chunks}, chunk_aliases(chunks)))
         return self._aligned[1]
 
     def build(self, index: G2ConSIndex, selection: SelectionReport, show_progress: bool = False) -> HostBuildCost:

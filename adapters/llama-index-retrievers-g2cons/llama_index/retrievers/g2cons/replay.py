@@ -170,10 +170,11 @@ class ReplayPropertyGraphHost:
         self.pg: PropertyGraphIndex | None = None
 
     def _align(self, index: G2ConSIndex) -> Any:
-        from g2cons_plugins.hosts import align
+        from g2cons_plugins.hosts import align, chunk_aliases
 
         if self._aligned is None or self._aligned_for != id(index):
-            self._aligned = align(self.extraction, {c.id: c.text for c in index.stored.chunks})
+            chunks = index.stored.chunks
+            self._aligned = align(self.extraction, {c.id: c.text for c in chunks}, chunk_aliases(chunks))
             self._aligned_for = id(index)
         return self._aligned
 
