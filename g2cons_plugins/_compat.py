@@ -3,7 +3,9 @@ a :class:`DeprecationWarning` and the moved module itself (the very same object,
 on the other):
 
 - the evaluation harness: ``g2cons_plugins.<module>`` -> ``g2cons_plugins.eval.<module>``;
-- storage: ``g2cons_plugins.<module>`` -> ``g2cons_plugins.storage.<module>`` (the index format and its readers).
+- storage: ``g2cons_plugins.<module>`` -> ``g2cons_plugins.storage.<module>`` (the index format and its readers);
+- host pipelines: ``g2cons_plugins.<module>`` -> ``g2cons_plugins.pipelines.<module>`` (corpus and host-project
+  readers, the adapters' shared integration, build engines).
 
 A meta-path finder (not shim files at the old paths) so that the moved modules exist in one place only."""
 
@@ -20,6 +22,7 @@ from collections.abc import Sequence
 _SUBPACKAGES = {
     "eval": ("evaluation", "report", "host_eval", "answering", "entity_graph"),
     "storage": ("persistence", "stored_io", "derived_io", "npz_view", "memory"),
+    "pipelines": ("corpus_io", "host_projects", "integration", "engines"),
 }
 MOVED = {
     f"g2cons_plugins.{name}": f"g2cons_plugins.{pkg}.{name}" for pkg, names in _SUBPACKAGES.items() for name in names

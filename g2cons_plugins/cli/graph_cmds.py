@@ -7,9 +7,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..corpus_io import _check_writable, check_text
 from ..errors import InputError
 from ..outputs import atomic_write_bytes, check_disjoint, check_replaceable_file, record_written
+from ..pipelines.corpus_io import _check_writable, check_text
 from ._common import FMT, positive, share
 
 

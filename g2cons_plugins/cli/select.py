@@ -12,7 +12,6 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ..corpus_io import _check_writable
 from ..errors import InputError
 from ..outputs import (
     atomic_write_text,
@@ -23,6 +22,7 @@ from ..outputs import (
     sha256_file,
     staged_folder,
 )
+from ..pipelines.corpus_io import _check_writable
 from ..text import format_usd
 from ._common import (
     FMT,
@@ -123,7 +123,7 @@ def _same(a: Path, b: Path) -> bool:
 
 def _profile(args: argparse.Namespace) -> Any:
     """The host's settings (``--root`` / ``--host``), or None for plain ``select``."""
-    from ..host_projects import lightrag_profile, read_graphrag
+    from ..pipelines.host_projects import lightrag_profile, read_graphrag
 
     host = args.host or ("graphrag" if args.root is not None else None)
     if host == "graphrag":
@@ -204,7 +204,7 @@ def _host_summary(hc: dict[str, Any]) -> str:
 
 
 def cmd_select(args: argparse.Namespace) -> int:
-    from ..corpus_io import check_output, default_report_path, detect_kind, write_selection
+    from ..pipelines.corpus_io import check_output, default_report_path, detect_kind, write_selection
 
     t0 = time.perf_counter()
     if args.price_out_per_mtok is not None and args.output_tokens_per_call is None:
@@ -259,7 +259,7 @@ def cmd_select(args: argparse.Namespace) -> int:
         check_disjoint({"INPUT": inp}, {"--plot": args.plot, **others})
         check_picture_path(args.plot, "--plot")
     if root is not None:  # after the path checks: a refused path is reported before any note on the input
-        from ..host_projects import graphrag_files
+        from ..pipelines.host_projects import graphrag_files
 
         src_files = graphrag_files(prof)
         if prof.input_type != "text" and len(src_files) != 1:
@@ -267,11 +267,11 @@ def cmd_select(args: argparse.Namespace) -> int:
     if src_files is None:
         corpus = _read_input(args, inp)
     elif prof.input_type == "text":
-        from ..corpus_io import _read_folder
+        from ..pipelines.corpus_io import _read_folder
 
         corpus = _read_folder(inp, prof.file_encoding, args.skip_empty, _show(args), files=src_files)
     else:
-        from ..corpus_io import read_corpus
+        from ..pipelines.corpus_io import read_corpus
 
         corpus = read_corpus(src_files[0], prof.text_column, prof.file_encoding, args.skip_empty)
     target = out
@@ -290,7 +290,7 @@ def cmd_select(args: argparse.Namespace) -> int:
             _check_writable(report_path.parent)
         if not _under(graph, core_root):
             _check_graph_dir(graph)
-    from ..corpus_io import chunk_documents
+    from ..pipelines.corpus_io import chunk_documents
 
     chunks = chunk_documents(
         corpus.documents, size, overlap, tokenizer=tok, show_progress=_show(args) and len(corpus.documents) > 50
@@ -434,7 +434,7 @@ def _write_settings(prof: Any, path: Path, new_root: Path) -> None:
     in the new root. Nothing else changes (values as YAML read them: dates stay dates)."""
     import yaml
 
-    from ..host_projects import core_settings
+    from ..pipelines.host_projects import core_settings
 
     data = core_settings(prof, "input", new_root)
     head = (

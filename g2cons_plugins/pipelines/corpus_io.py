@@ -45,9 +45,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from .chunks import Chunk, content_id
-from .errors import InputError
-from .outputs import (
+from ..chunks import Chunk, content_id
+from ..errors import InputError
+from ..outputs import (
     MARKER,
     apply_umask,
     check_replaceable_file,
@@ -59,7 +59,7 @@ from .outputs import (
     sha256_bytes,
     sha256_file,
 )
-from .text import Tokenizer, get_tokenizer
+from ..text import Tokenizer, get_tokenizer
 
 Kind = Literal["folder", "csv", "jsonl", "json"]
 TEXT_SUFFIXES = (".txt", ".md")

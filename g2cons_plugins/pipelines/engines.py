@@ -23,10 +23,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .chunks import Chunk, Unit, split_units
-from .embedders import get_embedder, validate_embeddings
-from .errors import InputError
-from .text import count_tokens_batch, get_tokenizer
+from ..chunks import Chunk, Unit, split_units
+from ..embedders import get_embedder, validate_embeddings
+from ..errors import InputError
+from ..text import count_tokens_batch, get_tokenizer
 
 DEFAULT_BATCH = 256
 

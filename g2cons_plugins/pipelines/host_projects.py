@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
-from .text import BUNDLED_ENCODINGS, Tokenizer, get_tokenizer
+from ..errors import InputError
+from ..text import BUNDLED_ENCODINGS, Tokenizer, get_tokenizer
 
 GRAPHRAG_SETTINGS = ("settings.yaml", "settings.yml", "settings.json")
 GRAPHRAG_DEFAULT_ENTITY_TYPES = ("organization", "person", "geo", "event")

@@ -22,16 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .chunks import make_chunks
-from .errors import InputError, PersistError
-from .outputs import atomic_write_text
+from ..chunks import make_chunks
+from ..errors import InputError, PersistError
+from ..outputs import atomic_write_text
 
 if TYPE_CHECKING:
-    from .embedders import Embedder
-    from .ensemble import FusedItem
-    from .index import G2ConSIndex
-    from .retrieval import RetrievedItem
-    from .selection import SelectionReport
+    from ..embedders import Embedder
+    from ..ensemble import FusedItem
+    from ..index import G2ConSIndex
+    from ..retrieval import RetrievedItem
+    from ..selection import SelectionReport
 
 __all__ = [
     "DEFAULT_EMBEDDER",
@@ -160,7 +160,7 @@ def resolve_fusion(
 
 def resolve_rule(index: G2ConSIndex, fusion: str | None) -> str:
     """A retriever's fusion rule: the one given ("score" or "ensemble"), else the config's."""
-    from .fusion import FUSIONS
+    from ..fusion import FUSIONS
 
     rule = index.config.fusion if fusion is None else fusion
     if rule not in FUSIONS:
@@ -209,7 +209,7 @@ def load_retriever(
     """The concept graph and the settings saved by :func:`save_retriever`. A ``path`` that is itself an index
     directory (``G2ConSIndex.save``) loads with no settings. ``kind``: the retriever kind expected (a mismatch
     raises, naming both)."""
-    from .index import G2ConSIndex
+    from ..index import G2ConSIndex
 
     d = Path(path)
     saved_kind, settings = read_settings(d)
@@ -223,7 +223,7 @@ def load_retriever(
 def token_counts(index: G2ConSIndex, texts: Sequence[str]) -> list[int]:
     """Token counts of ``texts`` with the index's tokenizer, memoised per text like the fusion's own counts (hosts
     and the concept path return the same chunks query after query)."""
-    from .ensemble import _counts
+    from ..ensemble import _counts
 
     return _counts(index.tokenizer, texts)
 

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal
 
 from g2cons_plugins import FusedItem, G2ConSIndex, InputError, RetrievedItem
 from g2cons_plugins.fusion import fuse_report
-from g2cons_plugins.integration import (
+from g2cons_plugins.pipelines.integration import (
     DEFAULT_EMBEDDER,
     concept_counts,
     fusion_counts,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, InputError, SelectionReport
-from g2cons_plugins.integration import DEFAULT_EMBEDDER, add_and_select, selection_counts
+from g2cons_plugins.pipelines.integration import DEFAULT_EMBEDDER, add_and_select, selection_counts
 from langchain_core.callbacks import Callbacks
 from langchain_core.callbacks.manager import CallbackManager
 from langchain_core.documents import BaseDocumentTransformer, Document
@@ -182,7 +182,7 @@ class CoreChunkSelector(BaseDocumentTransformer):
         """Decide on new documents after a first ``transform_documents``: they join the concept graph
         (``G2ConSIndex.add``, nothing known re-embedded) and the same selection (same kappa, kappa_by, selector)
         is re-run over the whole corpus; a new document is kept iff it is in the new top-kappa set
-        (``g2cons_plugins.integration``). Returns the kept new documents (send only these to the extractor);
+        (``g2cons_plugins.pipelines.integration``). Returns the kept new documents (send only these to the extractor);
         documents whose id is already known are skipped. Earlier decisions are not revisited; ``report`` becomes
         the latest full selection and ``kept_ids`` lists everything returned so far. Before any
         ``transform_documents`` this is ``transform_documents``."""

@@ -10,7 +10,7 @@ from typing import Any
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, RetrievedItem
 from g2cons_plugins.ensemble import fuse
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.integration import SETTINGS_FILE, concept_counts, load_retriever, save_retriever
+from g2cons_plugins.pipelines.integration import SETTINGS_FILE, concept_counts, load_retriever, save_retriever
 from g2cons_plugins.storage.persistence import read_manifest
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
@@ -48,7 +48,7 @@ def resolve_index(
 def load_state(
     persist_dir: str | Path, embedder: Any = None, kind: str | None = None
 ) -> tuple[G2ConSIndex, dict[str, Any]]:
-    """The concept graph and the settings saved by ``persist`` (``g2cons_plugins.integration.load_retriever``); an
+    """The concept graph and the settings saved by ``persist`` (``g2cons_plugins.pipelines.integration.load_retriever``); an
     index built with a LlamaIndex embedding model gets ``Settings.embed_model`` again unless ``embedder`` is given."""
     d = Path(persist_dir)
     folder = d / INDEX_SUBDIR if (d / INDEX_SUBDIR).is_dir() else d
