@@ -48,8 +48,9 @@ def resolve_index(
 def load_state(
     persist_dir: str | Path, embedder: Any = None, kind: str | None = None
 ) -> tuple[G2ConSIndex, dict[str, Any]]:
-    """The concept graph and the settings saved by ``persist`` (``g2cons_plugins.pipelines.integration.load_retriever``); an
-    index built with a LlamaIndex embedding model gets ``Settings.embed_model`` again unless ``embedder`` is given."""
+    """The concept graph and the settings saved by ``persist``
+    (``g2cons_plugins.pipelines.integration.load_retriever``); an index built with a LlamaIndex embedding model gets
+    ``Settings.embed_model`` again unless ``embedder`` is given."""
     d = Path(persist_dir)
     folder = d / INDEX_SUBDIR if (d / INDEX_SUBDIR).is_dir() else d
     if embedder is None and str(read_manifest(folder)["embedder"]["name"]).startswith("llamaindex-"):

@@ -17,8 +17,8 @@ asks the core which chunks to keep, and returns only those. Host traps handled h
 
 Incremental updates: ``index.insert(doc)`` re-runs the stored transformations, so the selector sees nodes it was not
 fitted on. They join the concept graph through the core's ``G2ConSIndex.add`` and are kept or dropped by the same
-selection rule (``g2cons_plugins.pipelines.integration``: the selection is re-run with the same kappa over the whole corpus,
-and a new node is kept iff it is in the new top-kappa set; earlier decisions are not revisited). Only kept nodes
+selection rule (``g2cons_plugins.pipelines.integration``: the selection is re-run with the same kappa over the whole
+corpus, and a new node is kept iff it is in the new top-kappa set; earlier decisions are not revisited). Only kept nodes
 reach the KG extractors. ``selector.track(index)`` also routes ``insert_nodes`` through the selector and makes
 ``delete_ref_doc`` / ``delete_nodes`` / ``update_ref_doc`` / ``refresh_ref_docs`` remove the old chunks from the
 concept graph (``G2ConSIndex.remove``). Retrievers built from this selector share its concept graph, so they see
@@ -37,8 +37,8 @@ from typing import Any
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, SelectionReport
 from g2cons_plugins.errors import InputError, PersistError
-from g2cons_plugins.pipelines.integration import add_and_select, selection_counts
 from g2cons_plugins.outputs import atomic_write_text
+from g2cons_plugins.pipelines.integration import add_and_select, selection_counts
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr, field_validator
 from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, RelatedNodeInfo, TransformComponent
 
