@@ -132,3 +132,22 @@ def test_packed_chunks_get_the_records_of_the_passages_they_hold(
     got = host.retrieve("Where was Marie Curie born?")
     pack_of_c1 = next(c.id for c in packed if "c1" in c.metadata["source_ids"])
     assert pack_of_c1 in {h.chunk_id for h in got}
+
+
+def test_langchain_graph_documents_from_a_replayed_extraction(
+    corpus: list[dict[str, str]], extraction: Path
+) -> None:
+    pytest.importorskip("langchain_community")
+    from langchain_core.documents import Document
+    from langchain_g2cons import CoreChunkSelector, graph_documents
+
+    docs = [Document(id=r["id"], page_content=r["text"]) for r in corpus]
+    kept = CoreChunkSelector(kappa=0.5, embedder="hash").transform_documents(docs)
+    kept_ids = {d.id for d in kept}
+    with pytest.warns(UserWarning, match="have no record"):
+        gdocs = graph_documents(extraction, kept)
+    assert {g.source.id for g in gdocs} == kept_ids & set(TRIPLES)
+    for g in gdocs:
+        ents, triples = TRIPLES[g.source.id]
+        assert {n.id for n in g.nodes} >= set(ents)
+        assert len(g.relationships) == sum(len(t) == 3 for t in triples)

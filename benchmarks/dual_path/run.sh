@@ -6,7 +6,7 @@
 # with a warm embedding cache (benchmarks/cache).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-D=../shared/data
+D=${G2CONS_DATA:-../shared/data}  # the shared benchmark sets
 R=benchmarks/dual_path/results
 C="--cache-dir benchmarks/cache --quiet"
 KG=$D/musique/hipporag_train100_kg_gpt35.jsonl

@@ -3,13 +3,16 @@
 - :class:`CoreChunkSelector` (``BaseDocumentTransformer``): keep the top kappa chunks before ``LLMGraphTransformer``;
   builds the concept graph over all chunks and gives every document a stable id.
 - :class:`ConceptGraphRetriever` (``BaseRetriever``): the concept path alone.
-- :class:`G2ConSRetriever` (``BaseRetriever``): any host retriever fused with the concept path under beta, lambda.
+- :class:`G2ConSRetriever` (``BaseRetriever``): any host retriever fused with the concept path under beta.
+- :func:`graph_documents`: a precomputed LLM extraction (GraphRAG, LightRAG, HippoRAG, JSONL) as the
+  ``GraphDocument``s ``LLMGraphTransformer`` would return for the kept documents, without another LLM call.
 
 A thin adapter: every algorithm is in ``g2cons_plugins``; this package only translates ``Document``s.
 """
 
 from ._convert import DEFAULT_ID_KEY, assign_ids
 from .embeddings import as_core_embedder, embedder_name, token_length
+from .replay import graph_documents
 from .retrievers import ConceptGraphRetriever, G2ConSRetriever
 from .transformers import CoreChunkSelector
 
@@ -23,5 +26,6 @@ __all__ = [
     "as_core_embedder",
     "assign_ids",
     "embedder_name",
+    "graph_documents",
     "token_length",
 ]
