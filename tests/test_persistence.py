@@ -24,7 +24,7 @@ from g2cons_plugins.embedders import HashEmbedder
 from g2cons_plugins.errors import PersistError
 from g2cons_plugins.index import G2ConSIndex
 from g2cons_plugins.storage import persistence
-from g2cons_plugins.storage.persistence import FILES, FORMAT_VERSION, POINTER, load_index, read_manifest, save_index
+from g2cons_plugins.storage.persistence import FILES, FORMAT_VERSION, POINTER, load_snapshot, read_manifest, save_index
 
 CONFIG = G2ConSConfig(theta_co=2, unit_tokens=40)
 
@@ -210,8 +210,16 @@ def test_load_equals_saved(original: G2ConSIndex, saved: Path) -> None:
 
 def test_load_accepts_str_and_path(saved: Path, original: G2ConSIndex) -> None:
     for p in (str(saved), saved):
-        assert load_index(p).chunks == original.chunks  # type: ignore[arg-type]
+        assert load_snapshot(p).stored.chunks == original.stored.chunks  # type: ignore[arg-type]
         assert G2ConSIndex.load(p).chunks == original.chunks
+
+
+def test_load_index_is_deprecated_and_still_loads(saved: Path, original: G2ConSIndex) -> None:
+    with pytest.warns(DeprecationWarning, match="G2ConSIndex.load"):
+        load_index = persistence.load_index
+    assert load_index(saved).chunks == original.chunks
+    with pytest.raises(AttributeError):
+        persistence.no_such_name  # noqa: B018
 
 
 def test_no_pickle_and_manifest(saved: Path, original: G2ConSIndex) -> None:
@@ -388,7 +396,7 @@ def test_unit_texts_splitting_does_not_make_are_written_out(original: G2ConSInde
     save_index(odd, tmp_path / "odd")
     written = json.loads((V(tmp_path / "odd") / "units.json").read_text(encoding="utf-8"))["text"]
     assert [i for i, t in enumerate(written) if t is not None] == [0, len(units) - 1]
-    assert list(load_index(tmp_path / "odd").units) == units
+    assert list(G2ConSIndex.load(tmp_path / "odd").units) == units
 
 
 def test_missing_manifest(copy: Path) -> None:

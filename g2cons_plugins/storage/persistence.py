@@ -59,11 +59,12 @@ import secrets
 import shutil
 import stat
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -76,10 +77,7 @@ from ..text import Tokenizer, get_tokenizer
 from .derived_io import DERIVED_FILES, differences, read_derived, write_derived
 from .stored_io import STORED_FILES, STORED_FILES_JSONL, encode_json, fsync_write, read_stored, write_stored
 
-if TYPE_CHECKING:
-    from ..index import G2ConSIndex
-
-__all__ = ["FORMAT", "FORMAT_VERSION", "load_index", "load_snapshot", "read_manifest", "save_index"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "load_snapshot", "read_manifest", "save_index"]
 
 FORMAT = "g2cons-index"
 FORMAT_VERSION = 3
@@ -522,19 +520,6 @@ def _pinned(folder: Path) -> Iterator[bool]:
         os.close(fd)
 
 
-def load_index(
-    path: Path,
-    embedder: str | Embedder | Callable[..., Any] | None = None,
-    tokenizer: str | Tokenizer | None = None,
-    verify: bool = False,
-    rebuild: bool = False,
-) -> G2ConSIndex:
-    """:func:`load_snapshot` wrapped in a :class:`~g2cons_plugins.index.G2ConSIndex`."""
-    from ..index import G2ConSIndex
-
-    return G2ConSIndex.from_snapshot(load_snapshot(path, embedder, tokenizer, verify, rebuild))
-
-
 def _load_once(
     path: Path,
     embedder: str | Embedder | Callable[..., Any] | None,
@@ -689,3 +674,20 @@ def _embedder(folder: Path, m: dict[str, Any], given: str | Embedder | Callable[
         if probe.shape != (1, dim):
             raise PersistError(f"{folder}: embedder {name!r} returns shape {probe.shape}, expected (1, {dim})")
     return emb
+
+
+def __getattr__(name: str) -> Any:
+    """``load_index`` (deprecated; one release): use :meth:`G2ConSIndex.load <g2cons_plugins.index.G2ConSIndex.load>`
+    (same arguments). Storage knows snapshots, not the index, so that :mod:`g2cons_plugins.index` can import it with
+    no import cycle; this lookup is the one way back, kept until the name goes."""
+    if name == "load_index":
+        warnings.warn(
+            "g2cons_plugins.storage.persistence.load_index is deprecated; use G2ConSIndex.load(path, ...) "
+            "(or load_snapshot for the snapshot)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        from ..index import G2ConSIndex
+
+        return G2ConSIndex.load
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
