@@ -9,6 +9,7 @@ import re
 import sys
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from ..outputs import (
     sha256_file,
     staged_folder,
 )
-from ..pipelines.corpus_io import _check_writable
+from ..pipelines.corpus_io import _check_writable, write_selection
 from ..text import format_usd
 from ._common import (
     FMT,
@@ -203,9 +204,26 @@ def _host_summary(hc: dict[str, Any]) -> str:
     )
 
 
-def cmd_select(args: argparse.Namespace) -> int:
-    from ..pipelines.corpus_io import check_output, default_report_path, detect_kind, write_selection
+@dataclass
+class _Run:
+    """One ``select`` run: what it reads and where it writes (every path decided and checked before anything is
+    read, built or written), then the input as read."""
 
+    inp: Path  # INPUT, or the project's input folder
+    prof: Any  # the host's settings (--root / --host), or None
+    size: int  # chunk tokens
+    overlap: int  # chunk overlap tokens
+    tok: Any  # the host's tokenizer, or None (the index's default)
+    out: Path | None  # the output folder or file; with --root, the core input folder in the core root
+    core_root: Path | None = None  # --root: the folder written whole, all or nothing (PROJECT/g2cons or --out)
+    settings_out: Path | None = None  # --root: the core run's settings.yaml
+    graph: Path | None = None  # where the concept graph is saved
+    report_path: Path | None = None  # where the report is written
+    corpus: Any = None  # the input as the host reads it (read by _read_host_input)
+    target: Path | None = None  # where the kept chunks go: ``out``, or a file of the input's name in it (--root)
+
+
+def cmd_select(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     if args.price_out_per_mtok is not None and args.output_tokens_per_call is None:
         raise InputError("--price-out-per-mtok needs --output-tokens-per-call (the tokens one extraction call returns)")
@@ -215,90 +233,133 @@ def cmd_select(args: argparse.Namespace) -> int:
     inp = Path(args.input) if args.input is not None else prof.input_path
     if prof is None and _is_index_dir(inp):
         return _select_saved_graph(args)
+    run = _plan(args, prof, inp)
+    _read_host_input(args, run)
+    if not args.dry_run:
+        _check_outputs(args, run)
+    chunks, index, rep = _build_and_select(args, run)
+    report = _report(args, run, chunks, index, rep, t0)
+    n_files = ""
+    if not args.dry_run:
+        n_files = _write_outputs(args, run, index, rep, report)
+        report["seconds"] = round(time.perf_counter() - t0, 3)
+    _print_result(args, run, report, n_files)
+    return 0
+
+
+def _plan(args: argparse.Namespace, prof: Any, inp: Path) -> _Run:
+    """Decide the chunking and every output path, and check the paths, before anything is read."""
     root = prof.root if prof is not None and prof.host == "graphrag" else None
     if args.out is None and not args.dry_run and root is None:
         raise InputError("select needs --out OUTPUT (or --dry-run to only estimate)")
     size, overlap = _chunking(
         args, {} if prof is None else {"chunk_tokens": prof.chunk_size, "chunk_overlap": prof.chunk_overlap}
     )
-    tok = prof.tokenizer() if prof is not None else None
-    # the input as the host reads it
-    src_files = None
     out = Path(os.path.abspath(args.out)) if args.out is not None else None  # "." has no name to derive from
-    settings_out = core_root = None
+    run = _Run(inp, prof, size, overlap, prof.tokenizer() if prof is not None else None, out)
     if root is not None:  # a new GraphRAG root for the core run: settings.yaml + input/ (+ report and graph)
-        core_root = out or Path(os.path.abspath(root / "g2cons"))
-        out = core_root / "input"
-        settings_out = core_root / "settings.yaml"
-    graph = args.graph or (core_root / "graph" if core_root is not None else None)
-    report_path = args.report or (core_root / "selection_report.json" if core_root is not None else None)
-    if not args.dry_run:  # every path is checked before anything is read, built or written
-        assert out is not None
-        kind = detect_kind(inp) if inp.exists() else "folder"
-        graph = graph or out.parent / f"{out.name}.g2cons"
-        report_path = report_path or default_report_path(kind, out)  # beside the output: a host reads all of it
-        inputs: dict[str, Any] = {"INPUT": inp}
-        if prof is not None and prof.settings_path is not None:
-            inputs[str(prof.settings_path.name)] = prof.settings_path
-        if core_root is not None:
-            check_disjoint(inputs, {"--out": core_root})
-        check_disjoint(
-            inputs,
-            {
-                "--out" if core_root is None else "core input": out,
-                "--graph": graph,
-                "--report": report_path,
-                "settings": settings_out,
-            },
-        )
+        run.core_root = out or Path(os.path.abspath(root / "g2cons"))
+        run.out = run.core_root / "input"
+        run.settings_out = run.core_root / "settings.yaml"
+    run.graph = args.graph or (run.core_root / "graph" if run.core_root is not None else None)
+    run.report_path = args.report or (run.core_root / "selection_report.json" if run.core_root is not None else None)
+    if not args.dry_run:
+        _default_and_check_paths(run)
     if args.plot is not None:
-        from .graph_cmds import check_picture_path
+        _check_plot_path(args, run)
+    return run
 
-        others = {"--out": core_root or out}
-        others.update({k: p for k, p in (("--graph", graph), ("--report", report_path)) if not _under(p, core_root)})
-        check_disjoint({"INPUT": inp}, {"--plot": args.plot, **others})
-        check_picture_path(args.plot, "--plot")
-    if root is not None:  # after the path checks: a refused path is reported before any note on the input
-        from ..pipelines.host_projects import graphrag_files
 
-        src_files = graphrag_files(prof)
-        if prof.input_type != "text" and len(src_files) != 1:
-            raise InputError(f"{inp}: {len(src_files)} {prof.input_type} files match; one is supported")
-    if src_files is None:
-        corpus = _read_input(args, inp)
-    elif prof.input_type == "text":
+def _default_and_check_paths(run: _Run) -> None:
+    """The graph and report beside the output unless given; no output may overlap the input or another output."""
+    from ..pipelines.corpus_io import default_report_path, detect_kind
+
+    assert run.out is not None
+    kind = detect_kind(run.inp) if run.inp.exists() else "folder"
+    run.graph = run.graph or run.out.parent / f"{run.out.name}.g2cons"
+    run.report_path = run.report_path or default_report_path(kind, run.out)  # beside the output: a host reads it all
+    inputs: dict[str, Any] = {"INPUT": run.inp}
+    if run.prof is not None and run.prof.settings_path is not None:
+        inputs[str(run.prof.settings_path.name)] = run.prof.settings_path
+    if run.core_root is not None:
+        check_disjoint(inputs, {"--out": run.core_root})
+    check_disjoint(
+        inputs,
+        {
+            "--out" if run.core_root is None else "core input": run.out,
+            "--graph": run.graph,
+            "--report": run.report_path,
+            "settings": run.settings_out,
+        },
+    )
+
+
+def _check_plot_path(args: argparse.Namespace, run: _Run) -> None:
+    from .graph_cmds import check_picture_path
+
+    others = {"--out": run.core_root or run.out}
+    others.update(
+        {k: p for k, p in (("--graph", run.graph), ("--report", run.report_path)) if not _under(p, run.core_root)}
+    )
+    check_disjoint({"INPUT": run.inp}, {"--plot": args.plot, **others})
+    check_picture_path(args.plot, "--plot")
+
+
+def _read_host_input(args: argparse.Namespace, run: _Run) -> None:
+    """``run.corpus``: the input as the host reads it (with --root: the files the project's settings select);
+    ``run.target``: where its kept chunks go."""
+    run.target = run.out
+    if run.core_root is None:
+        run.corpus = _read_input(args, run.inp)
+        return
+    from ..pipelines.host_projects import graphrag_files
+
+    prof = run.prof
+    src_files = graphrag_files(prof)  # after the path checks: a refused path is reported before any note on the input
+    if prof.input_type != "text" and len(src_files) != 1:
+        raise InputError(f"{run.inp}: {len(src_files)} {prof.input_type} files match; one is supported")
+    if prof.input_type == "text":
         from ..pipelines.corpus_io import _read_folder
 
-        corpus = _read_folder(inp, prof.file_encoding, args.skip_empty, _show(args), files=src_files)
+        run.corpus = _read_folder(run.inp, prof.file_encoding, args.skip_empty, _show(args), files=src_files)
     else:
         from ..pipelines.corpus_io import read_corpus
 
-        corpus = read_corpus(src_files[0], prof.text_column, prof.file_encoding, args.skip_empty)
-    target = out
-    if root is not None and corpus.kind != "folder":
-        assert out is not None and src_files is not None
-        target = out / src_files[0].name  # the core file keeps the input file's name, in the core folder
-    if not args.dry_run:
-        assert target is not None and graph is not None and report_path is not None
-        if core_root is not None:  # built aside and renamed in, all or nothing: an earlier one must be all ours
-            _check_core_root(core_root, args)
-            _check_writable(core_root.parent)
-        else:
-            check_output(corpus, target, report=report_path)
-        if not _under(report_path, core_root):
-            check_replaceable_file(report_path, "--report")
-            _check_writable(report_path.parent)
-        if not _under(graph, core_root):
-            _check_graph_dir(graph)
+        run.corpus = read_corpus(src_files[0], prof.text_column, prof.file_encoding, args.skip_empty)
+    if run.corpus.kind != "folder":
+        assert run.out is not None
+        run.target = run.out / src_files[0].name  # the core file keeps the input file's name, in the core folder
+
+
+def _check_outputs(args: argparse.Namespace, run: _Run) -> None:
+    """Before anything is built: every output can be written and replaces nothing but what g2cons wrote."""
+    from ..pipelines.corpus_io import check_output
+
+    assert run.target is not None and run.graph is not None and run.report_path is not None
+    if run.core_root is not None:  # built aside and renamed in, all or nothing: an earlier one must be all ours
+        _check_core_root(run.core_root, args)
+        _check_writable(run.core_root.parent)
+    else:
+        check_output(run.corpus, run.target, report=run.report_path)
+    if not _under(run.report_path, run.core_root):
+        check_replaceable_file(run.report_path, "--report")
+        _check_writable(run.report_path.parent)
+    if not _under(run.graph, run.core_root):
+        _check_graph_dir(run.graph)
+
+
+def _build_and_select(args: argparse.Namespace, run: _Run) -> tuple[list[Any], Any, Any]:
+    """Chunk the input as the host does, build the concept graph and select: (chunks, index, selection report)."""
     from ..pipelines.corpus_io import chunk_documents
 
+    docs = run.corpus.documents
     chunks = chunk_documents(
-        corpus.documents, size, overlap, tokenizer=tok, show_progress=_show(args) and len(corpus.documents) > 50
+        docs, run.size, run.overlap, tokenizer=run.tok, show_progress=_show(args) and len(docs) > 50
     )
     index = _build_index(args, chunks)
     prompt_tokens = args.prompt_tokens_per_call
     if prompt_tokens is None:
-        prompt_tokens = prof.prompt_tokens(tok) if prof is not None else 0
+        prompt_tokens = run.prof.prompt_tokens(run.tok) if run.prof is not None else 0
     rep = index.select(
         kappa=args.kappa,
         kappa_by=args.kappa_by,
@@ -306,92 +367,121 @@ def cmd_select(args: argparse.Namespace) -> int:
         price_per_mtok=args.price_per_mtok,
         prompt_tokens_per_call=prompt_tokens,
     )
+    return chunks, index, rep
+
+
+def _report(args: argparse.Namespace, run: _Run, chunks: list[Any], index: Any, rep: Any, t0: float) -> dict[str, Any]:
+    """The selection report (with the host's cost, and ``--plot`` drawn)."""
     kept_docs = {str(index.chunk(i).metadata.get("source", i)) for i in rep.kept_ids}
-    n_files = ""
     report: dict[str, Any] = {
         **json_stamp("select report"),  # first key: a rerun recognises its own report (no marker beside it)
-        "input": str(inp),
-        "kind": corpus.kind,
-        "n_documents": len(corpus.documents),
+        "input": str(run.inp),
+        "kind": run.corpus.kind,
+        "n_documents": len(run.corpus.documents),
         "n_documents_kept": len(kept_docs),
-        "chunk_tokens": size,
-        "chunk_overlap": overlap,
+        "chunk_tokens": run.size,
+        "chunk_overlap": run.overlap,
         "tokenizer": index.tokenizer.name,
         "embedder": index.embedder.name,
         "dry_run": bool(args.dry_run),
-        "output": None if args.dry_run else str(target),
-        "graph": None if args.dry_run else str(graph),
+        "output": None if args.dry_run else str(run.target),
+        "graph": None if args.dry_run else str(run.graph),
         **rep.to_dict(),
         "graph_stats": index.stats.to_dict(),
     }
-    if prof is not None:
-        report["host_cost"] = _host_cost(args, prof, chunks, list(rep.kept_ids), tok)
-        if settings_out is not None:
-            report["settings"] = str(settings_out)
-            report["host_command"] = f"graphrag index --root {settings_out.parent}"
+    if run.prof is not None:
+        report["host_cost"] = _host_cost(args, run.prof, chunks, list(rep.kept_ids), run.tok)
+        if run.settings_out is not None:
+            report["settings"] = str(run.settings_out)
+            report["host_command"] = f"graphrag index --root {run.settings_out.parent}"
     if args.plot is not None:
         _plot_selection(args, index, list(rep.kept_ids))
         report["plot"] = str(args.plot)
     report["seconds"] = round(time.perf_counter() - t0, 3)
-    if not args.dry_run:
-        assert target is not None and graph is not None and report_path is not None
-        report["report"] = str(report_path)
-        _info(args, f"writing {len(rep.kept_ids):,} chunks to {target}")
-        graph_settings = {
-            "input": str(inp),
-            "kind": corpus.kind,
-            "chunk_tokens": size,
-            "chunk_overlap": overlap,
-            "text_column": args.text_column,
-            "encoding": args.encoding,
-            "tokenizer": tok.name if tok is not None else "cl100k_base",
-            "selection": {k: report[k] for k in ("kappa", "kappa_by", "selector")},  # g2cons show marks by it
-        }
-        if core_root is None:
-            written = write_selection(
-                corpus, index.chunks, rep.kept_ids, target, show_progress=_show(args), report=report_path
-            )
-            if corpus.kind != "folder":  # the proof a rerun needs to replace the file (no marker beside it)
-                report["output_sha256"] = sha256_file(target)
-            text = json.dumps(report, indent=2, ensure_ascii=False)
-            report_path.parent.mkdir(parents=True, exist_ok=True)
-            _write_owned(Path(report_path), text)
-            _save_graph(index, graph, graph_settings)
-        else:
-            assert settings_out is not None
-            text = json.dumps(report, indent=2, ensure_ascii=False)
-            with staged_folder(core_root, "select --root", lambda: _check_core_root(core_root, args)) as stage:
+    return report
 
-                def staged(p: Path) -> Path:  # where a path inside the core root is built
-                    return stage / Path(os.path.abspath(p)).relative_to(core_root)
 
-                written = write_selection(corpus, index.chunks, rep.kept_ids, staged(target), show_progress=_show(args))
-                _write_settings(prof, staged(settings_out), core_root)
-                if _under(report_path, core_root):
-                    staged(report_path).parent.mkdir(parents=True, exist_ok=True)
-                    atomic_write_text(staged(report_path), text)
-                if _under(graph, core_root):
-                    _save_graph(index, staged(graph), graph_settings)
-            if not _under(report_path, core_root):
-                report_path.parent.mkdir(parents=True, exist_ok=True)
-                _write_owned(Path(report_path), text)
-            if not _under(graph, core_root):
-                _save_graph(index, graph, graph_settings)
-        n_files = f"{len(written):,} files" if corpus.kind == "folder" else f"{len(rep.kept_ids):,} records"
-        report["seconds"] = round(time.perf_counter() - t0, 3)
+def _write_outputs(args: argparse.Namespace, run: _Run, index: Any, rep: Any, report: dict[str, Any]) -> str:
+    """Write the kept chunks, the report and the concept graph; returns what was written ("12 files")."""
+    assert run.report_path is not None
+    report["report"] = str(run.report_path)
+    _info(args, f"writing {len(rep.kept_ids):,} chunks to {run.target}")
+    graph_settings = {
+        "input": str(run.inp),
+        "kind": run.corpus.kind,
+        "chunk_tokens": run.size,
+        "chunk_overlap": run.overlap,
+        "text_column": args.text_column,
+        "encoding": args.encoding,
+        "tokenizer": run.tok.name if run.tok is not None else "cl100k_base",
+        "selection": {k: report[k] for k in ("kappa", "kappa_by", "selector")},  # g2cons show marks by it
+    }
+    if run.core_root is None:
+        written = _write_beside_output(args, run, index, rep, report, graph_settings)
+    else:
+        written = _write_core_root(args, run, index, rep, report, graph_settings)
+    return f"{len(written):,} files" if run.corpus.kind == "folder" else f"{len(rep.kept_ids):,} records"
+
+
+def _write_beside_output(
+    args: argparse.Namespace, run: _Run, index: Any, rep: Any, report: dict[str, Any], graph_settings: dict[str, Any]
+) -> list[Any]:
+    """Plain ``select``: the output, then the report and the graph (beside it unless given elsewhere)."""
+    assert run.target is not None and run.graph is not None and run.report_path is not None
+    written = write_selection(
+        run.corpus, index.chunks, rep.kept_ids, run.target, show_progress=_show(args), report=run.report_path
+    )
+    if run.corpus.kind != "folder":  # the proof a rerun needs to replace the file (no marker beside it)
+        report["output_sha256"] = sha256_file(run.target)
+    text = json.dumps(report, indent=2, ensure_ascii=False)
+    run.report_path.parent.mkdir(parents=True, exist_ok=True)
+    _write_owned(Path(run.report_path), text)
+    _save_graph(index, run.graph, graph_settings)
+    return written
+
+
+def _write_core_root(
+    args: argparse.Namespace, run: _Run, index: Any, rep: Any, report: dict[str, Any], graph_settings: dict[str, Any]
+) -> list[Any]:
+    """``select --root``: the core root built aside and renamed in (input/, settings.yaml, and the report and graph
+    unless given elsewhere, which are written after it)."""
+    core_root, target, graph, report_path = run.core_root, run.target, run.graph, run.report_path
+    assert core_root is not None and target is not None and graph is not None and report_path is not None
+    assert run.settings_out is not None
+    text = json.dumps(report, indent=2, ensure_ascii=False)
+    with staged_folder(core_root, "select --root", lambda: _check_core_root(core_root, args)) as stage:
+
+        def staged(p: Path) -> Path:  # where a path inside the core root is built
+            return stage / Path(os.path.abspath(p)).relative_to(core_root)
+
+        written = write_selection(run.corpus, index.chunks, rep.kept_ids, staged(target), show_progress=_show(args))
+        _write_settings(run.prof, staged(run.settings_out), core_root)
+        if _under(report_path, core_root):
+            staged(report_path).parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(staged(report_path), text)
+        if _under(graph, core_root):
+            _save_graph(index, staged(graph), graph_settings)
+    if not _under(report_path, core_root):
+        report_path.parent.mkdir(parents=True, exist_ok=True)
+        _write_owned(Path(report_path), text)
+    if not _under(graph, core_root):
+        _save_graph(index, graph, graph_settings)
+    return written
+
+
+def _print_result(args: argparse.Namespace, run: _Run, report: dict[str, Any], n_files: str) -> None:
     if args.json:
         print(json.dumps(report, indent=2, ensure_ascii=False))
+        return
+    print(_summary(report))
+    if "host_cost" in report:
+        print(_host_summary(report["host_cost"]))
+    if args.dry_run:
+        print("dry run: nothing written")
     else:
-        print(_summary(report))
-        if "host_cost" in report:
-            print(_host_summary(report["host_cost"]))
-        if args.dry_run:
-            print("dry run: nothing written")
-        else:
-            print(f"wrote    {target} ({n_files}), report {report_path}, concept graph {graph}")
-            if settings_out is not None:
-                print(f"next     {report['host_command']}")
-    return 0
+        print(f"wrote    {run.target} ({n_files}), report {run.report_path}, concept graph {run.graph}")
+        if run.settings_out is not None:
+            print(f"next     {report['host_command']}")
 
 
 def _plot_selection(args: argparse.Namespace, index: Any, kept_ids: list[str]) -> None:
@@ -494,6 +584,17 @@ def register(sub: Any) -> None:
         epilog=_SELECT_EPILOG,
         formatter_class=FMT,
     )
+    _host_args(s)
+    _selection_args(s)
+    _cost_args(s)
+    _output_args(s)
+    input_opts(s)
+    common_opts(s)
+    s.set_defaults(func=cmd_select)
+
+
+def _host_args(s: Any) -> None:
+    """INPUT, or the host project and how it reads and counts its input."""
     s.add_argument(
         "input",
         type=Path,
@@ -522,6 +623,10 @@ def register(sub: Any) -> None:
         help="override the host's tiktoken encoding (GraphRAG: chunking.encoding_model; LightRAG: o200k_base): a name "
         "(cl100k_base and o200k_base are bundled, offline) or the path of a .tiktoken file",
     )
+
+
+def _selection_args(s: Any) -> None:
+    """What to keep, and where to write it."""
     s.add_argument("--kappa", type=share, default=0.8, help="share to keep (default 0.8)")
     s.add_argument(
         "--kappa-by",
@@ -542,6 +647,10 @@ def register(sub: Any) -> None:
         help="output folder (folder input) or file (CSV/JSONL/JSON input)",
     )
     s.add_argument("--dry-run", action="store_true", help="only estimate: build, select and print; write nothing")
+
+
+def _cost_args(s: Any) -> None:
+    """What the host's LLM calls cost (the report's savings)."""
     s.add_argument(
         "--price-per-mtok",
         type=price,
@@ -567,6 +676,10 @@ def register(sub: Any) -> None:
         default=None,
         help="tokens one extraction call returns (an estimate; for the output cost)",
     )
+
+
+def _output_args(s: Any) -> None:
+    """The concept graph, the report and the picture."""
     s.add_argument(
         "--graph",
         type=Path,
@@ -583,6 +696,3 @@ def register(sub: Any) -> None:
         metavar="FILE",
         help="draw the selection (tokens kept per document; concept coverage vs kappa): .png, .svg or .html",
     )
-    input_opts(s)
-    common_opts(s)
-    s.set_defaults(func=cmd_select)
