@@ -11,7 +11,7 @@ Thread-safety contract:
   concurrent ``add``/``remove``, never a mix.
 - **Writers are serialised.** ``add`` and ``remove`` take a writer lock, build the next snapshot aside (nothing
   known is re-embedded) and publish it with one assignment. A failed write leaves the index unchanged.
-- Across processes, :meth:`save` and :meth:`load` are atomic (see :mod:`g2cons_plugins.persistence`).
+- Across processes, :meth:`save` and :meth:`load` are atomic (see :mod:`g2cons_plugins.storage.persistence`).
 
 Order independence: chunks are stored sorted by id, so an index built from the same chunks in any order, or
 reached by any sequence of ``add``/``remove``, is the same index and returns the same results.
@@ -107,7 +107,7 @@ class G2ConSIndex:
         tok = get_tokenizer(tokenizer)
         runner = None
         if engine != "local":
-            from .engines import get_engine
+            from .pipelines.engines import get_engine
 
             kw = {"address": ray_address, "num_workers": num_workers} if engine == "ray" else {}
             runner = get_engine(engine, **kw)
@@ -282,8 +282,8 @@ class G2ConSIndex:
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> None:
-        """Write the current snapshot to ``path`` atomically (see :mod:`g2cons_plugins.persistence`)."""
-        from .persistence import save_index
+        """Write the current snapshot to ``path`` atomically (see :mod:`g2cons_plugins.storage.persistence`)."""
+        from .storage.persistence import save_index
 
         save_index(self._snapshot, Path(path))
 
@@ -299,7 +299,7 @@ class G2ConSIndex:
         """Load an index saved by :meth:`save` (checksummed and validated; the embedder defaults to the one it
         was built with). ``verify``: also re-derive the graph and compare; ``rebuild``: re-derive instead of
         reading the stored derived state."""
-        from .persistence import load_snapshot
+        from .storage.persistence import load_snapshot
 
         return cls.from_snapshot(load_snapshot(Path(path), embedder, tokenizer, verify=verify, rebuild=rebuild))
 

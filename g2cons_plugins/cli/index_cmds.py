@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..corpus_io import _check_writable, check_text, path_id
 from ..errors import InputError
 from ..outputs import check_disjoint
+from ..pipelines.corpus_io import _check_writable, check_text, path_id
 from ._common import (
     FMT,
     _build_index,
@@ -217,8 +217,8 @@ def _replay_items(index: Any, path: str, args: argparse.Namespace) -> list[Any]:
 
 # ---------------------------------------------------------------------------------------------- add / remove
 def cmd_add(args: argparse.Namespace) -> int:
-    from ..corpus_io import chunk_documents, read_many
     from ..index import G2ConSIndex
+    from ..pipelines.corpus_io import chunk_documents, read_many
 
     t0 = time.perf_counter()
     check_disjoint({"FILES": args.files}, {"DIR": args.graph})
