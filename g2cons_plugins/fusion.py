@@ -148,13 +148,12 @@ def score_fuse(
     beta: int | None = None,
     host_weight: float | None = None,
     query_vector: np.ndarray | None = None,
-    host_seeds: int | None = None,
     concept: Sequence[RetrievedItem] | None = None,
     strategy: str | None = None,
     recount: Callable[[list[RetrievedItem]], list[RetrievedItem]] | None = None,
 ) -> Fusion:
     """Score-level fusion (module doc): host chunks as evidence on the concept path's unit scores, one ranking,
-    one budget. ``host_weight`` and ``host_seeds`` default to the config's; ``concept``: the concept path alone
+    one budget. ``host_weight`` defaults to the config's; ``concept``: the concept path alone
     for this query and beta when the caller already has it (same ``strategy``); ``recount``: gives the units their
     token counts as the LLM will see them (an adapter rendering metadata), the ranking is then cut to beta again."""
     snap = as_snapshot(index)
@@ -184,11 +183,7 @@ def score_fuse(
         for j, u in enumerate(units.tolist()):
             e = w / ((1.0 + r) * (1.0 + j))  # the host's r-th chunk, the j-th best unit of it
             evidence[u] = max(evidence.get(u, 0.0), e)
-    n_seeds = cfg.host_seeds if host_seeds is None else host_seeds
-    seeds = _host_seed_units(snap, qv, [u for u in units_of if u is not None][:n_seeds]) if w > 0 else []
-    ranked = (
-        retrieve(snap, query, beta, strategy, qv, evidence=evidence, seed_units=seeds) if evidence and w > 0 else alone
-    )
+    ranked = retrieve(snap, query, beta, strategy, qv, evidence=evidence) if evidence and w > 0 else alone
     if recount is not None and ranked is not alone:
         ranked = _cut(recount(ranked), beta)
     foreign = [(r, h) for r, h in enumerate(hosts) if units_of[r] is None and h.text]
@@ -218,14 +213,6 @@ def _agreement(hosts: list[HostItem], units_of: list[np.ndarray | None], concept
     this query's host results are worth (a host that returns noise for a query gets no say in its ranking)."""
     top = [h.chunk_id for h, u in zip(hosts, units_of, strict=True) if u is not None][:AGREEMENT_TOP]
     return sum(c in concept_chunks for c in top) / len(top) if top else 0.0
-
-
-def _host_seed_units(snap: Snapshot, qv: np.ndarray, host_units: list[np.ndarray]) -> list[int]:
-    """The best unit (by cosine to the query) of each of the host's first chunks."""
-    if not host_units:
-        return []
-    sc = DenseScores(snap, qv)
-    return [int(units[int(np.argmax(sc.of(units)))]) for units in host_units if len(units)]
 
 
 def _merge_foreign(

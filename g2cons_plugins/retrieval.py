@@ -231,7 +231,6 @@ def retrieve(
     strategy: str | None = None,
     query_vector: np.ndarray | None = None,
     evidence: Mapping[int, float] | None = None,
-    seed_units: Sequence[int] = (),
 ) -> list[RetrievedItem]:
     """The concept path: units for ``query`` within ``beta`` tokens (see module doc for strategies).
 
@@ -267,14 +266,9 @@ def retrieve(
         lex = index.lexical.scores(query)
         hyb = HybridScores(sc, lex, lw * scale) if lw > 0 else sc
         return _bridge(
-            index, hyb, beta, lex, seed_sc=hyb if cfg.hybrid_seeds else sc, scale=scale, evidence=evidence,
-            seed_units=seed_units,
+            index, hyb, beta, lex, seed_sc=hyb if cfg.hybrid_seeds else sc, scale=scale, evidence=evidence
         )
-    return _bridge(index, sc, beta, scale=scale, evidence=evidence, seed_units=seed_units)
-
-
-def _seed_source(rank: int, n_dense: int, n_own: int) -> str:
-    return "dense" if rank < n_dense else "bm25" if rank < n_own else "host"
+    return _bridge(index, sc, beta, scale=scale, evidence=evidence)
 
 
 def _evidence(evidence: Mapping[int, float] | None, scale: float) -> dict[int, float]:
@@ -402,7 +396,6 @@ def _bridge(
     seed_sc: DenseScores | None = None,
     scale: float = 1.0,
     evidence: Mapping[int, float] | None = None,
-    seed_units: Sequence[int] = (),
 ) -> list[RetrievedItem]:
     cfg, dv = index.config, index.derived
     if cfg.bridge_vocab == "all_words":
@@ -418,10 +411,6 @@ def _bridge(
         hit = np.flatnonzero(lexical > 0)  # only units with a query word can be lexical seeds
         lex_top = hit[_top_desc(lexical[hit], cfg.lexical_seeds + len(seeds))].tolist()
         seeds += [u for u in lex_top if u not in have][: cfg.lexical_seeds]
-    n_own = len(seeds)
-    if seed_units:  # units named from outside (score fusion: the host's best chunks) seed bridges too
-        have = set(seeds)
-        seeds += [int(u) for u in dict.fromkeys(seed_units) if int(u) not in have]
     seed_scores = sc.of(np.asarray(seeds, dtype=np.int64))
     ref = max(float(seed_scores.max()), 1e-6) if seeds else 1.0
     score_of: dict[int, float] = dict(zip(seeds, seed_scores.tolist(), strict=True))
@@ -466,7 +455,7 @@ def _bridge(
         return {"via": "bridge", "bridge_concepts": names[:5], "hop": hop}
 
     first = [
-        (u, score_of[u], {"via": "seed", "seed_rank": rank, "hop": 0, "source": _seed_source(rank, n_dense, n_own)})
+        (u, score_of[u], {"via": "seed", "seed_rank": rank, "hop": 0, "source": "dense" if rank < n_dense else "bm25"})
         for rank, u in enumerate(seeds)
     ]
     return _ranked(index, sc, bonus, first, beta, reason)
