@@ -244,43 +244,9 @@ def store(
     chunks = sorted(chunks, key=lambda c: c.id)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    old_units: dict[str, list[Unit]] = {}
-    if previous is not None:
-        for u in previous.units:
-            old_units.setdefault(u.parent_id, []).append(u)
-    units: list[Unit] = []
-    parents: list[int] = []
-    iterator: Iterable[tuple[int, Chunk]] = enumerate(chunks)
-    if show_progress:
-        from tqdm.auto import tqdm
-
-        iterator = tqdm(iterator, total=len(chunks), desc="split", unit="chunk")
-    split_by_engine: dict[str, list[Unit]] = {}
-    if engine is not None:
-        todo = [c for c in chunks if c.id not in old_units]
-        split_by_engine = dict(zip((c.id for c in todo), engine.split(todo, tok.name, config.unit_tokens), strict=True))
-    for i, ch in iterator:
-        us = old_units.get(ch.id) or split_by_engine.get(ch.id) or split_units(ch, tok, config.unit_tokens)
-        units.extend(us)
-        parents.extend([i] * len(us))
-    check_unit_ids(units, {c.id for c in chunks})
-    sent_pos: dict[str, int] = {}
-    rows, cols = [], []
-    for j, u in enumerate(units):
-        for s in u.sentences:
-            rows.append(sent_pos.setdefault(s, len(sent_pos)))
-            cols.append(j)
-    sentences = list(sent_pos)
-    sent_unit = freeze(
-        binary(sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(len(sentences), len(units))))
-    )
-    if previous is not None:
-        old_tok = dict(zip((c.id for c in previous.chunks), previous.chunk_tokens.tolist(), strict=True))
-        missing = [c.text for c in chunks if c.id not in old_tok]
-        fresh = iter(_count(engine, tok, missing))
-        chunk_tokens = np.array([old_tok[c.id] if c.id in old_tok else next(fresh) for c in chunks], dtype=np.int64)
-    else:
-        chunk_tokens = np.array(_count(engine, tok, [c.text for c in chunks]), dtype=np.int64)
+    units, parents = _split(chunks, tok, config, show_progress, previous, engine)
+    sentences, sent_unit = _sentence_units(units)
+    chunk_tokens = _chunk_tokens(chunks, tok, previous, engine)
     timings["split_and_count"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     unit_texts = [u.text for u in units]
@@ -310,6 +276,64 @@ def store(
         unit_vecs=_frozen(unit_vecs),
         timings=dict(timings),
     )
+
+
+def _split(
+    chunks: list[Chunk],
+    tok: Tokenizer,
+    config: G2ConSConfig,
+    show_progress: bool,
+    previous: Stored | None,
+    engine: Any,
+) -> tuple[list[Unit], list[int]]:
+    """The retrieval units of the (sorted) chunks and the position of each unit's chunk; a chunk ``previous``
+    holds keeps its units."""
+    old_units: dict[str, list[Unit]] = {}
+    if previous is not None:
+        for u in previous.units:
+            old_units.setdefault(u.parent_id, []).append(u)
+    units: list[Unit] = []
+    parents: list[int] = []
+    iterator: Iterable[tuple[int, Chunk]] = enumerate(chunks)
+    if show_progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(iterator, total=len(chunks), desc="split", unit="chunk")
+    split_by_engine: dict[str, list[Unit]] = {}
+    if engine is not None:
+        todo = [c for c in chunks if c.id not in old_units]
+        split_by_engine = dict(zip((c.id for c in todo), engine.split(todo, tok.name, config.unit_tokens), strict=True))
+    for i, ch in iterator:
+        us = old_units.get(ch.id) or split_by_engine.get(ch.id) or split_units(ch, tok, config.unit_tokens)
+        units.extend(us)
+        parents.extend([i] * len(us))
+    check_unit_ids(units, {c.id for c in chunks})
+    return units, parents
+
+
+def _sentence_units(units: list[Unit]) -> tuple[list[str], sp.csr_matrix]:
+    """The distinct sentences in order of first use, and the (sentence x unit) 0/1 incidence matrix."""
+    sent_pos: dict[str, int] = {}
+    rows, cols = [], []
+    for j, u in enumerate(units):
+        for s in u.sentences:
+            rows.append(sent_pos.setdefault(s, len(sent_pos)))
+            cols.append(j)
+    sentences = list(sent_pos)
+    sent_unit = freeze(
+        binary(sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(len(sentences), len(units))))
+    )
+    return sentences, sent_unit
+
+
+def _chunk_tokens(chunks: list[Chunk], tok: Tokenizer, previous: Stored | None, engine: Any) -> np.ndarray:
+    """Token count of each chunk; a chunk ``previous`` holds keeps its count."""
+    if previous is None:
+        return np.array(_count(engine, tok, [c.text for c in chunks]), dtype=np.int64)
+    old_tok = dict(zip((c.id for c in previous.chunks), previous.chunk_tokens.tolist(), strict=True))
+    missing = [c.text for c in chunks if c.id not in old_tok]
+    fresh = iter(_count(engine, tok, missing))
+    return np.array([old_tok[c.id] if c.id in old_tok else next(fresh) for c in chunks], dtype=np.int64)
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:

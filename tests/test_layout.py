@@ -36,8 +36,6 @@ LONG_FUNCTIONS = {
     "eval/host_eval.py:selection_downstream": "the downstream-selection run (not split yet; the lead's module)",
     "cli/eval.py:cmd_eval": "the eval subcommand (not split yet; the lead's module)",
     "cli/eval.py:register": "argparse declarations of the eval subcommand, one option after another",
-    "pipelines/host_projects.py:read_graphrag": "not split yet (next commit)",
-    "state.py:store": "not split yet (next commit)",
 }
 
 

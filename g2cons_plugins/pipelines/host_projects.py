@@ -256,17 +256,47 @@ def read_graphrag(root: str | Path) -> HostProfile:
     root = Path(root)
     path = _settings_file(root)
     data = load_settings(path)
+    _warn_unknown_keys(data, path)
+    inp = _graphrag_input(data, root, path)
+    size, overlap, encoding_model = _graphrag_chunking(data, path)
+    gleanings, source, parts = _graphrag_extraction(data, root, path)
+
+    def messages(text: str) -> list[str]:
+        return [text.join(parts)]
+
+    return HostProfile(
+        host="graphrag",
+        chunk_size=size,
+        chunk_overlap=overlap,
+        encoding_model=encoding_model,
+        gleanings=gleanings,
+        calls_per_chunk=1 + gleanings + max(gleanings - 1, 0),
+        prompt_source=source,
+        messages=messages,
+        root=root,
+        settings_path=path,
+        settings_raw=data,
+        **inp,
+    )
+
+
+def _warn_unknown_keys(data: dict[str, Any], path: Path) -> None:
     unknown = sorted(str(k) for k in data if k not in _GRAPHRAG_KEYS)
     if unknown:
-        warnings.warn(f"{path}: unknown settings {unknown} (not used by g2cons; check the spelling)", stacklevel=2)
+        warnings.warn(f"{path}: unknown settings {unknown} (not used by g2cons; check the spelling)", stacklevel=3)
     for sec_name, known in _SECTION_KEYS.items():
         extra = sorted(str(k) for k in _section(data, sec_name, path) if k not in known)
         if extra:
-            warnings.warn(f"{path}: unknown keys in {sec_name}: {extra}", stacklevel=2)
+            warnings.warn(f"{path}: unknown keys in {sec_name}: {extra}", stacklevel=3)
+
+
+def _graphrag_input(data: dict[str, Any], root: Path, path: Path) -> dict[str, Any]:
+    """The input's type, folder (and which keys name it), file pattern, encoding and text column, as
+    :class:`HostProfile` fields; both settings layouts (``input_storage`` + ``input.file_type``, or the older
+    ``input.type`` / ``input.base_dir``)."""
     inp = _section(data, "input", path)
     storage = _section(data, "input_storage", path)
     new_layout = "chunking" in data or "input_storage" in data or "file_type" not in inp
-    # input type and folder
     itype = str(inp.get("file_type") or inp.get("type") or "text")
     if itype in ("file", "blob"):  # older layout: input.type is the storage, file_type the format
         if itype == "blob":
@@ -291,9 +321,18 @@ def read_graphrag(root: str | Path) -> HostProfile:
         re.compile(pattern)
     except (re.error, TypeError) as e:
         raise InputError(f"{path}: input.file_pattern {pattern!r} is not a regular expression ({e})") from None
-    file_encoding = inp.get("encoding") or inp.get("file_encoding") or "utf-8"
-    text_column = inp.get("text_column") or "text"
-    # chunking
+    return {
+        "input_path": base_dir,
+        "input_type": itype,
+        "file_pattern": pattern,
+        "file_encoding": str(inp.get("encoding") or inp.get("file_encoding") or "utf-8"),
+        "text_column": str(inp.get("text_column") or "text"),
+        "base_dir_keys": keys,
+    }
+
+
+def _graphrag_chunking(data: dict[str, Any], path: Path) -> tuple[int, int, str]:
+    """Chunk size, overlap and encoding model (``chunking``, or the older ``chunks``)."""
     chunking = _section(data, "chunking", path) if "chunking" in data else _section(data, "chunks", path)
     ckey = "chunking" if "chunking" in data else "chunks"
     ctype = chunking.get("type", "tokens")
@@ -307,7 +346,12 @@ def read_graphrag(root: str | Path) -> HostProfile:
         raise InputError(f"{path}: {ckey}.overlap ({overlap}) must be smaller than {ckey}.size ({size})")
     default_enc = "o200k_base" if "chunking" in data else str(data.get("encoding_model") or "cl100k_base")
     encoding_model = _str(chunking.get("encoding_model") or default_enc, f"{ckey}.encoding_model", path)
-    # extraction prompt and gleanings
+    return size, overlap, encoding_model
+
+
+def _graphrag_extraction(data: dict[str, Any], root: Path, path: Path) -> tuple[int, str, list[str]]:
+    """Gleanings, the prompt's source and the prompt split around its input slot (``extract_graph``, or the older
+    ``entity_extraction``)."""
     ekey = "extract_graph" if "extract_graph" in data or "entity_extraction" not in data else "entity_extraction"
     extract = _section(data, ekey, path)
     gleanings = _int(extract.get("max_gleanings", 1), f"{ekey}.max_gleanings", path)
@@ -316,29 +360,7 @@ def read_graphrag(root: str | Path) -> HostProfile:
         raise InputError(f"{path}: {ekey}.entity_types must be a list of strings, got {types!r}")
     template, source = _graphrag_prompt(extract.get("prompt"), root, path, ekey)
     parts = parse_template(template, {**_GRAPHRAG_FORMAT, "entity_types": ",".join(types)}, "input_text", source)
-
-    def messages(text: str) -> list[str]:
-        return [text.join(parts)]
-
-    return HostProfile(
-        host="graphrag",
-        input_path=base_dir,
-        input_type=itype,
-        chunk_size=size,
-        chunk_overlap=overlap,
-        encoding_model=encoding_model,
-        gleanings=gleanings,
-        calls_per_chunk=1 + gleanings + max(gleanings - 1, 0),
-        prompt_source=source,
-        messages=messages,
-        file_pattern=pattern,
-        file_encoding=str(file_encoding),
-        text_column=str(text_column),
-        root=root,
-        settings_path=path,
-        settings_raw=data,
-        base_dir_keys=keys,
-    )
+    return gleanings, source, parts
 
 
 def parse_template(template: str, values: dict[str, str], slot: str, source: str) -> list[str]:
