@@ -6,7 +6,7 @@ VENV="${G2CONS_VENV:-.venv-test}"
 python3 -m venv "$VENV"
 . "$VENV/bin/activate"
 python -m pip install -q --upgrade pip
-python -m pip install -q -e ".[test]" -e "adapters/llama-index-retrievers-g2cons[ner]" -e "adapters/langchain-g2cons[test]"
+python -m pip install -q -e ".[test,docs]" -e "adapters/llama-index-retrievers-g2cons[ner]" -e "adapters/langchain-g2cons[test]"
 # host pipelines for the `g2cons select` integration tests (LightRAG, MS GraphRAG's input loader and chunker)
 python -m pip install -q lightrag-hku graphrag-input graphrag-chunking
 export HF_HUB_OFFLINE=1
@@ -16,6 +16,8 @@ ruff check g2cons_plugins tests examples benchmarks
 mypy g2cons_plugins
 (cd adapters/llama-index-retrievers-g2cons && mypy)
 (cd adapters/langchain-g2cons && mypy)
+# the docs site (API pages from docstrings), built outside the repository: never a site/ here
+NO_MKDOCS_2_WARNING=1 mkdocs build --strict -q -d "$(mktemp -d)"
 python -m pytest tests
 # each adapter's own tests, from its folder (its pytest config; LangChain's standard retriever suite)
 (cd adapters/llama-index-retrievers-g2cons && python -m pytest tests)

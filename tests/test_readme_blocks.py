@@ -47,3 +47,10 @@ def test_readme_block_runs_offline(where: str, code: str, tmp_path: Path) -> Non
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env
     )
     assert proc.returncode == 0, f"{where}\n{proc.stderr[-4000:]}"
+
+
+def test_readme_stays_short() -> None:
+    """README is the front page (what it does, set-up, one quickstart per host, one results table); everything
+    else lives in docs/."""
+    n = len((ROOT / "README.md").read_text(encoding="utf-8").splitlines())
+    assert n <= 250, f"README.md has {n} lines: move detail into docs/"
