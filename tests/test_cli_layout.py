@@ -1,6 +1,6 @@
-"""Package layout: the evaluation harness lives in ``g2cons_plugins.eval``, storage in ``g2cons_plugins.storage``;
-the old paths still import, with a DeprecationWarning, and give the moved module itself; the CLI is a package whose
-entry point and helpers still import."""
+"""Package layout: the evaluation harness lives in ``g2cons_plugins.eval``, storage in ``g2cons_plugins.storage``,
+host pipelines in ``g2cons_plugins.pipelines``; the old paths still import, with a DeprecationWarning, and give the
+moved module itself; the CLI is a package whose entry point and helpers still import."""
 
 from __future__ import annotations
 
