@@ -108,6 +108,7 @@ class G2ConSConfig:
     fusion: Literal["score", "ensemble"] = "score"
     host_weight: float = 0.6  # score fusion: evidence of the host's best chunk, in bridge_bonus units
     host_agreement: bool = True  # score fusion: host_weight x the share of the host's top 5 the concept path places
+    host_head: int = 5  # score fusion: the concept path's first host_head passages stay first (0: no protected head)
     lambda_: float | None = None  # None -> 0.4 (default mode) / 0.6 (paper mode); the ensemble's host share
     spill: bool | None = None  # None -> True (default mode) / False (paper mode: hard lambda caps)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -154,6 +155,7 @@ class G2ConSConfig:
             (isinstance(self.spill, bool), f"spill must be True or False, got {self.spill!r}"),
             (self.fusion in ("score", "ensemble"), f"fusion must be 'score' or 'ensemble', got {self.fusion!r}"),
             (0.0 <= self.host_weight <= 10.0, f"host_weight must be in [0, 10], got {self.host_weight}"),
+            (0 <= self.host_head <= 1000, f"host_head must be in [0, 1000], got {self.host_head}"),
             (isinstance(self.host_agreement, bool), f"host_agreement must be a bool, got {self.host_agreement!r}"),
             (isinstance(self.hybrid_seeds, bool), f"hybrid_seeds must be True or False, got {self.hybrid_seeds!r}"),
             (self.score_scale in ("cosine", "spread"),
@@ -170,7 +172,7 @@ class G2ConSConfig:
         floats = ("kappa", "max_df", "theta_sem_percentile", "pagerank_damping", "bridge_bonus", "ppr_damping",
                   "lexical_weight", "host_weight")
         ints = ("top_n", "min_df", "ngram_max", "theta_co", "seed", "beta", "k", "n_hops", "n_seed_units",
-                "bridge_rounds", "bridge_max_df", "e2_hops", "e2_max_units", "lexical_seeds")
+                "bridge_rounds", "bridge_max_df", "e2_hops", "e2_max_units", "lexical_seeds", "host_head")
         for name in floats + ("theta_sem", "lambda_"):
             value = getattr(self, name)
             if value is not None or name in floats:

@@ -184,6 +184,8 @@ def score_fuse(
             e = w / ((1.0 + r) * (1.0 + j))  # the host's r-th chunk, the j-th best unit of it
             evidence[u] = max(evidence.get(u, 0.0), e)
     ranked = retrieve(snap, query, beta, strategy, qv, evidence=evidence) if evidence and w > 0 else alone
+    if ranked is not alone and cfg.host_head > 0:
+        ranked = _keep_head(alone, ranked, cfg.host_head, beta)
     if recount is not None and ranked is not alone:
         ranked = _cut(recount(ranked), beta)
     foreign = [(r, h) for r, h in enumerate(hosts) if units_of[r] is None and h.text]
@@ -193,6 +195,23 @@ def score_fuse(
     host_of = [(h, set(u.tolist())) for h, u in zip(hosts, units_of, strict=True) if u is not None]
     items = [_fused_item(snap, c, f, host_units, host_of, alone_ids) for c, f in placed]
     return _report(snap, items, hosts, units_of, beta, "score")
+
+
+def _keep_head(alone: list[RetrievedItem], ranked: list[RetrievedItem], n: int, beta: int) -> list[RetrievedItem]:
+    """The concept path's own first ``n`` passages (its units up to the n-th distinct chunk, at most half of beta)
+    first, then the fused ranking: the host's evidence reorders the rest of the context, never the head the concept
+    path is surest of."""
+    head: list[RetrievedItem] = []
+    parents: set[str] = set()
+    used = 0
+    for it in alone:
+        if (it.parent_id not in parents and len(parents) >= n) or used + it.n_tokens > beta // 2:
+            break
+        parents.add(it.parent_id)
+        head.append(it)
+        used += it.n_tokens
+    ids = {it.unit_id for it in head}
+    return _cut(head + [it for it in ranked if it.unit_id not in ids], beta)
 
 
 def _cut(items: list[RetrievedItem], beta: int) -> list[RetrievedItem]:

@@ -169,3 +169,19 @@ def test_chunk_units_table(index: G2ConSIndex) -> None:
         units = chunk_units(snap, pos)
         assert {snap.stored.units[u].parent_id for u in units.tolist()} == {cid}
         assert len(units) == sum(u.parent_id == cid for u in snap.stored.units)
+
+
+def test_the_concept_paths_head_stays_first(corpus: list[dict[str, str]]) -> None:
+    q = "Who discovered radioactivity?"
+    noise = [{"chunk_id": c} for c in ("c17", "c14", "c15", "c13", "c12")]  # agrees on one chunk, then noise
+    for head in (0, 5):
+        idx = G2ConSIndex.build(corpus, embedder="hash", config=G2ConSConfig(host_head=head, host_agreement=False))
+        alone = retrieve(idx, q, beta=400)
+        f = score_fuse(idx, noise, q, beta=400, host_weight=10.0)
+        assert f.n_tokens <= 400
+        first = list(dict.fromkeys(c.parent_id for c in alone))[:5]
+        got = list(dict.fromkeys(x.chunk_id for x in f.items))[:5]
+        if head:
+            assert got == first  # the host's evidence reorders the rest, never the head
+        else:
+            assert got != first  # unprotected, a heavy host weight takes places after the seeds

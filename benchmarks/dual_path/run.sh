@@ -16,12 +16,12 @@ mkdir -p $R
 #    entities + NEREntityRetriever); kappa sweep, the paper's ensemble over lambda and score fusion over host_weight
 for pk in 0 1200; do
   g2cons eval $M --methods dense,bm25,hybrid,hybrid-weighted,concept --budgets 1000,2000,4000 --embedder minilm \
-    --pack-tokens $pk --host replay:$KG --host-kappas 0.2,0.5,0.8,1.0 --host-kappa 0.5 --lambdas 0.2,0.4,0.6,0.8 \
+    --pack-tokens $pk --host replay:$KG --host-option model=gpt-3.5-turbo-1106 --host-kappas 0.2,0.5,0.8,1.0 --host-kappa 0.5 --lambdas 0.2,0.4,0.6,0.8 \
     --host-weights 0.2,0.6 $C --out $R/replay_musique_train100_pack$pk.json > $R/replay_musique_train100_pack$pk.md
 done
 # 2. selection judged by the real graph: host KG (framework-free replay host) built from each selector's kept chunks
 g2cons eval $M --methods concept --budgets 1000,2000,4000 --embedder minilm --selection-downstream \
-  --host replay-core:$KG --host-kappas 0.5 --lambdas 0.4 --downstream-kappas 0.2,0.5,0.8 \
+  --host replay-core:$KG --host-option model=gpt-3.5-turbo-1106 --host-kappas 0.5 --lambdas 0.4 --downstream-kappas 0.2,0.5,0.8 \
   --downstream-selectors default,pagerank,shortest,knn_pagerank,length-matched-random $C \
   --out $R/selection_downstream_replay.json > $R/selection_downstream_replay.md
 # 3. the same fusion default with the LLM-free NER host on the four multi-hop sets

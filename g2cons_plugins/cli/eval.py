@@ -132,7 +132,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         out["selection_downstream"] = selection_downstream(
             index,
             questions,
-            load_host(args.host or "llama-index-ner"),
+            load_host(args.host or "llama-index-ner", **host_options(args.host_option)),
             kappas=args.downstream_kappas,
             budgets=args.budgets,
             selectors=[x.strip() for x in args.downstream_selectors.split(",") if x.strip()],
@@ -179,6 +179,24 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def host_options(pairs: list[str]) -> dict[str, Any]:
+    """``--host-option KEY=VALUE`` pairs as keyword arguments of the host factory (ints and floats parsed)."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.isidentifier():
+            raise InputError(f"--host-option {pair!r}: expected KEY=VALUE, e.g. model=gpt-4o-mini")
+        for cast in (int, float):
+            try:
+                out[key] = cast(value)
+                break
+            except ValueError:
+                continue
+        else:
+            out[key] = value
+    return out
+
+
 def _floats(text: str) -> list[float]:
     try:
         out = [float(x) for x in text.split(",") if x.strip()]
@@ -219,7 +237,7 @@ def _eval_host(
     lam = index.config.fusion_lambda if args.lambda_ is None else args.lambda_
     spill = index.config.fusion_spill if args.spill is None else args.spill
     lambdas = sorted(set(args.lambdas) | {lam})
-    host = load_host(args.host)
+    host = load_host(args.host, **host_options(args.host_option))
     res = evaluate_host(
         index,
         questions,
@@ -327,6 +345,14 @@ def register(sub: Any) -> None:
         "PropertyGraphIndex with spaCy NER, no LLM; llama-index-llm: SimpleLLMPathExtractor; replay:PATH: a "
         "precomputed LLM extraction (JSONL, HippoRAG OpenIE, GraphRAG output, LightRAG dir) replayed into a "
         "PropertyGraphIndex; replay-core:PATH: the same without LlamaIndex) or module:factory",
+    )
+    e.add_argument(
+        "--host-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the host factory, repeatable (e.g. model=gpt-3.5-turbo-1106 to label a replayed "
+        "extraction with the model that made it)",
     )
     e.add_argument("--host-kappas", type=shares, default=[0.2, 0.4, 0.6, 0.8, 1.0], help="host KG kappa sweep")
     e.add_argument("--lambdas", type=shares, default=[0.0, 0.2, 0.4, 0.6, 0.8, 1.0], help="fusion lambda sweep")
