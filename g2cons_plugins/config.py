@@ -12,7 +12,7 @@
 
 ``mode="paper"`` forces the paper's literal choices (theta_sem = 0.65, PageRank ``sum`` chunk score,
 the local/global reranked concept walk, lambda = 0.6 with hard budget caps); the default mode keeps the same
-graph but uses the choices our measurements support (README, "Decisions"). Fusion: ``lambda_=None`` and
+graph but uses the choices our measurements support (docs/decisions.md). Fusion: ``lambda_=None`` and
 ``spill=None`` resolve to 0.4 and True (default mode) or 0.6 and False (paper mode); ``spill`` lets one path
 use the budget the other leaves unused (still within beta). Measured on MuSiQue ketrag500 with the LLM-free host
 KG at kappa 0.8: lambda 0.4 + spill gave CR 68.2 / 76.6 at 2k / 4k against 63.8 / 73.2 for the paper's 0.6

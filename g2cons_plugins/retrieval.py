@@ -15,8 +15,8 @@ Strategies (``G2ConSConfig.strategy`` or ``retrieve(..., strategy=...)``):
   bridge relative to the top seed (``bridge_link="seed_score"``; ``"indicator"``: w = 1). All other units are
   ranked by cos(phi(q), unit) + bonus. ``bridge_rounds`` (2) repeats this from the best bridged units, which
   reaches the third passage of a 3-hop question. It follows concept-to-chunk links, not concept-concept edges:
-  in the paper walk the edges only matter when k is small, and never lift it to dense (README, "Decisions").
-  Lexical evidence (issue 14; :mod:`g2cons_plugins.lexical`, BM25 over the units from the concept analyzer's
+  in the paper walk the edges only matter when k is small, and never lift it to dense (docs/decisions.md).
+  Lexical evidence (:mod:`g2cons_plugins.lexical`, BM25 over the units from the concept analyzer's
   words): ``lexical_weight`` w > 0 scores every unit cos + w x BM25 / max BM25 (seeds too unless
   ``hybrid_seeds=False``), and ``lexical_seeds`` adds the best BM25 units to the seeds that bridges start from.
   ``score_scale="spread"`` measures ``bridge_bonus`` and ``lexical_weight`` in the query's spread of cosines

@@ -208,7 +208,7 @@ def _method_fn(
         return lambda q, v, b: retrieve(index, q, beta=b, strategy="dense", query_vector=v)
     if method == "concept":
         return lambda q, v, b: retrieve(index, q, beta=b, query_vector=v)
-    if method == "concept-dense":  # the bridge on dense scores alone (the default before issue 14)
+    if method == "concept-dense":  # the bridge on dense scores alone (the default before lexical evidence)
         if "concept-dense" not in cache:
             cfg = index.config.with_(lexical_weight=0.0, lexical_seeds=0, score_scale="cosine")
             cache["concept-dense"] = G2ConSIndex(index.stored, index.embedder, cfg, index.tokenizer)
