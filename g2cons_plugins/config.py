@@ -3,7 +3,7 @@
 | paper symbol | field | paper value | our default |
 |---|---|---|---|
 | kappa (share of the KG build's input: chunk + prompt tokens, or chunks) | ``kappa`` | 0.8 | 0.8 |
-| lambda (host-KG share of the budget) | ``lambda_`` | 0.6 | 0.4, with ``spill`` (see below) |
+| lambda (host-KG share of the budget) | ``lambda_`` | 0.6 | 0.4 with ``spill``, for ``fusion="ensemble"`` |
 | beta (context budget, tokens) | ``beta`` | 12,000 | 12,000 |
 | theta_sem (cosine threshold of an edge) | ``theta_sem`` | 0.65 | ``None``: calibrated (see below) |
 | theta_co (chunk co-occurrence threshold) | ``theta_co`` | 3 | 3 |
@@ -12,11 +12,13 @@
 
 ``mode="paper"`` forces the paper's literal choices (theta_sem = 0.65, PageRank ``sum`` chunk score,
 the local/global reranked concept walk, lambda = 0.6 with hard budget caps); the default mode keeps the same
-graph but uses the choices our measurements support (docs/decisions.md). Fusion: ``lambda_=None`` and
-``spill=None`` resolve to 0.4 and True (default mode) or 0.6 and False (paper mode); ``spill`` lets one path
-use the budget the other leaves unused (still within beta). Measured on MuSiQue ketrag500 with the LLM-free host
-KG at kappa 0.8: lambda 0.4 + spill gave CR 68.2 / 76.6 at 2k / 4k against 63.8 / 73.2 for the paper's 0.6
-with hard caps, and 67.6 / 76.4 for the concept path alone (benchmarks/report/musique_ketrag500_minilm).
+graph but uses the choices our measurements support (docs/decisions.md). Fusion (:mod:`g2cons_plugins.fusion`):
+the default rule is ``fusion="score"``: host chunks are evidence on the concept path's unit scores (``host_weight``
+0.6 in ``bridge_bonus`` units, scaled per query by ``host_agreement``), with the concept path's first ``host_head``
+(5) passages kept first; measured against a replayed gpt-3.5 extraction of MuSiQue as the host KG and the LLM-free
+NER host (docs/dual-path.md, benchmarks/dual_path/). ``fusion="ensemble"`` (forced by paper mode) is the paper's
+Weighted Context Ensemble: ``lambda_=None`` and ``spill=None`` resolve to 0.4 and True (default mode) or 0.6 and
+False (paper mode); ``spill`` lets one path use the budget the other leaves unused (still within beta).
 Selection: ``selector="coverage"`` (greedy name coverage per token) in the default mode, ``"pagerank"`` in paper
 mode. Judged by the LLM-free host KG built from the kept chunks on four multi-hop sets
 (benchmarks/default_vs_baselines/results/selection_downstream_summary.md), coverage is best in 15 of 24 (set, kappa,
