@@ -34,6 +34,7 @@ from .ensemble import FusedItem
 from .errors import InputError
 from .fusion import Fusion
 from .graph import GraphStats
+from .language_check import check_corpus
 from .retrieval import RetrievedItem
 from .selection import SelectionReport
 from .snapshot import Snapshot, make_snapshot, with_added, with_removed
@@ -104,6 +105,7 @@ class G2ConSIndex:
             raise InputError(f"config must be a G2ConSConfig, got {type(config).__name__}")
         chunk_list = make_chunks(chunks)
         emb = _cached(get_embedder(embedder), cache_dir)
+        check_corpus(emb.name, [c.text for c in chunk_list])
         tok = get_tokenizer(tokenizer)
         runner = None
         if engine != "local":

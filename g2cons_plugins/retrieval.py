@@ -41,6 +41,7 @@ import scipy.sparse as sp
 
 from .errors import InputError
 from .graph import pagerank
+from .language_check import check_query
 from .snapshot import HasSnapshot, Snapshot, as_snapshot
 from .validate import positive_int
 
@@ -246,6 +247,7 @@ def retrieve(
     if strategy not in STRATEGIES:
         raise InputError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
     qv = index.embed_query(query) if query_vector is None else _query_vector(query_vector, index.embedder.dim)
+    check_query(index, query)
     sc = DenseScores(index, qv)
     if evidence and strategy not in ("bridge", "dense"):
         raise InputError(f"evidence (score fusion) needs strategy 'bridge' or 'dense', not {strategy!r}")
