@@ -32,3 +32,4 @@ for set in musique/hipporag_train100 hotpotqa/hipporag_train100 musique/ketrag50
     --lambdas 0.4 $C --out $R/ner_${name}.json > $R/ner_${name}.md
 done
 python benchmarks/dual_path/summary.py $R/replay_*.json $R/ner_*.json > $R/summary.md
+python benchmarks/selection_downstream_summary.py $R/selection_downstream_replay.json > $R/selection_downstream_replay_summary.md

@@ -40,8 +40,8 @@ def table(data: dict[str, Any], name: str) -> list[str]:
         f"{host['host']['label']}; corpus {s['corpus']} (pack {s.get('pack_tokens') or 'none'}), "
         f"{s['n_questions']} questions, embedder {s['embedder']}. Default fusion: score, host weight {w:g}.",
         "",
-        "| kappa | budget | concept | host alone | **fused (default)** | default - concept (sign p) | ensemble 0.4 spill "
-        "| best ensemble lambda | r@5 concept / fused |",
+        "| kappa | budget | concept | host alone | **fused (default)** | default - concept (sign p) "
+        "| ensemble 0.4 spill | best ensemble lambda | r@5 concept / fused |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for k in kappas:
@@ -55,13 +55,17 @@ def table(data: dict[str, Any], name: str) -> list[str]:
             c = concept[b]
             d = f["context_recall"] - c["context_recall"]
             p = sign_p(f["hits"], c["hits"]) if f.get("hits") and c.get("hits") else float("nan")
-            r5 = f"{c['recall_at_5']:.1f} / {f['recall_at_5']:.1f}" if "recall_at_5" in f and "recall_at_5" in c else "-"
+            r5 = (
+                f"{c['recall_at_5']:.1f} / {f['recall_at_5']:.1f}" if "recall_at_5" in f and "recall_at_5" in c else "-"
+            )
             out.append(
-                f"| {k:g} | {b} | {c['context_recall']:.1f} | {h['context_recall']:.1f} | **{f['context_recall']:.1f}** "
+                f"| {k:g} | {b} | {c['context_recall']:.1f} | {h['context_recall']:.1f} "
+                f"| **{f['context_recall']:.1f}** "
                 f"| {d:+.1f} (p {p:.2f}) | {e04['context_recall'] if e04 else float('nan'):.1f} "
                 f"| {best['context_recall'] if best else float('nan'):.1f} (lambda {best['lambda'] if best else '-'}) "
                 f"| {r5} |"
             )
+    out += ["", *targets(sweep, concept, w, kappas, budgets), ""]
     builds = {x["kappa"]: x for x in host["builds"]}
     out += ["", "| kappa | kept chunks | extraction input tokens (share of full) | graph entities / relations |",
             "|---|---|---|---|"]  # fmt: skip
@@ -72,6 +76,54 @@ def table(data: dict[str, Any], name: str) -> list[str]:
             f"| {x.get('graph_entities', '-')} / {x.get('graph_relations', '-')} |"
         )
     return out + [""]
+
+
+def targets(sweep: list[dict[str, Any]], concept: dict[int, Any], w: float, kappas: list[float], budgets: list[int]):
+    """The dual-path targets, met or missed, for one file."""
+
+    def cr(method: str, k: float, b: int) -> float:
+        rows = [r for r in sweep if r["kappa"] == k and r["budget"] == b and r["method"] == method]
+        if method == "fused-score":
+            rows = [r for r in rows if r["host_weight"] == w]
+        return float(rows[0]["context_recall"])
+
+    def r5(k: float) -> float | None:
+        rows = [r for r in sweep if r["kappa"] == k and r["method"] == "fused-score" and r["host_weight"] == w]
+        return rows[0].get("recall_at_5") if rows else None
+
+    below = [(k, b) for k in kappas for b in budgets if cr("fused-score", k, b) < concept[b]["context_recall"]]
+    lines = ["Targets (default fusion):", ""]
+    lines.append(
+        "- fused >= concept alone in every (kappa, budget) cell: "
+        + ("**met**" if not below else f"**missed** in {len(below)} cell(s): {below}")
+    )
+    plus3 = [
+        (k, b, round(cr("fused-score", k, b) - concept[b]["context_recall"], 1))
+        for k in kappas if k >= 0.5 for b in budgets if b >= 2000
+    ]  # fmt: skip
+    miss3 = [x for x in plus3 if x[2] < 3]
+    lines.append(
+        "- fused >= concept + 3 at 2k and 4k for kappa >= 0.5: "
+        + (
+            "**met**"
+            if not miss3
+            else f"**missed** in {len(miss3)} of {len(plus3)} cells (kappa, budget, delta): {miss3}"
+        )
+    )
+    c5 = concept[budgets[-1]].get("recall_at_5")
+    if c5 is not None:
+        got = {k: r5(k) for k in kappas}
+        ok = all(v is not None and v >= c5 + 3 for v in got.values())
+        lines.append(f"- fused recall@5 >= concept + 3 (concept {c5:.1f}): {'**met**' if ok else '**missed**'}: {got}")
+    if 0.5 in kappas and 1.0 in kappas:
+        for b in budgets:
+            half, full_host, full_fused = cr("fused-score", 0.5, b), cr("host", 1.0, b), cr("fused-score", 1.0, b)
+            ok = half >= full_host and half >= full_fused - 1
+            lines.append(
+                f"- beta {b}: G2ConS at kappa 0.5 {half:.1f} >= full-extraction host alone {full_host:.1f} and >= "
+                f"fused at kappa 1.0 minus 1 ({full_fused - 1:.1f}): {'**met**' if ok else '**missed**'}"
+            )
+    return lines
 
 
 def main(paths: list[str]) -> None:
