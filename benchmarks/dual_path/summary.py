@@ -88,7 +88,11 @@ def targets(sweep: list[dict[str, Any]], concept: dict[int, Any], w: float, kapp
         return float(rows[0]["context_recall"])
 
     def r5(k: float) -> float | None:
-        rows = [r for r in sweep if r["kappa"] == k and r["method"] == "fused-score" and r["host_weight"] == w]
+        rows = [
+            r
+            for r in sweep
+            if r["kappa"] == k and r["method"] == "fused-score" and r["host_weight"] == w and r["budget"] == budgets[-1]
+        ]
         return rows[0].get("recall_at_5") if rows else None
 
     below = [(k, b) for k in kappas for b in budgets if cr("fused-score", k, b) < concept[b]["context_recall"]]
@@ -114,7 +118,10 @@ def targets(sweep: list[dict[str, Any]], concept: dict[int, Any], w: float, kapp
     if c5 is not None:
         got = {k: r5(k) for k in kappas}
         ok = all(v is not None and v >= c5 + 3 for v in got.values())
-        lines.append(f"- fused recall@5 >= concept + 3 (concept {c5:.1f}): {'**met**' if ok else '**missed**'}: {got}")
+        lines.append(
+            f"- fused recall@5 >= concept + 3 (at beta {budgets[-1]}; concept {c5:.1f}): "
+            f"{'**met**' if ok else '**missed**'}: {got}"
+        )
     if 0.5 in kappas and 1.0 in kappas:
         for b in budgets:
             half, full_host, full_fused = cr("fused-score", 0.5, b), cr("host", 1.0, b), cr("fused-score", 1.0, b)
