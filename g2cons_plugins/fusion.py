@@ -184,12 +184,19 @@ def score_fuse(
             e = w / ((1.0 + r) * (1.0 + j))  # the host's r-th chunk, the j-th best unit of it
             evidence[u] = max(evidence.get(u, 0.0), e)
     ranked = retrieve(snap, query, beta, strategy, qv, evidence=evidence) if evidence and w > 0 else alone
-    if ranked is not alone and cfg.host_head > 0:
-        ranked = _keep_head(alone, ranked, cfg.host_head, beta)
+    n_head = len(_head(alone, cfg.host_head, beta))
+    if ranked is not alone and n_head:
+        ranked = _cut(alone[:n_head] + [it for it in ranked if it.unit_id not in _ids(alone[:n_head])], beta)
     if recount is not None and ranked is not alone:
         ranked = _cut(recount(ranked), beta)
     foreign = [(r, h) for r, h in enumerate(hosts) if units_of[r] is None and h.text]
-    placed = _merge_foreign(snap, ranked, foreign, qv, w, beta) if foreign else [(c, None) for c in ranked]
+    placed: list[tuple[RetrievedItem | None, tuple[int, HostItem] | None]]
+    if foreign:  # merged into the ranking after the protected head
+        head = [it for it in ranked[:n_head] if it.unit_id in _ids(alone[:n_head])]
+        placed = [(c, None) for c in head]
+        placed += _merge_foreign(snap, ranked[len(head) :], foreign, qv, w, beta - sum(c.n_tokens for c in head))
+    else:
+        placed = [(c, None) for c in ranked]
     host_units = {u for units in units_of if units is not None for u in units.tolist()}
     alone_ids = {c.unit_id for c in alone}
     host_of = [(h, set(u.tolist())) for h, u in zip(hosts, units_of, strict=True) if u is not None]
@@ -197,10 +204,10 @@ def score_fuse(
     return _report(snap, items, hosts, units_of, beta, "score")
 
 
-def _keep_head(alone: list[RetrievedItem], ranked: list[RetrievedItem], n: int, beta: int) -> list[RetrievedItem]:
-    """The concept path's own first ``n`` passages (its units up to the n-th distinct chunk, at most half of beta)
-    first, then the fused ranking: the host's evidence reorders the rest of the context, never the head the concept
-    path is surest of."""
+def _head(alone: list[RetrievedItem], n: int, beta: int) -> list[RetrievedItem]:
+    """The concept path's own first ``n`` passages (its units up to the n-th distinct chunk, at most half of beta):
+    kept first whatever the host says, so the host's evidence reorders the rest of the context, never the head the
+    concept path is surest of."""
     head: list[RetrievedItem] = []
     parents: set[str] = set()
     used = 0
@@ -210,8 +217,11 @@ def _keep_head(alone: list[RetrievedItem], ranked: list[RetrievedItem], n: int, 
         parents.add(it.parent_id)
         head.append(it)
         used += it.n_tokens
-    ids = {it.unit_id for it in head}
-    return _cut(head + [it for it in ranked if it.unit_id not in ids], beta)
+    return head
+
+
+def _ids(items: Sequence[RetrievedItem]) -> set[str]:
+    return {it.unit_id for it in items}
 
 
 def _cut(items: list[RetrievedItem], beta: int) -> list[RetrievedItem]:
@@ -372,6 +382,10 @@ def fuse_report(
     strategy; with another one the ensemble is used."""
     snap = as_snapshot(index)
     rule = snap.config.fusion if rule is None else rule
+    if lambda_ is not None:  # the ensemble's settings are checked whatever the rule
+        unit_interval("lambda_", lambda_)
+    if spill is not None and not isinstance(spill, (bool, np.bool_)):
+        raise InputError(f"spill must be True or False, got {spill!r}")
     if rule not in FUSIONS:
         raise InputError(f"unknown fusion rule {rule!r}; choose one of {FUSIONS}")
     if rule == "score" and (strategy or snap.config.strategy) in ("bridge", "dense"):

@@ -59,12 +59,14 @@ def li_parts() -> dict[str, Any]:
 def test_langchain_save_load_keeps_every_setting(lc_parts, tmp_path: Path) -> None:
     sel, host = lc_parts["sel"], lc_parts["host"]
     fused = lc.G2ConSRetriever(
-        host=host, index=sel.index, beta=1500, lambda_=0.7, spill=False, k=4, strategy="paper", id_key="g2cons_id"
+        host=host, index=sel.index, beta=1500, lambda_=0.7, spill=False, k=4, strategy="paper", id_key="g2cons_id",
+        fusion="ensemble",
     )
     fused.save(tmp_path / "fused")
     again = lc.G2ConSRetriever.load(tmp_path / "fused", host=host)
     assert again.settings() == fused.settings() == {
-        "beta": 1500, "lambda_": 0.7, "spill": False, "k": 4, "strategy": "paper", "id_key": "g2cons_id"
+        "beta": 1500, "lambda_": 0.7, "spill": False, "k": 4, "strategy": "paper", "id_key": "g2cons_id",
+        "fusion": "ensemble",
     }
     assert lc_out(again) == lc_out(fused)
     assert lc.G2ConSRetriever.load(tmp_path / "fused", host=host, beta=60).beta == 60  # kwargs override
@@ -84,12 +86,13 @@ def test_langchain_save_load_keeps_every_setting(lc_parts, tmp_path: Path) -> No
 def test_llama_index_persist_keeps_every_setting(li_parts, tmp_path: Path) -> None:
     sel, host = li_parts["sel"], li_parts["host"]
     fused = li.G2ConSRetriever(
-        sel.index, host, beta=1500, lambda_=0.7, spill=False, strategy="paper", similarity_top_k=4
+        sel.index, host, beta=1500, lambda_=0.7, spill=False, strategy="paper", similarity_top_k=4, fusion="ensemble"
     )
     fused.persist(tmp_path)
     again = li.G2ConSRetriever.from_persist_dir(tmp_path, host_retriever=host)
     assert again.settings() == fused.settings() == {
-        "beta": 1500, "lambda_": 0.7, "spill": False, "strategy": "paper", "similarity_top_k": 4
+        "beta": 1500, "lambda_": 0.7, "spill": False, "strategy": "paper", "similarity_top_k": 4,
+        "fusion": "ensemble",
     }
     assert li_out(again) == li_out(fused)
     concept = li.ConceptGraphRetriever(sel.index, beta=120, strategy="ppr", similarity_top_k=2)

@@ -12,6 +12,7 @@ EXPECTED = [
     "as_core_embedder",
     "assign_ids",
     "embedder_name",
+    "graph_documents",
     "token_length",
 ]
 
