@@ -17,7 +17,7 @@ adapters' selectors say what was actually sent; ``report`` is the latest full se
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,10 +41,13 @@ __all__ = [
     "InsertDecision",
     "add_and_select",
     "concept_counts",
+    "drop_empty",
     "fusion_counts",
     "load_retriever",
+    "rank_order_scores",
     "read_settings",
     "resolve_fusion",
+    "resolve_rule",
     "save_retriever",
     "selection_counts",
     "token_counts",
@@ -261,3 +264,46 @@ def selection_counts(report: SelectionReport, n_in: int | None = None) -> dict[s
     }
     out["n_in"] = len(report.kept_ids) + len(report.dropped_ids) if n_in is None else int(n_in)
     return out
+
+
+# ---------------------------------------------------------------------------------------------- adapters' shared rules
+def rank_order_scores(scores: Sequence[float]) -> list[float]:
+    """Scores made non-increasing in list order: each is the lowest score so far (running minimum). A list already
+    sorted best first is unchanged; a score above an earlier one is capped at it, so the order is the rank order."""
+    out: list[float] = []
+    low = float("inf")
+    for s in scores:
+        low = min(low, float(s))
+        out.append(low)
+    return out
+
+
+def drop_empty(
+    items: Sequence[Any],
+    texts: Sequence[str],
+    source: Callable[[int], str],
+    skip_empty: bool,
+    who: str,
+    kind: str,
+    prefix: str = "",
+) -> list[Any]:
+    """``items`` without those whose text is empty or whitespace only (the core refuses them): with ``skip_empty``
+    they are dropped and counted in one ``UserWarning``, else an ``InputError`` names the first by ``source(pos)``
+    (the user's terms: document, file, position; after ``prefix`` in the error), never an id a splitter made up.
+    ``kind``: "document" / "node"."""
+    import warnings
+
+    empty = [p for p, t in enumerate(texts) if not t.strip()]
+    if not empty:
+        return list(items)
+    sources = list(dict.fromkeys(source(p) for p in empty))
+    listed = "; ".join(sources[:3]) + ("; ..." if len(sources) > 3 else "")
+    if not skip_empty:
+        more = f" ({len(empty)} empty {kind}s in all: {listed})" if len(empty) > 1 else ""
+        raise InputError(
+            f"{who}: {prefix}{source(empty[0])} has no text (empty or whitespace only){more}; "
+            "remove it or pass skip_empty=True to skip empty ones"
+        )
+    warnings.warn(f"{who} skipped {len(empty)} empty {kind}(s) ({listed})", UserWarning, stacklevel=3)
+    gone = set(empty)
+    return [x for p, x in enumerate(items) if p not in gone]

@@ -20,6 +20,7 @@ from g2cons_plugins.pipelines.integration import (
     concept_counts,
     fusion_counts,
     load_retriever,
+    rank_order_scores,
     resolve_fusion,
     save_retriever,
 )
@@ -45,16 +46,6 @@ def _trace(run_manager: CallbackManagerForRetrieverRun, name: str, data: dict[st
 async def _atrace(run_manager: AsyncCallbackManagerForRetrieverRun, name: str, data: dict[str, Any]) -> None:
     await run_manager.get_child().on_custom_event(name, data, run_id=run_manager.run_id)
 
-
-def rank_order_scores(scores: Sequence[float]) -> list[float]:
-    """Scores made non-increasing in list order: each is the lowest score so far (running minimum). A list already
-    sorted best first is unchanged; a score above an earlier one is capped at it, so the order is the rank order."""
-    out: list[float] = []
-    low = float("inf")
-    for s in scores:
-        low = min(low, float(s))
-        out.append(low)
-    return out
 
 
 class _IndexRetriever(BaseRetriever):

@@ -15,13 +15,13 @@ extraction calls. The dropped ones stay retrievable through :class:`ConceptGraph
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, InputError, SelectionReport
 from g2cons_plugins.pipelines.integration import DEFAULT_EMBEDDER, add_and_select, selection_counts
+from g2cons_plugins.pipelines.integration import drop_empty as drop_empty_items
 from langchain_core.callbacks import Callbacks
 from langchain_core.callbacks.manager import CallbackManager
 from langchain_core.documents import BaseDocumentTransformer, Document
@@ -51,23 +51,11 @@ def document_source(doc: Any, position: int) -> str:
 
 
 def drop_empty(documents: Sequence[Document], skip_empty: bool, who: str) -> list[Document]:
-    """``documents`` without those whose text is empty or whitespace only (the core refuses them): with
-    ``skip_empty`` they are dropped and counted in one ``UserWarning``, else the first raises an ``InputError``
-    naming it (:func:`document_source`)."""
+    """``documents`` without the empty ones (``g2cons_plugins.pipelines.integration.drop_empty``), named by
+    :func:`document_source`."""
     docs = list(documents)
-    empty = [p for p, d in enumerate(docs) if isinstance(d, Document) and not d.page_content.strip()]
-    if not empty:
-        return docs
-    listed = "; ".join(document_source(docs[p], p) for p in empty[:3]) + ("; ..." if len(empty) > 3 else "")
-    if not skip_empty:
-        more = f" ({len(empty)} empty documents in all: {listed})" if len(empty) > 1 else ""
-        raise InputError(
-            f"{who}: {document_source(docs[empty[0]], empty[0])} has no text (empty or whitespace only){more}; "
-            "remove it or pass skip_empty=True to skip empty documents"
-        )
-    warnings.warn(f"{who} skipped {len(empty)} empty document(s) ({listed})", UserWarning, stacklevel=3)
-    gone = set(empty)
-    return [d for p, d in enumerate(docs) if p not in gone]
+    texts = [d.page_content if isinstance(d, Document) else "x" for d in docs]  # non-Documents: refused later
+    return drop_empty_items(docs, texts, lambda p: document_source(docs[p], p), skip_empty, who, "document")
 
 
 def _trace(callbacks: Callbacks, data: dict[str, Any]) -> None:

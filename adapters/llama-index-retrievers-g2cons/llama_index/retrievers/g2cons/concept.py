@@ -10,7 +10,13 @@ from typing import Any
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, RetrievedItem
 from g2cons_plugins.ensemble import fuse
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.pipelines.integration import SETTINGS_FILE, concept_counts, load_retriever, save_retriever
+from g2cons_plugins.pipelines.integration import (
+    SETTINGS_FILE,
+    concept_counts,
+    load_retriever,
+    rank_order_scores,
+    save_retriever,
+)
 from g2cons_plugins.storage.persistence import read_manifest
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
@@ -165,16 +171,6 @@ class ConceptGraphRetriever(BaseRetriever):
         kw: dict[str, Any] = {k: state[k] for k in ("beta", "strategy", "similarity_top_k") if k in state}
         return cls(index, **{**kw, **kwargs})
 
-
-def rank_order_scores(scores: Sequence[float]) -> list[float]:
-    """Scores made non-increasing in list order: each is the lowest score so far (running minimum). A list already
-    sorted best first is unchanged; a score above an earlier one is capped at it, so the order is the rank order."""
-    out: list[float] = []
-    low = float("inf")
-    for s in scores:
-        low = min(low, float(s))
-        out.append(low)
-    return out
 
 
 def _top_k(value: int | None) -> int | None:

@@ -137,12 +137,7 @@ class PropertyGraphHost:
             chunks=len(selection.kept_ids),
             seconds=round(seconds, 3),
             llm=self.kind == "llm",
-            graph={
-                "entities": sum(isinstance(n, EntityNode) for n in graph.nodes.values()),
-                "chunks": sum(isinstance(n, ChunkNode) for n in graph.nodes.values()),
-                "relations": sum(r.label != KG_SOURCE_REL for r in graph.relations.values()),
-                "mention_links": sum(r.label == KG_SOURCE_REL for r in graph.relations.values()),
-            },
+            graph=graph_counts(graph),
         )
 
     def _make_retriever(self) -> Any:
@@ -166,6 +161,16 @@ class PropertyGraphHost:
         if self._retriever is None or self._index is None:
             raise InputError("the host KG is not built yet: call build(index, index.select(kappa=...)) first")
         return host_items(self._retriever.retrieve(QueryBundle(query)), self._index)
+
+
+def graph_counts(graph: Any) -> dict[str, int]:
+    """Entities, chunks, relations and entity-chunk mention links of a ``SimplePropertyGraphStore``'s graph."""
+    return {
+        "entities": sum(isinstance(n, EntityNode) for n in graph.nodes.values()),
+        "chunks": sum(isinstance(n, ChunkNode) for n in graph.nodes.values()),
+        "relations": sum(r.label != KG_SOURCE_REL for r in graph.relations.values()),
+        "mention_links": sum(r.label == KG_SOURCE_REL for r in graph.relations.values()),
+    }
 
 
 def default_prompt_tokens(max_triplets: int) -> int:

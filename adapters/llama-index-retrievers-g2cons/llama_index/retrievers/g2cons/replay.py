@@ -26,7 +26,6 @@ from llama_index.core.graph_stores.types import (
     KG_NODES_KEY,
     KG_RELATIONS_KEY,
     KG_SOURCE_REL,
-    ChunkNode,
     EntityNode,
     Relation,
 )
@@ -34,7 +33,7 @@ from llama_index.core.schema import BaseNode, QueryBundle, TransformComponent
 
 from ._convert import host_items
 from .extractors import NEREntityRetriever, clean_entity
-from .host import _mock_llm, _spacy_or_error, chunk_nodes
+from .host import _mock_llm, _spacy_or_error, chunk_nodes, graph_counts
 from .selector import CoreChunkSelector
 
 REPLAY_RELATION_PROPS = "g2cons_replayed"
@@ -216,12 +215,7 @@ class ReplayPropertyGraphHost:
             chunks=len(selection.kept_ids),
             seconds=round(seconds, 3),
             llm=True,
-            graph={
-                "entities": sum(isinstance(n, EntityNode) for n in graph.nodes.values()),
-                "chunks": sum(isinstance(n, ChunkNode) for n in graph.nodes.values()),
-                "relations": sum(r.label != KG_SOURCE_REL for r in graph.relations.values()),
-                "mention_links": sum(r.label == KG_SOURCE_REL for r in graph.relations.values()),
-            },
+            graph=graph_counts(graph),
         )
 
     def _make_retriever(self, embed: BaseEmbedding) -> Any:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-import warnings
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -39,6 +38,7 @@ from g2cons_plugins import G2ConSConfig, G2ConSIndex, SelectionReport
 from g2cons_plugins.errors import InputError, PersistError
 from g2cons_plugins.outputs import atomic_write_text
 from g2cons_plugins.pipelines.integration import add_and_select, selection_counts
+from g2cons_plugins.pipelines.integration import drop_empty as drop_empty_items
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr, field_validator
 from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, RelatedNodeInfo, TransformComponent
 
@@ -403,24 +403,11 @@ def node_source(node: BaseNode) -> str:
 
 
 def drop_empty(nodes: Sequence[BaseNode], skip_empty: bool, who: str) -> list[BaseNode]:
-    """``nodes`` without those whose text is empty or whitespace only (the core refuses them): with ``skip_empty``
-    they are dropped and counted in one ``UserWarning``, else the first raises an ``InputError`` naming its source
+    """``nodes`` without the empty ones (``g2cons_plugins.pipelines.integration.drop_empty``), named by their source
     document (:func:`node_source`), not the node id a splitter made up."""
     nodes = list(nodes)
-    empty = [p for p, n in enumerate(nodes) if not n.get_content(metadata_mode=MetadataMode.NONE).strip()]
-    if not empty:
-        return nodes
-    sources = list(dict.fromkeys(node_source(nodes[p]) for p in empty))
-    listed = "; ".join(sources[:3]) + ("; ..." if len(sources) > 3 else "")
-    if not skip_empty:
-        more = f" ({len(empty)} empty nodes in all: {listed})" if len(empty) > 1 else ""
-        raise InputError(
-            f"{who}: the node of {node_source(nodes[empty[0]])} has no text (empty or whitespace only){more}; "
-            "remove the empty document or pass skip_empty=True to skip empty ones"
-        )
-    warnings.warn(f"{who} skipped {len(empty)} empty node(s) ({listed})", UserWarning, stacklevel=3)
-    gone = set(empty)
-    return [n for p, n in enumerate(nodes) if p not in gone]
+    texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
+    return drop_empty_items(nodes, texts, lambda p: node_source(nodes[p]), skip_empty, who, "node", "the node of ")
 
 
 def _read_state(d: Path) -> dict[str, Any]:
