@@ -59,18 +59,7 @@ def _check_eval_paths(args: argparse.Namespace) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from ..eval.evaluation import (
-        METHODS,
-        RECALL_COLUMNS,
-        RESULT_COLUMNS,
-        SELECTION_COLUMNS,
-        evaluate_retrieval,
-        format_table,
-        load_questions,
-        passage_recall,
-        read_jsonl,
-        selection_quality,
-    )
+    from ..eval.evaluation import METHODS, evaluate_retrieval, load_questions, passage_recall, read_jsonl
     from ..index import G2ConSIndex
 
     _check_eval_paths(args)
@@ -123,6 +112,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         },
     }
     if args.selection:
+        from ..eval.evaluation import selection_quality
+
         out["selection"] = selection_quality(index, questions, kappas=args.kappas)
     extra = _eval_host(args, index, questions, out) if args.host else {}
     if args.selection_downstream:
@@ -141,6 +132,17 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.answer_model:
         _eval_answers(args, index, questions, out, extra)
     out["settings"]["peak_rss_mb"] = round(_peak_rss_mb(), 1)
+    _print_tables(out)
+    _write_outputs(args, out, per_q)
+    return 0
+
+
+def _print_tables(out: dict[str, Any]) -> None:
+    """The result tables on stdout: methods, passage recall, selection, downstream selection, host and fusion
+    sweep, answers."""
+    from ..eval.evaluation import RECALL_COLUMNS, RESULT_COLUMNS, SELECTION_COLUMNS, format_table
+
+    results, recall = out["results"], out["recall"]
     print(format_table(results, RESULT_COLUMNS))
     if recall:
         print()
@@ -164,6 +166,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if "answers" in out:
         print()
         print(format_table(out["answers"]["rows"], ("method", "budget", "em", "f1", "n")))
+
+
+def _write_outputs(args: argparse.Namespace, out: dict[str, Any], per_q: list[dict[str, Any]]) -> None:
+    """--per-question, --out and --report, each written atomically."""
     if args.per_question:
         Path(args.per_question).parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(args.per_question, "".join(json.dumps(r) + "\n" for r in per_q))
@@ -176,7 +182,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         path = write_report(out, Path(args.report), command="g2cons " + " ".join(sys.argv[1:]))
         print(f"report: {path}", file=sys.stderr)
-    return 0
 
 
 def host_options(pairs: list[str]) -> dict[str, Any]:

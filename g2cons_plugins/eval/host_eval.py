@@ -13,6 +13,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -89,6 +90,21 @@ class _Score:
         return out
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What every question of a host evaluation shares: the index, budgets, lambdas, one snapshot per score-fusion
+    weight, the concept path per budget (and its latency), and which setting's contexts to keep."""
+
+    index: G2ConSIndex
+    budgets: Sequence[int]
+    lambdas: Sequence[float]
+    snaps: dict[float, Any]
+    qvecs: Any
+    concept: dict[int, list[Any]]
+    concept_ms: dict[int, list[float]]
+    keep: tuple[float, float, bool] | None
+
+
 def evaluate_host(
     index: G2ConSIndex,
     questions: Sequence[dict[str, Any]],
@@ -118,13 +134,8 @@ def evaluate_host(
     weights = [index.config.host_weight] if host_weights is None else list(host_weights)
     snaps = {w: replace(index.snapshot, config=index.config.with_(host_weight=w)) for w in weights}
     qvecs = embed_queries(index, [q["question"] for q in questions])
-    concept: dict[int, list[Any]] = {b: [] for b in budgets}
-    concept_ms: dict[int, list[float]] = {b: [] for b in budgets}
-    for q, v in zip(questions, qvecs, strict=True):
-        for b in budgets:
-            t0 = time.perf_counter()
-            concept[b].append(retrieve(index, q["question"], beta=b, query_vector=v))
-            concept_ms[b].append(1000 * (time.perf_counter() - t0))
+    concept, concept_ms = _concept_paths(index, questions, qvecs, budgets)
+    run = _Run(index, budgets, lambdas, snaps, qvecs, concept, concept_ms, keep)
     contexts: dict[tuple[str, int], list[str]] = {}
     prompt = int(host.prompt_tokens_per_call)
     full = index.select(kappa=1.0, prompt_tokens_per_call=prompt)
@@ -136,70 +147,14 @@ def evaluate_host(
         cost = host.build(index, report, show_progress=show_progress)
         lat: list[float] = []
         rows: dict[tuple[Any, ...], _Score] = {}
-        for i, q in enumerate(
-            tqdm(questions, desc=f"host+fusion kappa={kappa:g}", unit="q", disable=not show_progress)
-        ):
+        desc = f"host+fusion kappa={kappa:g}"
+        for i, q in enumerate(tqdm(questions, desc=desc, unit="q", disable=not show_progress)):
             t0 = time.perf_counter()
             hitems = resolve_host_items(index, host.retrieve(q["question"]))  # id-only items get their text
-            host_ms = 1000 * (time.perf_counter() - t0)
-            lat.append(host_ms)
-            for b in budgets:
-                alone = fuse(hitems, [], b, 1.0, tokenizer=index.tokenizer, spill=False)
-                rows.setdefault(("host", b, None, None), _Score()).add(
-                    q, [f.text for f in alone], [f.chunk_id for f in alone], host_ms
-                )
-                if keep is not None and keep[0] == kappa:
-                    contexts.setdefault(("host-kg", b), []).append("\n".join(f.text for f in alone))
-                for spill in (False, True):
-                    for lam in lambdas:
-                        t1 = time.perf_counter()
-                        fused = fuse(hitems, concept[b][i], b, lam, tokenizer=index.tokenizer, spill=spill)
-                        ms = host_ms + concept_ms[b][i] + 1000 * (time.perf_counter() - t1)
-                        rows.setdefault(("fused", b, lam, spill), _Score()).add(
-                            q, [f.text for f in fused], [f.chunk_id for f in fused], ms
-                        )
-                        if keep is not None and keep == (kappa, lam, spill) and index.config.fusion == "ensemble":
-                            contexts.setdefault(("fused", b), []).append("\n".join(f.text for f in fused))
-                for w, snap in snaps.items():
-                    t1 = time.perf_counter()
-                    sf = score_fuse(snap, hitems, q["question"], beta=b, query_vector=qvecs[i]).items
-                    ms = host_ms + 1000 * (time.perf_counter() - t1)  # runs the concept path itself
-                    rows.setdefault(("fused-score", b, w, None), _Score()).add(
-                        q, [f.text for f in sf], [f.chunk_id for f in sf], ms
-                    )
-                    if keep is not None and keep[0] == kappa and index.config.fusion == "score" and (
-                        w == index.config.host_weight
-                    ):
-                        contexts.setdefault(("fused", b), []).append("\n".join(f.text for f in sf))
-        p50, p95 = _latency(lat)
-        builds.append(
-            {
-                "kappa": kappa,
-                "kept_chunks": len(report.kept_ids),
-                "kept_token_share": round(report.kept_share_tokens, 4),
-                **{k: v for k, v in cost.to_dict().items() if k != "graph"},
-                **{f"graph_{k}": v for k, v in cost.graph.items()},
-                "share_of_full_input_tokens": round(cost.input_tokens / max(full_input, 1), 4),
-                "usd": round(cost.usd(price_in_per_mtok, price_out_per_mtok), 6),
-                "build_s": cost.seconds,
-                "host_latency_ms_p50": p50,
-                "host_latency_ms_p95": p95,
-            }
-        )
-        for (method, b, lam, spill), sc in rows.items():
-            if method == "fused-score":
-                sweep.append(
-                    {"kappa": kappa, "method": method, "budget": b, "lambda": None, "spill": None,
-                     "host_weight": lam, **sc.row()}
-                )  # fmt: skip
-                continue
-            sweep.append({"kappa": kappa, "method": method, "budget": b, "lambda": lam, "spill": spill, **sc.row()})
-    concept_rows = []
-    for b in budgets:
-        sc = _Score()
-        for q, items, ms in zip(questions, concept[b], concept_ms[b], strict=True):
-            sc.add(q, [x.text for x in items], [x.parent_id for x in items], ms)
-        concept_rows.append({"method": "concept", "budget": b, **sc.row()})
+            lat.append(1000 * (time.perf_counter() - t0))
+            _score_question(run, kappa, i, q, hitems, lat[-1], rows, contexts)
+        builds.append(_build_row(kappa, report, cost, lat, full_input, price_in_per_mtok, price_out_per_mtok))
+        sweep += _sweep_rows(kappa, rows)
     return {
         "host": {"name": host.name, "label": host.label},
         "full_build": {
@@ -211,9 +166,111 @@ def evaluate_host(
         "prices_usd_per_mtok": {"input": price_in_per_mtok, "output": price_out_per_mtok},
         "builds": builds,
         "sweep": sweep,
-        "concept": concept_rows,
+        "concept": _concept_rows(questions, budgets, concept, concept_ms),
         "contexts": contexts,
     }
+
+
+def _concept_paths(
+    index: G2ConSIndex, questions: Sequence[dict[str, Any]], qvecs: Any, budgets: Sequence[int]
+) -> tuple[dict[int, list[Any]], dict[int, list[float]]]:
+    """The concept path of every question at every budget, and its latency in ms."""
+    concept: dict[int, list[Any]] = {b: [] for b in budgets}
+    concept_ms: dict[int, list[float]] = {b: [] for b in budgets}
+    for q, v in zip(questions, qvecs, strict=True):
+        for b in budgets:
+            t0 = time.perf_counter()
+            concept[b].append(retrieve(index, q["question"], beta=b, query_vector=v))
+            concept_ms[b].append(1000 * (time.perf_counter() - t0))
+    return concept, concept_ms
+
+
+def _score_question(
+    run: _Run,
+    kappa: float,
+    i: int,
+    q: dict[str, Any],
+    hitems: list[Any],
+    host_ms: float,
+    rows: dict[tuple[Any, ...], _Score],
+    contexts: dict[tuple[str, int], list[str]],
+) -> None:
+    """One question's host-alone, ensemble (lambda x spill) and score-fusion (per weight) rows at every budget."""
+    index, keep, rule = run.index, run.keep, run.index.config.fusion
+    for b in run.budgets:
+        alone = fuse(hitems, [], b, 1.0, tokenizer=index.tokenizer, spill=False)
+        rows.setdefault(("host", b, None, None), _Score()).add(
+            q, [f.text for f in alone], [f.chunk_id for f in alone], host_ms
+        )
+        if keep is not None and keep[0] == kappa:
+            contexts.setdefault(("host-kg", b), []).append("\n".join(f.text for f in alone))
+        for spill in (False, True):
+            for lam in run.lambdas:
+                t1 = time.perf_counter()
+                fused = fuse(hitems, run.concept[b][i], b, lam, tokenizer=index.tokenizer, spill=spill)
+                ms = host_ms + run.concept_ms[b][i] + 1000 * (time.perf_counter() - t1)
+                rows.setdefault(("fused", b, lam, spill), _Score()).add(
+                    q, [f.text for f in fused], [f.chunk_id for f in fused], ms
+                )
+                if keep == (kappa, lam, spill) and rule == "ensemble":
+                    contexts.setdefault(("fused", b), []).append("\n".join(f.text for f in fused))
+        for w, snap in run.snaps.items():
+            t1 = time.perf_counter()
+            sf = score_fuse(snap, hitems, q["question"], beta=b, query_vector=run.qvecs[i]).items
+            ms = host_ms + 1000 * (time.perf_counter() - t1)  # runs the concept path itself
+            rows.setdefault(("fused-score", b, w, None), _Score()).add(
+                q, [f.text for f in sf], [f.chunk_id for f in sf], ms
+            )
+            if keep is not None and keep[0] == kappa and rule == "score" and w == index.config.host_weight:
+                contexts.setdefault(("fused", b), []).append("\n".join(f.text for f in sf))
+
+
+def _build_row(
+    kappa: float, report: Any, cost: Any, lat: list[float], full_input: int, price_in: float, price_out: float
+) -> dict[str, Any]:
+    """One host build: what it kept, cost (tokens, USD, share of the full build), graph size, host latency."""
+    p50, p95 = _latency(lat)
+    return {
+        "kappa": kappa,
+        "kept_chunks": len(report.kept_ids),
+        "kept_token_share": round(report.kept_share_tokens, 4),
+        **{k: v for k, v in cost.to_dict().items() if k != "graph"},
+        **{f"graph_{k}": v for k, v in cost.graph.items()},
+        "share_of_full_input_tokens": round(cost.input_tokens / max(full_input, 1), 4),
+        "usd": round(cost.usd(price_in, price_out), 6),
+        "build_s": cost.seconds,
+        "host_latency_ms_p50": p50,
+        "host_latency_ms_p95": p95,
+    }
+
+
+def _sweep_rows(kappa: float, rows: dict[tuple[Any, ...], _Score]) -> list[dict[str, Any]]:
+    """The sweep rows of one kappa; a score-fusion row carries its ``host_weight`` (no lambda, no spill)."""
+    out = []
+    for (method, b, lam, spill), sc in rows.items():
+        if method == "fused-score":
+            out.append(
+                {"kappa": kappa, "method": method, "budget": b, "lambda": None, "spill": None, "host_weight": lam,
+                 **sc.row()}
+            )  # fmt: skip
+        else:
+            out.append({"kappa": kappa, "method": method, "budget": b, "lambda": lam, "spill": spill, **sc.row()})
+    return out
+
+
+def _concept_rows(
+    questions: Sequence[dict[str, Any]],
+    budgets: Sequence[int],
+    concept: dict[int, list[Any]],
+    concept_ms: dict[int, list[float]],
+) -> list[dict[str, Any]]:
+    rows = []
+    for b in budgets:
+        sc = _Score()
+        for q, items, ms in zip(questions, concept[b], concept_ms[b], strict=True):
+            sc.add(q, [x.text for x in items], [x.parent_id for x in items], ms)
+        rows.append({"method": "concept", "budget": b, **sc.row()})
+    return rows
 
 
 DOWNSTREAM_SELECTORS = ("default", "length-matched-random", "shortest", "uniform")
