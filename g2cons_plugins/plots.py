@@ -244,41 +244,42 @@ def concept_path_figure(question: str, items: Sequence[Any], kept_chunks: set[st
     fig, ax = plt.subplots(figsize=(13, max(fig_h, 3.0)))
     ax.set_xlim(-0.2, 3.2)
     ax.axis("off")
-    pos: dict[str, tuple[float, float]] = {}
+    boxes: dict[str, Any] = {}  # key -> the Text artist (its box patch clips the arrows)
 
-    def box(x: float, y: float, label: str, color: str, kept: bool | None) -> None:
+    def box(x: float, y: float, label: str, color: str, kept: bool | None) -> Any:
         style = "solid" if kept in (None, True) else "dashed"
         face = "white" if kept is False else color + "22"
-        ax.text(
+        return ax.text(
             x, y, label, ha="center", va="center", fontsize=8, color="black",
             bbox={"boxstyle": "round,pad=0.3", "fc": face, "ec": color, "ls": style, "lw": 1.6},
         )  # fmt: skip
 
+    def link(a: str, b: str) -> None:  # from box a's edge to box b's edge, whatever the boxes' widths
+        src, dst = boxes[a], boxes[b]
+        ax.annotate(
+            "", dst.get_position(), src.get_position(),
+            arrowprops={"arrowstyle": "->", "color": "#999", "patchA": src.get_bbox_patch(),
+                        "patchB": dst.get_bbox_patch(), "shrinkA": 2, "shrinkB": 2},
+        )  # fmt: skip
+
     for i, u in enumerate(seeds):
-        pos[u.unit_id] = (0.3, -i)
-        box(0.3, -i, f"{_short(u.text)}\n[{u.parent_id}] {u.n_tokens} tok", _COLORS["seed"], u.parent_id in kept_chunks)
+        text = f"{_short(u.text)}\n[{u.parent_id}] {u.n_tokens} tok"
+        boxes[u.unit_id] = box(0.3, -i, text, _COLORS["seed"], u.parent_id in kept_chunks)
     for i, c in enumerate(concepts):
-        pos["c:" + c] = (1.5, -i)
-        ax.text(1.5, -i, c, ha="center", va="center", fontsize=9, fontweight="bold", color=_COLORS["concept"],
-                bbox={"boxstyle": "sawtooth,pad=0.3", "fc": "#eaf6ea", "ec": _COLORS["concept"]})  # fmt: skip
+        boxes["c:" + c] = ax.text(
+            1.5, -i, c, ha="center", va="center", fontsize=9, fontweight="bold", color=_COLORS["concept"],
+            bbox={"boxstyle": "sawtooth,pad=0.3", "fc": "#eaf6ea", "ec": _COLORS["concept"]},
+        )  # fmt: skip
     for i, u in enumerate(bridged):
-        pos[u.unit_id] = (2.7, -i)
-        box(
-            2.7,
-            -i,
-            f"{_short(u.text)}\n[{u.parent_id}] {u.n_tokens} tok",
-            _COLORS["bridge"],
-            u.parent_id in kept_chunks,
-        )
+        text = f"{_short(u.text)}\n[{u.parent_id}] {u.n_tokens} tok"
+        boxes[u.unit_id] = box(2.7, -i, text, _COLORS["bridge"], u.parent_id in kept_chunks)
     for u in bridged:  # bridge concept -> the unit it reached
         for c in u.reason.get("bridge_concepts", []):
-            (x0, y0), (x1, y1) = pos["c:" + c], pos[u.unit_id]
-            ax.annotate("", (x1 - 0.45, y1), (x0 + 0.25, y0), arrowprops={"arrowstyle": "->", "color": "#999"})
+            link("c:" + c, u.unit_id)
     for u in seeds:  # seed unit -> the bridge concepts it holds
         for c in concepts:
             if c in unit_concepts.get(u.unit_id, set()):
-                (x0, y0), (x1, y1) = pos[u.unit_id], pos["c:" + c]
-                ax.annotate("", (x1 - 0.25, y1), (x0 + 0.42, y0), arrowprops={"arrowstyle": "->", "color": "#999"})
+                link(u.unit_id, "c:" + c)
     base = -rows - 0.6
     if rest:
         ax.text(-0.15, base, "dense fill", fontsize=9, color=_COLORS["dense"], fontweight="bold")

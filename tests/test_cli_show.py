@@ -65,3 +65,33 @@ def test_select_plot(project: Path, tmp_path: Path) -> None:
     rep = json.loads(out.with_name("core.selection_report.json").read_text())
     assert "<svg" in page and page.count("<tr>") == rep["n_documents"] + 1 and rep["plot"] == str(plot)
     assert main(["select", str(project / "input"), "--dry-run", "--plot", str(project / "input" / "x.png"), *HASH]) == 2
+
+
+def test_show_png_arrows_end_on_the_boxes() -> None:
+    """Every arrow of the concept-path figure starts and ends at a box's edge, whatever the boxes' widths."""
+    pytest.importorskip("matplotlib")
+    from types import SimpleNamespace
+
+    from g2cons_plugins.plots import concept_path_figure, pyplot
+
+    seed = SimpleNamespace(unit_id="s", parent_id="p1", text="A short seed", n_tokens=5, reason={"via": "seed"})
+    far = SimpleNamespace(
+        unit_id="b", parent_id="p2", text="A much longer unit text reached through the bridge concept " * 3,
+        n_tokens=40, reason={"via": "bridge", "bridge_concepts": ["Ostravel"]},
+    )  # fmt: skip
+    fig = concept_path_figure("Q?", [seed, far], {"p1"}, {"s": {"Ostravel"}})
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    boxes = [t.get_bbox_patch().get_window_extent(renderer) for t in ax.texts if t.get_bbox_patch() is not None]
+    arrows = [a for a in ax.texts if getattr(a, "arrow_patch", None) is not None]
+    assert len(arrows) == 2
+    for a in arrows:
+        verts = a.arrow_patch.get_path().transformed(a.arrow_patch.get_transform()).vertices
+
+        def gap(b: object, v: object) -> float:  # distance outside the box (0 inside)
+            return max(b.x0 - v[0], v[0] - b.x1, b.y0 - v[1], v[1] - b.y1, 0.0)  # type: ignore[attr-defined,index]
+
+        touched = [i for i, b in enumerate(boxes) if min(gap(b, v) for v in verts) < 6]
+        assert len(touched) == 2, "an arrow must run from one box's edge to another's"
+    pyplot().close(fig)
