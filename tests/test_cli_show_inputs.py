@@ -83,6 +83,17 @@ def test_show_marks_chunks_with_the_kappa_select_used(
     assert "(kappa 0.9)" in capsys.readouterr().out
     assert main(["show", str(project / "built"), QUESTION, "--out", out]) == 0
     assert "(kappa 0.8)" in capsys.readouterr().out  # a graph no selection was saved with: the default
+    # the saved selector and kappa_by are used too: a forged sidecar naming an unknown selector is refused by name
+    side = project / "core.g2cons" / "g2cons_input.json"
+    original = side.read_text(encoding="utf-8")
+    data = json.loads(original)
+    data["selection"]["selector"] = "oracle"
+    side.write_text(json.dumps(data), encoding="utf-8")
+    try:
+        assert main(["show", str(project / "core.g2cons"), QUESTION, "--out", out]) == 2
+        assert "selection.selector must be one of" in capsys.readouterr().err
+    finally:
+        side.write_text(original, encoding="utf-8")  # the project fixture is shared
 
 
 def test_files_an_input_folder_skips_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,7 +9,7 @@ import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from ..config import G2ConSConfig
 from ..errors import InputError
@@ -239,8 +239,11 @@ def _read_sidecar(path: Path) -> dict[str, Any]:
 
 
 def saved_kappa(args: argparse.Namespace) -> None:
-    """``show`` without ``--kappa``: the kappa of the selection saved with the graph (``g2cons select`` records it
-    in the graph's ``g2cons_input.json``), else 0.8."""
+    """``show`` without ``--kappa``: the selection saved with the graph (``g2cons select`` records its kappa,
+    kappa_by and selector in the graph's ``g2cons_input.json``), else kappa 0.8 with the config's rule."""
+    from ..config import KappaBy, Selector
+
+    args.kappa_by = args.selector = None
     if getattr(args, "kappa", None) is not None:
         return
     sel = _read_sidecar(Path(args.graph)).get("selection") if Path(args.graph).is_dir() else None
@@ -250,6 +253,12 @@ def saved_kappa(args: argparse.Namespace) -> None:
         if isinstance(k, bool) or not isinstance(k, (int, float)) or not 0.0 <= k <= 1.0:
             raise InputError(f"{Path(args.graph) / SIDECAR}: selection.kappa must be a number in [0, 1], got {k!r}")
         kappa = float(k)
+        for key, allowed in (("kappa_by", get_args(KappaBy)), ("selector", get_args(Selector))):
+            value = sel.get(key) if isinstance(sel, dict) else None
+            if value is not None and value not in allowed:
+                where = Path(args.graph) / SIDECAR
+                raise InputError(f"{where}: selection.{key} must be one of {allowed}, got {value!r}")
+            setattr(args, key, value)
     args.kappa = kappa
 
 

@@ -100,7 +100,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     check_picture_path(args.out, "--out")
     index = G2ConSIndex.load(args.graph)
     items = index.retrieve(args.question, beta=args.budget)
-    kept = set(index.select(kappa=args.kappa).kept_ids)
+    by, selector = getattr(args, "kappa_by", None), getattr(args, "selector", None)  # the rule `select` used
+    kept = set(index.select(kappa=args.kappa, kappa_by=by, selector=selector).kept_ids)
     row_of = {u.id: k for k, u in enumerate(index.stored.units)}
     inc = index.derived.unit_inc.tocsr()
     vocab = index.derived.vocab
