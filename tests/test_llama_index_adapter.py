@@ -517,9 +517,13 @@ def test_query_engine_and_chat_engine_accept_the_retriever(built, retriever) -> 
 
 def test_one_default_embedder_and_the_host_model_when_given(docs) -> None:
     nodes = split(docs[:8])
-    # default: the core's wordllama (offline), never Settings.embed_model (OpenAI by default: needs a key)
+    # default: the core's "auto" (wordllama for English text, offline), never Settings.embed_model (OpenAI by
+    # default: needs a key)
     pytest.importorskip("wordllama")
-    assert CoreChunkSelector(kappa=0.5).core_embedder() == "wordllama"
+    sel = CoreChunkSelector(kappa=0.5)
+    assert sel.core_embedder() == "auto"
+    sel(nodes)
+    assert sel.index.embedder.name.startswith("wordllama")
     assert Settings._embed_model is None  # nothing resolved on the global Settings
     # the host's model when passed explicitly
     Settings.embed_model = HashLIEmbedding(model_name="hash-li")

@@ -138,6 +138,8 @@ def _embedder(args: argparse.Namespace) -> Any:
     from ..embedders import get_embedder
 
     spec = args.embedder
+    if spec.strip().lower() == "auto":  # chosen at build from the corpus's language
+        return spec
     if spec.strip().lower() == "minilm" and _show(args):
         return get_embedder(spec, show_progress=True)
     return get_embedder(spec)
@@ -302,7 +304,10 @@ def fusion_opts(p: argparse.ArgumentParser, what: str) -> None:
 
 def common_opts(sp_: argparse.ArgumentParser) -> None:
     sp_.add_argument(
-        "--embedder", default="wordllama", help="wordllama | minilm | multilingual | openai[:model] | hash"
+        "--embedder",
+        default="auto",
+        help="auto (wordllama, or multilingual for a corpus mostly not in English when installed) | wordllama | "
+        "minilm | multilingual | openai[:model] | hash",
     )
     sp_.add_argument("--mode", default="default", choices=["default", "paper"])
     sp_.add_argument(

@@ -53,7 +53,7 @@ __all__ = [
     "token_counts",
 ]
 
-DEFAULT_EMBEDDER = "wordllama"
+DEFAULT_EMBEDDER = "auto"  # G2ConSIndex.build: wordllama, or the multilingual model for a non-English corpus
 """The one default embedder of both adapters: the core's static WordLlama model. It ships inside its wheel (no
 download, no key), embeds ~12k sentences/s on a CPU and gives the same concept graph whichever host is used. A
 host's embedding model (LlamaIndex ``Settings.embed_model``, a LangChain ``Embeddings``) is used when passed as

@@ -649,6 +649,8 @@ def _tokenizer(mf: Path, m: dict[str, Any], given: str | Tokenizer | None) -> To
 
 def _embedder(folder: Path, m: dict[str, Any], given: str | Embedder | Callable[..., Any] | None) -> Embedder:
     name, dim = m["embedder"]["name"], int(m["embedder"]["dim"])
+    if isinstance(given, str) and given.strip().lower() == "auto":  # chosen at build: the one the index names
+        given = None
     try:
         emb = get_embedder(given if given is not None else name)
     except (G2ConSError, ImportError) as e:

@@ -76,8 +76,8 @@ class CoreChunkSelector(BaseDocumentTransformer):
         kappa: share of the corpus to keep (of tokens or chunks, see ``kappa_by``); default ``config.kappa`` (0.8).
         kappa_by: ``"tokens"`` or ``"chunks"``; default ``config.kappa_by``.
         selector: the core's selector name (``"coverage"``, ``"pagerank"``, ...); default ``config.selector``.
-        embedder: ``"wordllama"`` (core default), ``"minilm"``, ``"hash"``, a core ``Embedder`` or any LangChain
-            ``Embeddings``.
+        embedder: ``"auto"`` (core default: wordllama, multilingual for non-English text), ``"wordllama"``,
+            ``"minilm"``, ``"hash"``, a core ``Embedder`` or any LangChain ``Embeddings``.
         config: a ``G2ConSConfig`` (beta, lambda and retrieval settings travel with the index).
         tokenizer: the core's tokenizer spec (default: bundled tiktoken ``cl100k_base``).
         cache_dir: embedding cache directory (content-hash keyed; re-runs embed nothing known).

@@ -132,7 +132,8 @@ class CoreChunkSelector(TransformComponent):
     # ------------------------------------------------------------------ state
     def core_embedder(self) -> Any:
         """The core embedder: the object given (a LlamaIndex ``BaseEmbedding`` is wrapped), else the core name
-        given, else "wordllama". A selector saved with a LlamaIndex model reloads with ``Settings.embed_model``."""
+        given, else "auto" (wordllama, or the multilingual model for a corpus mostly not in English). A selector
+        saved with a LlamaIndex model reloads with ``Settings.embed_model``."""
         if self._embedder_obj is not None:
             return resolve_embedder(self._embedder_obj)
         if self.embedder and self.embedder.startswith("llamaindex-"):
