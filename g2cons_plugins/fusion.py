@@ -185,14 +185,15 @@ def score_fuse(
             evidence[u] = max(evidence.get(u, 0.0), e)
     ranked = retrieve(snap, query, beta, strategy, qv, evidence=evidence) if evidence and w > 0 else alone
     n_head = len(_head(alone, cfg.host_head, beta))
+    head_ids = _ids(alone[:n_head])
     if ranked is not alone and n_head:
-        ranked = _cut(alone[:n_head] + [it for it in ranked if it.unit_id not in _ids(alone[:n_head])], beta)
+        ranked = _cut(alone[:n_head] + [it for it in ranked if it.unit_id not in head_ids], beta)
     if recount is not None and ranked is not alone:
         ranked = _cut(recount(ranked), beta)
     foreign = [(r, h) for r, h in enumerate(hosts) if units_of[r] is None and h.text]
     placed: list[tuple[RetrievedItem | None, tuple[int, HostItem] | None]]
     if foreign:  # merged into the ranking after the protected head
-        head = [it for it in ranked[:n_head] if it.unit_id in _ids(alone[:n_head])]
+        head = [it for it in ranked[:n_head] if it.unit_id in head_ids]
         placed = [(c, None) for c in head]
         placed += _merge_foreign(snap, ranked[len(head) :], foreign, qv, w, beta - sum(c.n_tokens for c in head))
     else:
