@@ -158,9 +158,14 @@ class PropertyGraphHost:
     # ------------------------------------------------------------------ query
     def retrieve(self, query: str) -> list[HostItem]:
         """The host KG retriever's results for ``query`` as core ``HostItem``s."""
-        if self._retriever is None or self._index is None:
-            raise InputError("the host KG is not built yet: call build(index, index.select(kappa=...)) first")
-        return host_items(self._retriever.retrieve(QueryBundle(query)), self._index)
+        return answer(self._retriever, self._index, query)
+
+
+def answer(retriever: Any, index: G2ConSIndex | None, query: str) -> list[HostItem]:
+    """A built host's retriever results for ``query`` as core ``HostItem``s (an error before ``build``)."""
+    if retriever is None or index is None:
+        raise InputError("the host KG is not built yet: call build(index, index.select(kappa=...)) first")
+    return host_items(retriever.retrieve(QueryBundle(query)), index)
 
 
 def graph_counts(graph: Any) -> dict[str, int]:

@@ -29,11 +29,10 @@ from llama_index.core.graph_stores.types import (
     EntityNode,
     Relation,
 )
-from llama_index.core.schema import BaseNode, QueryBundle, TransformComponent
+from llama_index.core.schema import BaseNode, TransformComponent
 
-from ._convert import host_items
 from .extractors import NEREntityRetriever, clean_entity
-from .host import _mock_llm, _spacy_or_error, chunk_nodes, graph_counts
+from .host import _mock_llm, _spacy_or_error, answer, chunk_nodes, graph_counts
 from .selector import CoreChunkSelector
 
 REPLAY_RELATION_PROPS = "g2cons_replayed"
@@ -240,9 +239,7 @@ class ReplayPropertyGraphHost:
 
     def retrieve(self, query: str) -> list[HostItem]:
         """The host KG retriever's results for ``query`` as core ``HostItem``s."""
-        if self._retriever is None or self._index is None:
-            raise InputError("the host KG is not built yet: call build(index, index.select(kappa=...)) first")
-        return host_items(self._retriever.retrieve(QueryBundle(query)), self._index)
+        return answer(self._retriever, self._index, query)
 
 
 def replay_host(path: str | None = None, **options: Any) -> ReplayPropertyGraphHost:
