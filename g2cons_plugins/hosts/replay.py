@@ -123,6 +123,15 @@ class Extraction:
                 out.setdefault(cid, []).append(rec)
         return out
 
+    def chunk_graphs(self) -> dict[str, tuple[tuple[str, ...], tuple[tuple[str, str, str], ...]]]:
+        """Our chunk id -> (entities, triples) of all the records covering it, each once in first-seen order; the
+        entities include every triple's subject and object (what a host graph of that chunk holds)."""
+        out = {}
+        for cid, recs in self.by_chunk().items():
+            names = [n for r in recs for n in (*r.entities, *(x for t in r.triples for x in (t[0], t[2])))]
+            out[cid] = (tuple(dict.fromkeys(names)), tuple(dict.fromkeys(t for r in recs for t in r.triples)))
+        return out
+
 
 class _Read(NamedTuple):
     records: list[ExtractionRecord]

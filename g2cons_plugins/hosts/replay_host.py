@@ -80,7 +80,8 @@ class ReplayHost:
         names: dict[str, str] = {}
         n_triples = 0
         out_texts = []
-        for cid, recs in ext.by_chunk().items():
+        by_chunk = ext.by_chunk()
+        for cid, recs in by_chunk.items():
             for r in recs:
                 for name in (*r.entities, *(t[0] for t in r.triples), *(t[2] for t in r.triples)):
                     k = _key(name)
@@ -109,7 +110,7 @@ class ReplayHost:
             chunks=calls,
             seconds=round(time.perf_counter() - t0, 3),
             llm=True,
-            graph={"entities": len(self._keys), "relations": n_triples, "chunks": len(ext.by_chunk())},
+            graph={"entities": len(self._keys), "relations": n_triples, "chunks": len(by_chunk)},
         )
 
     def _entity_vectors(self, index: G2ConSIndex, names: Sequence[str]) -> np.ndarray:

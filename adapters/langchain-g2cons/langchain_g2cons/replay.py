@@ -43,18 +43,15 @@ def graph_documents(
         str(s): i for i, d in zip(ids, documents, strict=True) for s in (d.metadata.get("source_ids") or ()) if s
     }
     aligned = align(ext, {i: d.page_content for i, d in zip(ids, documents, strict=True)}, aliases).restrict(ids)
-    records = aligned.by_chunk()
+    graphs = aligned.chunk_graphs()
     out = []
     for i, doc in zip(ids, documents, strict=True):
-        nodes: dict[str, Any] = {}
-        rels = []
-        for rec in records.get(i, ()):
-            for name in (*rec.entities, *(t[0] for t in rec.triples), *(t[2] for t in rec.triples)):
-                nodes.setdefault(name, Node(id=name, type=ENTITY_TYPE))
-            rels += [
-                Relationship(source=nodes[s], target=nodes[o], type=r.strip().replace(" ", "_").upper() or "RELATED")
-                for s, r, o in rec.triples
-            ]
+        entities, triples = graphs.get(i, ((), ()))
+        nodes = {name: Node(id=name, type=ENTITY_TYPE) for name in entities}
+        rels = [
+            Relationship(source=nodes[s], target=nodes[o], type=r.strip().replace(" ", "_").upper() or "RELATED")
+            for s, r, o in triples
+        ]
         if nodes:
             out.append(GraphDocument(nodes=list(nodes.values()), relationships=rels, source=doc))
     if len(out) < len(documents):

@@ -180,13 +180,7 @@ class ReplayPropertyGraphHost:
         """A ``PropertyGraphIndex`` over the kept chunks, each with the triples the extraction holds for it."""
         _spacy_or_error()
         ext = self._align(index).restrict(selection.kept_ids)
-        records: dict[str, tuple[list[str], list[tuple[str, str, str]]]] = {}
-        for cid, recs in ext.by_chunk().items():
-            ents, trips = records.setdefault(cid, ([], []))
-            for r in recs:
-                ents.extend(r.entities)
-                trips.extend(r.triples)
-        frozen = {k: (tuple(dict.fromkeys(e)), tuple(dict.fromkeys(t))) for k, (e, t) in records.items()}
+        frozen = ext.chunk_graphs()
         nodes = chunk_nodes(index)
         selector = CoreChunkSelector.from_index(index, selection, nodes)
         embed = CoreEmbedding(index.embedder)
