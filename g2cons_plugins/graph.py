@@ -170,6 +170,60 @@ def _candidate_blocks(
             yield done
 
 
+def update_edges(
+    edges: EdgeSet,
+    old_incidence: sp.csr_matrix,
+    incidence: sp.csr_matrix,
+    vectors: np.ndarray,
+    touched: np.ndarray,
+    theta_co: int,
+    df: np.ndarray,
+) -> EdgeSet:
+    """``edges`` with every pair that has an end in ``touched`` (the concepts whose chunks or vector changed)
+    recomputed on ``incidence`` by :func:`build_edges`' rule, the threshold ``edges.theta_sem`` kept; pairs
+    between untouched concepts keep their Co, cosine and Dice (their chunks, vectors and df did not change).
+    ``old_incidence``: the incidence ``edges`` was built on (to count the candidate pairs that go); ``df``: |T_w|
+    on ``incidence``. Time proportional to the touched concepts' chunks, plus a sort of the edges."""
+    t = np.unique(np.asarray(touched, np.int64))
+    if len(t) == 0:
+        return edges
+    m = int(incidence.shape[1])
+    in_t = np.zeros(m, bool)
+    in_t[t] = True
+    keep = ~(in_t[edges.rows] | in_t[edges.cols])
+    n_old = len(_touching_pairs(old_incidence, t, in_t, theta_co)[0])
+    r, c, k = _touching_pairs(incidence, t, in_t, theta_co)
+    n_new = len(r)
+    cos = np.einsum("ij,ij->i", vectors[r], vectors[c]).astype(np.float32) if len(r) else np.zeros(0, np.float32)
+    ok = cos >= edges.theta_sem
+    r, c, k, cos = r[ok], c[ok], k[ok], cos[ok]
+    dice = (2.0 * k / (df[r].astype(np.float64) + df[c])).astype(np.float32)
+    rows = np.concatenate([edges.rows[keep], r])
+    cols = np.concatenate([edges.cols[keep], c])
+    order = np.argsort(rows * max(m, 1) + cols, kind="stable")
+    return EdgeSet(
+        rows=rows[order],
+        cols=cols[order],
+        co=np.concatenate([edges.co[keep], k.astype(edges.co.dtype)])[order],
+        cosine=np.concatenate([edges.cosine[keep], cos])[order],
+        dice=np.concatenate([edges.dice[keep], dice])[order],
+        theta_sem=edges.theta_sem,
+        n_candidates=int(edges.n_candidates - n_old + n_new),
+    )
+
+
+def _touching_pairs(
+    incidence: sp.csr_matrix, t: np.ndarray, in_t: np.ndarray, theta_co: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pairs i < j with an end in ``t`` and Co(i, j) >= theta_co, each once, with Co."""
+    C = sp.csr_matrix(incidence, dtype=np.float32)
+    P = sp.csr_matrix(C[:, t].T @ C).tocoo()
+    a, b, k = t[P.row], P.col.astype(np.int64), np.rint(P.data).astype(np.int64)
+    sel = (k >= max(theta_co, 1)) & (a != b) & ~(in_t[b] & (b < a))
+    a, b, k = a[sel], b[sel], k[sel]
+    return np.minimum(a, b), np.maximum(a, b), k
+
+
 def adjacency(edges: EdgeSet, n: int) -> sp.csr_matrix:
     """Symmetric weighted adjacency (Dice weights). Edges sorted by row (as :func:`build_edges` makes them) are
     assembled straight into the upper triangle, with no coordinate-format copy; others go through one."""
@@ -189,9 +243,12 @@ def pagerank(
     personalization: np.ndarray | None = None,
     tol: float = 1e-10,
     max_iter: int = 1000,
+    x0: np.ndarray | None = None,
 ) -> np.ndarray:
     """Weighted PageRank by power iteration; the same fixed point as ``networkx.pagerank`` (dangling nodes,
-    here the isolated concepts, send their mass along the personalization vector, uniform by default)."""
+    here the isolated concepts, send their mass along the personalization vector, uniform by default).
+    ``x0``: the starting vector (warm start, e.g. the PageRank before a small change; the uniform or
+    personalization vector when None or of another length); the result meets the same tolerance."""
     n = A.shape[0]
     if n == 0:
         return np.zeros(0)
@@ -203,6 +260,8 @@ def pagerank(
     PT = A.T.tocsr()  # P^T for P = diag(inv) A, row-stochastic on non-dangling rows: one copy of A, not two
     PT.data *= inv[PT.indices]
     x = p.copy()
+    if x0 is not None and len(x0) == n and float(np.sum(x0)) > 0:
+        x = np.asarray(x0, dtype=np.float64) / float(np.sum(x0))
     for _ in range(max_iter):
         prev = x
         x = damping * (PT @ prev + prev[dangling].sum() * p) + (1.0 - damping) * p
