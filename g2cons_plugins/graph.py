@@ -175,53 +175,132 @@ def update_edges(
     old_incidence: sp.csr_matrix,
     incidence: sp.csr_matrix,
     vectors: np.ndarray,
-    touched: np.ndarray,
+    moved: np.ndarray,
+    changed: sp.csr_matrix,
+    sign: int,
     theta_co: int,
     df: np.ndarray,
 ) -> EdgeSet:
-    """``edges`` with every pair that has an end in ``touched`` (the concepts whose chunks or vector changed)
-    recomputed on ``incidence`` by :func:`build_edges`' rule, the threshold ``edges.theta_sem`` kept; pairs
-    between untouched concepts keep their Co, cosine and Dice (their chunks, vectors and df did not change).
-    ``old_incidence``: the incidence ``edges`` was built on (to count the candidate pairs that go); ``df``: |T_w|
-    on ``incidence``. Time proportional to the touched concepts' chunks, plus a sort of the edges."""
-    t = np.unique(np.asarray(touched, np.int64))
-    if len(t) == 0:
-        return edges
+    """``edges`` (built on ``old_incidence``) after a few chunks changed, by :func:`build_edges`' rule with the
+    threshold ``edges.theta_sem`` kept. ``changed``: the incidence rows of the chunks added (``sign`` +1) or
+    removed (-1); ``moved``: the concepts whose vector changed. Pairs with an end in ``moved`` are recomputed
+    (Co and cosine); the other pairs two changed chunks share change only their Co (their cosine is the same);
+    every Dice weight is recomputed from ``df`` (|T_w| on ``incidence``). The result equals
+    ``build_edges(incidence, vectors, theta_co, edges.theta_sem, ...)`` (cosines to float rounding); the time
+    is that of the moved concepts' chunks and the changed chunks' pairs, plus linear passes over the edges."""
     m = int(incidence.shape[1])
-    in_t = np.zeros(m, bool)
-    in_t[t] = True
-    keep = ~(in_t[edges.rows] | in_t[edges.cols])
-    n_old = len(_touching_pairs(old_incidence, t, in_t, theta_co)[0])
-    r, c, k = _touching_pairs(incidence, t, in_t, theta_co)
-    n_new = len(r)
-    cos = np.einsum("ij,ij->i", vectors[r], vectors[c]).astype(np.float32) if len(r) else np.zeros(0, np.float32)
-    ok = cos >= edges.theta_sem
-    r, c, k, cos = r[ok], c[ok], k[ok], cos[ok]
-    dice = (2.0 * k / (df[r].astype(np.float64) + df[c])).astype(np.float32)
-    rows = np.concatenate([edges.rows[keep], r])
-    cols = np.concatenate([edges.cols[keep], c])
-    order = np.argsort(rows * max(m, 1) + cols, kind="stable")
+    theta_co = max(int(theta_co), 1)
+    mv = np.unique(np.asarray(moved, np.int64))
+    in_mv = np.zeros(m, bool)
+    in_mv[mv] = True
+    csc = sp.csc_matrix(incidence)
+    n_old_mv = len(_touching_pairs(old_incidence, old_incidence, mv, in_mv, theta_co)[0]) if len(mv) else 0
+    r1, c1, k1 = _touching_pairs(csc, incidence, mv, in_mv, theta_co)
+    cos1 = _cosines(vectors, r1, c1)
+    dr, dc, dk = _delta_pairs(changed, sign, m)
+    sel = ~(in_mv[dr] | in_mv[dc])
+    dr, dc, dk = dr[sel], dc[sel], dk[sel]
+    co_new = _co_of_pairs(csc, incidence, dr, dc)
+    was, now = co_new - dk >= theta_co, co_new >= theta_co
+    keep = ~(in_mv[edges.rows] | in_mv[edges.cols])
+    key = edges.rows * m + edges.cols
+    pos = np.minimum(np.searchsorted(key, dr * m + dc), max(len(key) - 1, 0))
+    hit = (key[pos] == dr * m + dc) if len(key) else np.zeros(len(dr), bool)
+    co = edges.co.copy()
+    co[pos[hit]] = co_new[hit]
+    keep[pos[hit & ~now]] = False
+    fresh = now & ~was
+    r2, c2, k2 = dr[fresh], dc[fresh], co_new[fresh]
+    cos2 = _cosines(vectors, r2, c2)
+    theta = edges.theta_sem
+    ok1, ok2 = cos1 >= theta, cos2 >= theta
+    rows, cols, co, cos = _merge_edges(
+        (edges.rows[keep], edges.cols[keep], co[keep], edges.cosine[keep]),
+        (
+            np.concatenate([r1[ok1], r2[ok2]]),
+            np.concatenate([c1[ok1], c2[ok2]]),
+            np.concatenate([k1[ok1], k2[ok2]]),
+            np.concatenate([cos1[ok1], cos2[ok2]]),
+        ),
+        m,
+    )
+    n_cand = edges.n_candidates - n_old_mv + len(r1) + int(fresh.sum()) - int((was & ~now).sum())
+    dff = np.asarray(df, dtype=np.float64)
     return EdgeSet(
-        rows=rows[order],
-        cols=cols[order],
-        co=np.concatenate([edges.co[keep], k.astype(edges.co.dtype)])[order],
-        cosine=np.concatenate([edges.cosine[keep], cos])[order],
-        dice=np.concatenate([edges.dice[keep], dice])[order],
-        theta_sem=edges.theta_sem,
-        n_candidates=int(edges.n_candidates - n_old + n_new),
+        rows=rows,
+        cols=cols,
+        co=co.astype(edges.co.dtype),
+        cosine=cos.astype(np.float32),
+        dice=(2.0 * co / (dff[rows] + dff[cols])).astype(np.float32),
+        theta_sem=theta,
+        n_candidates=int(n_cand),
     )
 
 
-def _touching_pairs(
-    incidence: sp.csr_matrix, t: np.ndarray, in_t: np.ndarray, theta_co: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _touching_pairs(csc: sp.spmatrix, csr: sp.csr_matrix, t: np.ndarray, in_t: np.ndarray, theta_co: int) -> Pairs:
     """Pairs i < j with an end in ``t`` and Co(i, j) >= theta_co, each once, with Co."""
-    C = sp.csr_matrix(incidence, dtype=np.float32)
-    P = sp.csr_matrix(C[:, t].T @ C).tocoo()
+    if len(t) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    cols = sp.csc_matrix(csc)[:, t]  # a column slice (no copy of the whole matrix when ``csc`` is csc already)
+    P = sp.csr_matrix(sp.csr_matrix(cols.T, dtype=np.float32) @ sp.csr_matrix(csr, dtype=np.float32)).tocoo()
     a, b, k = t[P.row], P.col.astype(np.int64), np.rint(P.data).astype(np.int64)
-    sel = (k >= max(theta_co, 1)) & (a != b) & ~(in_t[b] & (b < a))
+    sel = (k >= theta_co) & (a != b) & ~(in_t[b] & (b < a))
     a, b, k = a[sel], b[sel], k[sel]
     return np.minimum(a, b), np.maximum(a, b), k
+
+
+def _delta_pairs(changed: sp.csr_matrix, sign: int, m: int) -> Pairs:
+    """Pairs i < j two of the ``changed`` rows share, and the change of their Co (``sign`` times the count)."""
+    C = sp.csr_matrix(changed, dtype=np.float32)
+    D = sp.triu(sp.csr_matrix(C.T @ C), k=1).tocoo()
+    order = np.argsort(D.row.astype(np.int64) * m + D.col)
+    return D.row[order].astype(np.int64), D.col[order].astype(np.int64), sign * np.rint(D.data[order]).astype(np.int64)
+
+
+def _co_of_pairs(csc: sp.csc_matrix, csr: sp.csr_matrix, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Co(a_i, b_i) for each pair: the chunks of the rarer end looked up in the other's rows (time: the sum over
+    the pairs of the rarer end's df)."""
+    if len(a) == 0:
+        return np.zeros(0, np.int64)
+    df = np.diff(csc.indptr)
+    lo, hi = np.where(df[a] <= df[b], a, b), np.where(df[a] <= df[b], b, a)
+    lens = df[lo]
+    pair = np.repeat(np.arange(len(a)), lens)
+    offset = np.repeat(csc.indptr[lo] - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens)
+    chunk = csc.indices[offset + np.arange(len(pair))].astype(np.int64)
+    m = int(csr.shape[1])
+    if not csr.has_sorted_indices:
+        csr = csr.sorted_indices()
+    keys = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr)) * m + csr.indices
+    target = chunk * m + hi[pair]
+    at = np.minimum(np.searchsorted(keys, target), max(len(keys) - 1, 0))
+    found = keys[at] == target
+    return np.bincount(pair, weights=found, minlength=len(a)).astype(np.int64)
+
+
+def _cosines(vectors: np.ndarray, r: np.ndarray, c: np.ndarray, batch: int = 2048) -> np.ndarray:
+    """Cosine of each pair (unit vectors), as :func:`build_edges` computes it."""
+    out = np.empty(len(r), dtype=np.float32)
+    for s in range(0, len(r), batch):
+        out[s : s + batch] = np.einsum("ij,ij->i", vectors[r[s : s + batch]], vectors[c[s : s + batch]])
+    return out
+
+
+def _merge_edges(
+    old: tuple[np.ndarray, ...], new: tuple[np.ndarray, ...], m: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Sorted (by row, col) edge columns ``old`` with the columns ``new`` merged in (pairs distinct)."""
+    order = np.argsort(new[0] * m + new[1], kind="stable")
+    new = tuple(x[order] for x in new)
+    at = np.searchsorted(old[0] * m + old[1], new[0] * m + new[1])
+    rows, cols, co, cos = (
+        np.insert(o.astype(np.int64 if i < 3 else np.float32), at, n)
+        for i, (o, n) in enumerate(zip(old, new, strict=True))
+    )
+    return rows, cols, co, cos
 
 
 def adjacency(edges: EdgeSet, n: int) -> sp.csr_matrix:

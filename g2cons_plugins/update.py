@@ -201,8 +201,7 @@ def derive_added(
         name_df=dv.name_df + np.asarray(binary(P @ N_new).sum(axis=0)).ravel().astype(np.int64),
         terms=terms,
     )
-    touched = np.unique(C_new.indices)
-    out = _regraph(out, dv, pd, st, live, touched, np.unique(sent_inc[changed].indices), config)
+    out = _regraph(out, dv, pd, st, live, (C_new, 1), np.unique(sent_inc[changed].indices), config)
     return out, replace(pd, live=_frozen(live), n_changed=pd.n_changed + k_c)
 
 
@@ -238,7 +237,7 @@ def derive_removed(
         unit_names=dv.unit_names[keep_unit],
         name_df=dv.name_df - np.asarray(name_gone.sum(axis=0)).ravel().astype(np.int64),
     )
-    out = _regraph(out, dv, pd, st, live, np.unique(C_gone.indices), np.unique(dv.sent_inc[died].indices), config)
+    out = _regraph(out, dv, pd, st, live, (C_gone, -1), np.unique(dv.sent_inc[died].indices), config)
     return out, replace(pd, live=_frozen(live), n_changed=pd.n_changed + len(gone_c))
 
 
@@ -286,18 +285,18 @@ def _regraph(
     pd: Pending,
     st: Stored,
     live: np.ndarray,
-    touched: np.ndarray,
+    changed: tuple[sp.csr_matrix, int],
     moved: np.ndarray,
     config: G2ConSConfig,
 ) -> Derived:
-    """Vectors and name shares of the concepts whose sentences changed (``moved``), edges of the concepts whose
-    chunks changed (``touched``), adjacency, warm-started PageRank and statistics."""
+    """Vectors and name shares of the concepts whose sentences changed (``moved``), the edges after the chunks
+    ``changed`` (their incidence rows, and +1 added / -1 removed), adjacency, warm-started PageRank, statistics."""
     vecs, counts, shares = dv.concept_vecs.copy(), dv.sentence_counts.copy(), dv.name_share.copy()
     if len(moved):
         V, c = concept_vectors(out.sent_inc[:, moved], st.sent_vecs)
         vecs[moved], counts[moved] = V, c
         shares[moved] = _share_live(out.terms, pd.concept_cols[moved], live)
-    edges = update_edges(dv.edges, dv.chunk_inc, out.chunk_inc, vecs, touched, config.theta_co, out.df)
+    edges = update_edges(dv.edges, dv.chunk_inc, out.chunk_inc, vecs, moved, *changed, config.theta_co, out.df)
     A = adjacency(edges, len(dv.vocab))
     isolated, mean_deg, max_deg = degree_stats(A)
     stats = GraphStats(
