@@ -172,7 +172,6 @@ def _candidate_blocks(
 
 def update_edges(
     edges: EdgeSet,
-    old_incidence: sp.csr_matrix,
     incidence: sp.csr_matrix,
     vectors: np.ndarray,
     moved: np.ndarray,
@@ -181,23 +180,24 @@ def update_edges(
     theta_co: int,
     df: np.ndarray,
 ) -> EdgeSet:
-    """``edges`` (built on ``old_incidence``) after a few chunks changed, by :func:`build_edges`' rule with the
-    threshold ``edges.theta_sem`` kept. ``changed``: the incidence rows of the chunks added (``sign`` +1) or
-    removed (-1); ``moved``: the concepts whose vector changed. Pairs with an end in ``moved`` are recomputed
-    (Co and cosine); the other pairs two changed chunks share change only their Co (their cosine is the same);
-    every Dice weight is recomputed from ``df`` (|T_w| on ``incidence``). The result equals
-    ``build_edges(incidence, vectors, theta_co, edges.theta_sem, ...)`` (cosines to float rounding); the time
-    is that of the moved concepts' chunks and the changed chunks' pairs, plus linear passes over the edges."""
+    """``edges`` after a few chunks changed, by :func:`build_edges`' rule with the threshold ``edges.theta_sem``
+    kept. ``incidence``: the chunk x concept incidence now; ``changed``: the incidence rows of the chunks added
+    (``sign`` +1) or removed (-1); ``moved``: the concepts whose vector is to be re-read. Pairs with an end in
+    ``moved`` are recomputed (Co and cosine); the other pairs two changed chunks share change only their Co
+    (their cosine is kept); every Dice weight is recomputed from ``df`` (|T_w| on ``incidence``). With every
+    concept whose vector changed in ``moved`` the result equals ``build_edges(incidence, vectors, theta_co,
+    edges.theta_sem, ...)`` (cosines to float rounding); the time is that of the moved concepts' chunks and the
+    changed chunks' pairs, plus linear passes over the edges."""
     m = int(incidence.shape[1])
     theta_co = max(int(theta_co), 1)
     mv = np.unique(np.asarray(moved, np.int64))
     in_mv = np.zeros(m, bool)
     in_mv[mv] = True
     csc = sp.csc_matrix(incidence)
-    n_old_mv = len(_touching_pairs(old_incidence, old_incidence, mv, in_mv, theta_co)[0]) if len(mv) else 0
-    r1, c1, k1 = _touching_pairs(csc, incidence, mv, in_mv, theta_co)
+    delta = _delta_pairs(changed, sign, m)
+    r1, c1, k1, n_old_mv = _moved_pairs(csc, incidence, mv, in_mv, theta_co, delta)
     cos1 = _cosines(vectors, r1, c1)
-    dr, dc, dk = _delta_pairs(changed, sign, m)
+    dr, dc, dk = delta
     sel = ~(in_mv[dr] | in_mv[dc])
     dr, dc, dk = dr[sel], dc[sel], dk[sel]
     co_new = _co_of_pairs(csc, incidence, dr, dc)
@@ -250,6 +250,27 @@ def _touching_pairs(csc: sp.spmatrix, csr: sp.csr_matrix, t: np.ndarray, in_t: n
     sel = (k >= theta_co) & (a != b) & ~(in_t[b] & (b < a))
     a, b, k = a[sel], b[sel], k[sel]
     return np.minimum(a, b), np.maximum(a, b), k
+
+
+def _moved_pairs(
+    csc: sp.csc_matrix, csr: sp.csr_matrix, mv: np.ndarray, in_mv: np.ndarray, theta_co: int, delta: Pairs
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The candidate pairs (Co >= theta_co) with an end in ``mv`` now, and how many there were before the change
+    ``delta`` (pairs, sorted by key, and their change of Co)."""
+    a, b, k = _touching_pairs(csc, csr, mv, in_mv, 1)
+    m = int(csr.shape[1])
+    order = np.argsort(a * m + b)
+    a, b, k = a[order], b[order], k[order]
+    key, dkey = a * m + b, delta[0] * m + delta[1]
+    pos = np.minimum(np.searchsorted(dkey, key), max(len(dkey) - 1, 0))
+    found = dkey[pos] == key if len(dkey) else np.zeros(len(key), bool)
+    n_old = int(((k - np.where(found, delta[2][pos], 0)) >= theta_co).sum())
+    touch = in_mv[delta[0]] | in_mv[delta[1]]
+    where = np.minimum(np.searchsorted(key, dkey[touch]), max(len(key) - 1, 0))
+    gone = ~(key[where] == dkey[touch]) if len(key) else np.ones(int(touch.sum()), bool)
+    n_old += int((-delta[2][touch][gone] >= theta_co).sum())  # pairs no chunk holds any more
+    keep = k >= theta_co
+    return a[keep], b[keep], k[keep], n_old
 
 
 def _delta_pairs(changed: sp.csr_matrix, sign: int, m: int) -> Pairs:

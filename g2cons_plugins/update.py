@@ -53,6 +53,10 @@ __all__ = [
 MIN_CHUNKS = 2_000  # below this an exact update is cheap (tenths of a second): always exact
 MAX_SHARE = 0.02  # a change above this share of the corpus is an exact update
 DRIFT_BUDGET = 0.10  # chunks added + removed since the last exact derive, as a share of its size, before a refresh
+# a concept's edges are recomputed once its vector has moved (L2, summed over updates) more than this since they
+# were; an edge decision can then differ from the rule on the current vectors only for a pair whose cosine is
+# within 2 * VECTOR_SLACK of theta_sem (0: every edge follows the rule exactly)
+VECTOR_SLACK = 0.01
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,7 @@ class Pending:
     word_map: RowMap  # word -> term-index column
     n_base: int  # chunks at the last exact derive
     n_changed: int  # chunks added + removed since then
+    stale: np.ndarray  # per concept: bound on how far its vector moved since its edges' cosines were computed
 
     @classmethod
     def start(cls, st: Stored, dv: Derived) -> Pending:
@@ -74,7 +79,8 @@ class Pending:
         cols = np.fromiter((word_map.rows[w] for w in dv.vocab), np.int64, count=len(dv.vocab))
         name_cols = np.fromiter((word_map.rows[w] for w in dv.names), np.int64, count=len(dv.names))
         live = np.ones(len(st.sentences), bool)
-        return cls(cols, name_cols, live, RowMap(st.sentences), word_map, len(st.chunks), 0)
+        stale = np.zeros(len(dv.vocab), np.float64)
+        return cls(cols, name_cols, live, RowMap(st.sentences), word_map, len(st.chunks), 0, stale)
 
     @property
     def drift(self) -> float:
@@ -201,8 +207,8 @@ def derive_added(
         name_df=dv.name_df + np.asarray(binary(P @ N_new).sum(axis=0)).ravel().astype(np.int64),
         terms=terms,
     )
-    out = _regraph(out, dv, pd, st, live, (C_new, 1), np.unique(sent_inc[changed].indices), config)
-    return out, replace(pd, live=_frozen(live), n_changed=pd.n_changed + k_c)
+    pd = replace(pd, n_changed=pd.n_changed + k_c)
+    return _regraph(out, dv, pd, st, live, (C_new, 1), np.unique(sent_inc[changed].indices), config)
 
 
 def derive_removed(
@@ -237,8 +243,8 @@ def derive_removed(
         unit_names=dv.unit_names[keep_unit],
         name_df=dv.name_df - np.asarray(name_gone.sum(axis=0)).ravel().astype(np.int64),
     )
-    out = _regraph(out, dv, pd, st, live, (C_gone, -1), np.unique(dv.sent_inc[died].indices), config)
-    return out, replace(pd, live=_frozen(live), n_changed=pd.n_changed + len(gone_c))
+    pd = replace(pd, n_changed=pd.n_changed + len(gone_c))
+    return _regraph(out, dv, pd, st, live, (C_gone, -1), np.unique(dv.sent_inc[died].indices), config)
 
 
 def _revive(
@@ -288,15 +294,21 @@ def _regraph(
     changed: tuple[sp.csr_matrix, int],
     moved: np.ndarray,
     config: G2ConSConfig,
-) -> Derived:
+) -> tuple[Derived, Pending]:
     """Vectors and name shares of the concepts whose sentences changed (``moved``), the edges after the chunks
-    ``changed`` (their incidence rows, and +1 added / -1 removed), adjacency, warm-started PageRank, statistics."""
+    ``changed`` (their incidence rows, and +1 added / -1 removed; the pairs of a moved concept are recomputed
+    once it moved more than :data:`VECTOR_SLACK`), adjacency, warm-started PageRank, statistics; the trickle
+    state with the new liveness and staleness."""
     vecs, counts, shares = dv.concept_vecs.copy(), dv.sentence_counts.copy(), dv.name_share.copy()
+    stale = pd.stale.copy()
     if len(moved):
         V, c = concept_vectors(out.sent_inc[:, moved], st.sent_vecs)
+        stale[moved] += np.linalg.norm(V.astype(np.float64) - vecs[moved], axis=1)
         vecs[moved], counts[moved] = V, c
         shares[moved] = _share_live(out.terms, pd.concept_cols[moved], live)
-    edges = update_edges(dv.edges, dv.chunk_inc, out.chunk_inc, vecs, moved, *changed, config.theta_co, out.df)
+    redo = moved[stale[moved] > VECTOR_SLACK]
+    stale[redo] = 0.0
+    edges = update_edges(dv.edges, out.chunk_inc, vecs, redo, *changed, config.theta_co, out.df)
     A = adjacency(edges, len(dv.vocab))
     isolated, mean_deg, max_deg = degree_stats(A)
     stats = GraphStats(
@@ -311,7 +323,7 @@ def _regraph(
         mean_degree=mean_deg,
         max_degree=max_deg,
     )
-    return freeze(
+    dv_new = freeze(
         replace(
             out,
             unit_concepts=out.unit_inc.T.tocsr(),
@@ -325,6 +337,7 @@ def _regraph(
             stats=stats,
         )
     )
+    return dv_new, replace(pd, live=_frozen(live), stale=stale)
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:

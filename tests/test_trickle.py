@@ -54,7 +54,7 @@ def _trickled(docs: list[dict[str, str]], config: G2ConSConfig = CFG) -> tuple[G
     return idx, kept
 
 
-def test_refresh_equals_a_fresh_build(docs: list[dict[str, str]]) -> None:
+def test_refresh_equals_a_fresh_build(docs: list[dict[str, str]]) -> None:  # default VECTOR_SLACK
     """After trickle adds and removes, refresh() gives exactly a fresh build: stored state, every derived array,
     and retrieve() under every strategy."""
     idx, kept = _trickled(docs)
@@ -95,10 +95,12 @@ def _chunk_df(fresh: G2ConSIndex, words: list[str]) -> np.ndarray:
     return np.array([present[:, col[w]].count_nonzero() if w in col else 0 for w in words])
 
 
-def test_drift_before_refresh_is_bounded(docs: list[dict[str, str]]) -> None:
+def test_drift_before_refresh_is_bounded(docs: list[dict[str, str]], monkeypatch: pytest.MonkeyPatch) -> None:
     """Before refresh: the vocabulary is unchanged; df (every concept), |S_w|, Eq. 1 vectors, incidences, name
-    shares, Co / Dice edges and name df equal a fresh build's for the concepts both have; the edges equal
-    build_edges on the trickled state; PageRank is the fixed point of the trickled graph to its tolerance."""
+    shares, Co / Dice edges and name df equal a fresh build's for the concepts both have; with VECTOR_SLACK 0 the
+    edges equal build_edges on the trickled state; PageRank is the fixed point of the trickled graph to its
+    tolerance."""
+    monkeypatch.setattr(upd, "VECTOR_SLACK", 0.0)
     base = G2ConSIndex.build(docs[:100], embedder="hash", config=CFG)
     idx, kept = _trickled(docs)
     a = idx.derived
@@ -128,6 +130,31 @@ def test_drift_before_refresh_is_bounded(docs: list[dict[str, str]]) -> None:
     nb = {w: i for i, w in enumerate(b.names)}
     np.testing.assert_array_equal(a.name_df[[na[w] for w in names]], b.name_df[[nb[w] for w in names]])
     assert idx.stats.n_sentences == fresh.stats.n_sentences
+
+
+def test_vector_slack_bounds_the_edge_drift(docs: list[dict[str, str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a vector slack, an edge differs from build_edges on the trickled state only for a pair whose cosine
+    is within 2 * slack of theta_sem, and a kept edge's cosine is off by at most 2 * slack."""
+    slack = 0.1
+    monkeypatch.setattr(upd, "VECTOR_SLACK", slack)
+    idx = G2ConSIndex.build(docs[:100], embedder="hash", config=CFG)
+    for i in range(100, 124, 3):  # small steps: some concepts move less than the slack
+        idx.add(docs[i : i + 3], exact=False)
+    a = idx.derived
+    again = build_edges(a.chunk_inc, a.concept_vecs, CFG.theta_co, a.edges.theta_sem, CFG.theta_sem_percentile)
+    mine = dict(
+        zip(zip(a.edges.rows.tolist(), a.edges.cols.tolist(), strict=True), a.edges.cosine.tolist(), strict=True)
+    )
+    true = dict(zip(zip(again.rows.tolist(), again.cols.tolist(), strict=True), again.cosine.tolist(), strict=True))
+    assert idx.snapshot.pending is not None and idx.snapshot.pending.stale.max() > 0  # some were not redone
+    for pair in set(mine) ^ set(true):
+        r, c = pair
+        assert abs(float(a.concept_vecs[r] @ a.concept_vecs[c]) - a.edges.theta_sem) <= 2 * slack + 1e-6
+    for pair in set(mine) & set(true):
+        assert abs(mine[pair] - true[pair]) <= 2 * slack + 1e-6
+    np.testing.assert_array_equal(
+        a.edges.dice, (2.0 * a.edges.co / (a.df[a.edges.rows] + a.df[a.edges.cols])).astype(np.float32)
+    )
 
 
 def _edges_on(d, words: list[str]) -> dict[tuple[str, str], tuple[int, float]]:  # type: ignore[no-untyped-def]
