@@ -186,8 +186,9 @@ def update_edges(
     ``moved`` are recomputed (Co and cosine); the other pairs two changed chunks share change only their Co
     (their cosine is kept); every Dice weight is recomputed from ``df`` (|T_w| on ``incidence``). With every
     concept whose vector changed in ``moved`` the result equals ``build_edges(incidence, vectors, theta_co,
-    edges.theta_sem, ...)`` (cosines to float rounding); the time is that of the moved concepts' chunks and the
-    changed chunks' pairs, plus linear passes over the edges."""
+    edges.theta_sem, ...)`` (cosines to float rounding). ``n_candidates`` (a statistic) follows the moved pairs
+    and the edges, not a non-edge pair whose Co crossed theta_co (exact again at the next full build). The time
+    is that of the moved concepts' chunks and the changed chunks' pairs, plus linear passes over the edges."""
     m = int(incidence.shape[1])
     theta_co = max(int(theta_co), 1)
     mv = np.unique(np.asarray(moved, np.int64))
@@ -200,20 +201,17 @@ def update_edges(
     dr, dc, dk = delta
     sel = ~(in_mv[dr] | in_mv[dc])
     dr, dc, dk = dr[sel], dc[sel], dk[sel]
-    co_new = _co_of_pairs(csc, incidence, dr, dc)
-    was, now = co_new - dk >= theta_co, co_new >= theta_co
+    theta = edges.theta_sem
     keep = ~(in_mv[edges.rows] | in_mv[edges.cols])
     key = edges.rows * m + edges.cols
     pos = np.minimum(np.searchsorted(key, dr * m + dc), max(len(key) - 1, 0))
     hit = (key[pos] == dr * m + dc) if len(key) else np.zeros(len(dr), bool)
-    co = edges.co.copy()
-    co[pos[hit]] = co_new[hit]
-    keep[pos[hit & ~now]] = False
-    fresh = now & ~was
-    r2, c2, k2 = dr[fresh], dc[fresh], co_new[fresh]
-    cos2 = _cosines(vectors, r2, c2)
-    theta = edges.theta_sem
-    ok1, ok2 = cos1 >= theta, cos2 >= theta
+    co = edges.co.astype(np.int64)
+    co[pos[hit]] += dk[hit]  # an edge's Co is known: no lookup
+    lost = pos[hit][co[pos[hit]] < theta_co]
+    keep[lost] = False
+    r2, c2, k2, cos2 = _new_edges(csc, incidence, vectors, (dr[~hit], dc[~hit], dk[~hit]), sign, theta, theta_co)
+    ok1, ok2 = cos1 >= theta, np.ones(len(r2), bool)
     rows, cols, co, cos = _merge_edges(
         (edges.rows[keep], edges.cols[keep], co[keep], edges.cosine[keep]),
         (
@@ -224,7 +222,7 @@ def update_edges(
         ),
         m,
     )
-    n_cand = edges.n_candidates - n_old_mv + len(r1) + int(fresh.sum()) - int((was & ~now).sum())
+    n_cand = edges.n_candidates - n_old_mv + len(r1) + len(r2) - len(lost)
     dff = np.asarray(df, dtype=np.float64)
     return EdgeSet(
         rows=rows,
@@ -250,6 +248,28 @@ def _touching_pairs(csc: sp.spmatrix, csr: sp.csr_matrix, t: np.ndarray, in_t: n
     sel = (k >= theta_co) & (a != b) & ~(in_t[b] & (b < a))
     a, b, k = a[sel], b[sel], k[sel]
     return np.minimum(a, b), np.maximum(a, b), k
+
+
+def _new_edges(
+    csc: sp.csc_matrix,
+    csr: sp.csr_matrix,
+    vectors: np.ndarray,
+    delta: Pairs,
+    sign: int,
+    theta: float,
+    theta_co: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Edges among the pairs ``delta`` (not edges, no moved end) whose Co grew to theta_co: only an add can make
+    one (a removal lowers Co; the cosine is kept), and only a pair with cosine >= theta, whose Co is looked up."""
+    r, c, d = delta
+    if sign < 0 or len(r) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+    cos = _cosines(vectors, r, c)
+    hot = np.flatnonzero(cos >= theta)
+    k = _co_of_pairs(csc, csr, r[hot], c[hot])
+    became = hot[(k >= theta_co) & (k - d[hot] < theta_co)]
+    k = k[(k >= theta_co) & (k - d[hot] < theta_co)]
+    return r[became], c[became], k, cos[became]
 
 
 def _moved_pairs(
