@@ -239,12 +239,18 @@ Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 def _touching_pairs(csc: sp.spmatrix, csr: sp.csr_matrix, t: np.ndarray, in_t: np.ndarray, theta_co: int) -> Pairs:
-    """Pairs i < j with an end in ``t`` and Co(i, j) >= theta_co, each once, with Co."""
+    """Pairs i < j with an end in ``t`` and Co(i, j) >= theta_co, each once, with Co. As in :func:`build_edges`,
+    concepts in fewer than theta_co chunks cannot reach it and are left out of the product."""
+    csc = sp.csc_matrix(csc)
+    df = np.diff(csc.indptr)
+    t = t[df[t] >= theta_co]
     if len(t) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    cols = sp.csc_matrix(csc)[:, t]  # a column slice (no copy of the whole matrix when ``csc`` is csc already)
-    P = sp.csr_matrix(sp.csr_matrix(cols.T, dtype=np.float32) @ sp.csr_matrix(csr, dtype=np.float32)).tocoo()
-    a, b, k = t[P.row], P.col.astype(np.int64), np.rint(P.data).astype(np.int64)
+    part = np.flatnonzero(df >= theta_co)
+    cols = csc[:, t]  # a column slice of a csc matrix: only those columns are read
+    right = sp.csr_matrix(csc[:, part], dtype=np.float32)
+    P = sp.csr_matrix(sp.csr_matrix(cols.T, dtype=np.float32) @ right).tocoo()
+    a, b, k = t[P.row], part[P.col].astype(np.int64), np.rint(P.data).astype(np.int64)
     sel = (k >= theta_co) & (a != b) & ~(in_t[b] & (b < a))
     a, b, k = a[sel], b[sel], k[sel]
     return np.minimum(a, b), np.maximum(a, b), k
@@ -275,9 +281,10 @@ def _new_edges(
 def _moved_pairs(
     csc: sp.csc_matrix, csr: sp.csr_matrix, mv: np.ndarray, in_mv: np.ndarray, theta_co: int, delta: Pairs
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """The candidate pairs (Co >= theta_co) with an end in ``mv`` now, and how many there were before the change
-    ``delta`` (pairs, sorted by key, and their change of Co)."""
-    a, b, k = _touching_pairs(csc, csr, mv, in_mv, 1)
+    """The candidate pairs (Co >= theta_co) with an end in ``mv`` now, and about how many there were before the
+    change ``delta`` (pairs, sorted by key, and their change of Co): the candidates now whose Co minus the change
+    still reaches theta_co, plus the changed pairs held by no chunk now whose change alone reaches it."""
+    a, b, k = _touching_pairs(csc, csr, mv, in_mv, theta_co)
     m = int(csr.shape[1])
     order = np.argsort(a * m + b)
     a, b, k = a[order], b[order], k[order]
