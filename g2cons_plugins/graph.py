@@ -194,9 +194,8 @@ def update_edges(
     mv = np.unique(np.asarray(moved, np.int64))
     in_mv = np.zeros(m, bool)
     in_mv[mv] = True
-    csc = sp.csc_matrix(incidence)
     delta = _delta_pairs(changed, sign, m)
-    r1, c1, k1, n_old_mv = _moved_pairs(csc, incidence, mv, in_mv, theta_co, delta)
+    r1, c1, k1, n_old_mv = _moved_pairs(incidence, df, mv, in_mv, theta_co, delta)
     cos1 = _cosines(vectors, r1, c1)
     dr, dc, dk = delta
     sel = ~(in_mv[dr] | in_mv[dc])
@@ -210,7 +209,7 @@ def update_edges(
     co[pos[hit]] += dk[hit]  # an edge's Co is known: no lookup
     lost = pos[hit][co[pos[hit]] < theta_co]
     keep[lost] = False
-    r2, c2, k2, cos2 = _new_edges(csc, incidence, vectors, (dr[~hit], dc[~hit], dk[~hit]), sign, theta, theta_co)
+    r2, c2, k2, cos2 = _new_edges(incidence, df, vectors, (dr[~hit], dc[~hit], dk[~hit]), sign, theta, theta_co)
     ok1, ok2 = cos1 >= theta, np.ones(len(r2), bool)
     rows, cols, co, cos = _merge_edges(
         (edges.rows[keep], edges.cols[keep], co[keep], edges.cosine[keep]),
@@ -238,27 +237,23 @@ def update_edges(
 Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
-def _touching_pairs(csc: sp.spmatrix, csr: sp.csr_matrix, t: np.ndarray, in_t: np.ndarray, theta_co: int) -> Pairs:
-    """Pairs i < j with an end in ``t`` and Co(i, j) >= theta_co, each once, with Co. As in :func:`build_edges`,
-    concepts in fewer than theta_co chunks cannot reach it and are left out of the product."""
-    csc = sp.csc_matrix(csc)
-    df = np.diff(csc.indptr)
+def _touching_pairs(csr: sp.csr_matrix, df: np.ndarray, t: np.ndarray, in_t: np.ndarray, theta_co: int) -> Pairs:
+    """Pairs i < j with an end in ``t`` and Co(i, j) >= theta_co, each once, with Co (a concept in fewer than
+    theta_co chunks cannot reach it: as in :func:`build_edges`, it is left out)."""
     t = t[df[t] >= theta_co]
     if len(t) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    part = np.flatnonzero(df >= theta_co)
-    cols = csc[:, t]  # a column slice of a csc matrix: only those columns are read
-    right = sp.csr_matrix(csc[:, part], dtype=np.float32)
-    P = sp.csr_matrix(sp.csr_matrix(cols.T, dtype=np.float32) @ right).tocoo()
-    a, b, k = t[P.row], part[P.col].astype(np.int64), np.rint(P.data).astype(np.int64)
+    C = sp.csr_matrix(csr, dtype=np.float32)
+    P = sp.csr_matrix(sp.csr_matrix(C[:, t].T) @ C).tocoo()
+    a, b, k = t[P.row], P.col.astype(np.int64), np.rint(P.data).astype(np.int64)
     sel = (k >= theta_co) & (a != b) & ~(in_t[b] & (b < a))
     a, b, k = a[sel], b[sel], k[sel]
     return np.minimum(a, b), np.maximum(a, b), k
 
 
 def _new_edges(
-    csc: sp.csc_matrix,
     csr: sp.csr_matrix,
+    df: np.ndarray,
     vectors: np.ndarray,
     delta: Pairs,
     sign: int,
@@ -272,19 +267,19 @@ def _new_edges(
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
     cos = _cosines(vectors, r, c)
     hot = np.flatnonzero(cos >= theta)
-    k = _co_of_pairs(csc, csr, r[hot], c[hot])
+    k = _co_of_pairs(csr, df, r[hot], c[hot])
     became = hot[(k >= theta_co) & (k - d[hot] < theta_co)]
     k = k[(k >= theta_co) & (k - d[hot] < theta_co)]
     return r[became], c[became], k, cos[became]
 
 
 def _moved_pairs(
-    csc: sp.csc_matrix, csr: sp.csr_matrix, mv: np.ndarray, in_mv: np.ndarray, theta_co: int, delta: Pairs
+    csr: sp.csr_matrix, df: np.ndarray, mv: np.ndarray, in_mv: np.ndarray, theta_co: int, delta: Pairs
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """The candidate pairs (Co >= theta_co) with an end in ``mv`` now, and about how many there were before the
     change ``delta`` (pairs, sorted by key, and their change of Co): the candidates now whose Co minus the change
     still reaches theta_co, plus the changed pairs held by no chunk now whose change alone reaches it."""
-    a, b, k = _touching_pairs(csc, csr, mv, in_mv, theta_co)
+    a, b, k = _touching_pairs(csr, df, mv, in_mv, theta_co)
     m = int(csr.shape[1])
     order = np.argsort(a * m + b)
     a, b, k = a[order], b[order], k[order]
@@ -308,25 +303,27 @@ def _delta_pairs(changed: sp.csr_matrix, sign: int, m: int) -> Pairs:
     return D.row[order].astype(np.int64), D.col[order].astype(np.int64), sign * np.rint(D.data[order]).astype(np.int64)
 
 
-def _co_of_pairs(csc: sp.csc_matrix, csr: sp.csr_matrix, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Co(a_i, b_i) for each pair: the chunks of the rarer end looked up in the other's rows (time: the sum over
-    the pairs of the rarer end's df)."""
+def _co_of_pairs(csr: sp.csr_matrix, df: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Co(a_i, b_i) for each pair: the chunks of the rarer end, each chunk's row searched for the other end (time:
+    the rarer ends' df times the concepts per chunk; no pass over the whole matrix but one column slice)."""
     if len(a) == 0:
         return np.zeros(0, np.int64)
-    df = np.diff(csc.indptr)
-    lo, hi = np.where(df[a] <= df[b], a, b), np.where(df[a] <= df[b], b, a)
-    lens = df[lo]
-    pair = np.repeat(np.arange(len(a)), lens)
-    offset = np.repeat(csc.indptr[lo] - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens)
-    chunk = csc.indices[offset + np.arange(len(pair))].astype(np.int64)
-    m = int(csr.shape[1])
-    if not csr.has_sorted_indices:
-        csr = csr.sorted_indices()
-    keys = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr)) * m + csr.indices
-    target = chunk * m + hi[pair]
-    at = np.minimum(np.searchsorted(keys, target), max(len(keys) - 1, 0))
-    found = keys[at] == target
+    rare = df[a] <= df[b]
+    lo, hi = np.where(rare, a, b), np.where(rare, b, a)
+    ulo, inv = np.unique(lo, return_inverse=True)
+    C = sp.csc_matrix(csr[:, ulo])
+    pair, chunk = _expand(C.indptr, C.indices, inv)
+    target, vals = _expand(csr.indptr, csr.indices, chunk)
+    found = np.bincount(target, weights=vals == hi[pair][target], minlength=len(chunk))
     return np.bincount(pair, weights=found, minlength=len(a)).astype(np.int64)
+
+
+def _expand(indptr: np.ndarray, indices: np.ndarray, which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The entries of the compressed rows (or columns) ``which``, each with its position in ``which``."""
+    lens = (indptr[which + 1] - indptr[which]).astype(np.int64)
+    owner = np.repeat(np.arange(len(which)), lens)
+    offset = np.repeat(indptr[which] - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens)
+    return owner, indices[offset + np.arange(len(owner))].astype(np.int64)
 
 
 def _cosines(vectors: np.ndarray, r: np.ndarray, c: np.ndarray, batch: int = 2048) -> np.ndarray:
@@ -342,13 +339,16 @@ def _merge_edges(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Sorted (by row, col) edge columns ``old`` with the columns ``new`` merged in (pairs distinct)."""
     order = np.argsort(new[0] * m + new[1], kind="stable")
-    new = tuple(x[order] for x in new)
-    at = np.searchsorted(old[0] * m + old[1], new[0] * m + new[1])
-    rows, cols, co, cos = (
-        np.insert(o.astype(np.int64 if i < 3 else np.float32), at, n)
-        for i, (o, n) in enumerate(zip(old, new, strict=True))
-    )
-    return rows, cols, co, cos
+    at = np.searchsorted(old[0] * m + old[1], new[0][order] * m + new[1][order]) + np.arange(len(order))
+    is_old = np.ones(len(old[0]) + len(order), bool)
+    is_old[at] = False
+    out = []
+    for i, (o, n) in enumerate(zip(old, new, strict=True)):
+        a = np.empty(len(is_old), dtype=np.int64 if i < 3 else np.float32)
+        a[is_old] = o
+        a[at] = n[order]
+        out.append(a)
+    return out[0], out[1], out[2], out[3]
 
 
 def adjacency(edges: EdgeSet, n: int) -> sp.csr_matrix:
@@ -371,11 +371,13 @@ def pagerank(
     tol: float = 1e-10,
     max_iter: int = 1000,
     x0: np.ndarray | None = None,
+    symmetric: bool = False,
 ) -> np.ndarray:
     """Weighted PageRank by power iteration; the same fixed point as ``networkx.pagerank`` (dangling nodes,
     here the isolated concepts, send their mass along the personalization vector, uniform by default).
     ``x0``: the starting vector (warm start, e.g. the PageRank before a small change; the uniform or
-    personalization vector when None or of another length); the result meets the same tolerance."""
+    personalization vector when None or of another length); the result meets the same tolerance. ``symmetric``:
+    ``A`` is symmetric (an undirected graph, as :func:`adjacency` makes it), so its transpose is not formed."""
     n = A.shape[0]
     if n == 0:
         return np.zeros(0)
@@ -384,7 +386,9 @@ def pagerank(
     out = np.asarray(A.sum(axis=1)).ravel()
     dangling = out == 0
     inv = np.where(dangling, 0.0, 1.0 / np.where(dangling, 1.0, out))
-    PT = A.T.tocsr()  # P^T for P = diag(inv) A, row-stochastic on non-dangling rows: one copy of A, not two
+    PT = (
+        A.copy() if symmetric else A.T.tocsr()
+    )  # P^T for P = diag(inv) A, row-stochastic on non-dangling rows: one copy of A, not two
     PT.data *= inv[PT.indices]
     x = p.copy()
     if x0 is not None and len(x0) == n and float(np.sum(x0)) > 0:

@@ -78,6 +78,7 @@ def insert_rows(M: sp.spmatrix, ins: np.ndarray, R: sp.spmatrix) -> sp.csr_matri
     """csr ``M`` with the rows of ``R`` inserted before the old rows ``ins`` (sorted, ``np.insert`` semantics);
     copies the arrays once, no sort."""
     M, R = sp.csr_matrix(M), sp.csr_matrix(R, dtype=M.dtype)
+    R.sort_indices()  # the rows of ``M`` keep theirs sorted: so does the result
     n, k = M.shape[0], R.shape[0]
     cuts = np.concatenate([[0], np.asarray(ins, np.int64), [n]])
     idx: list[np.ndarray] = []

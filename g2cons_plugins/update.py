@@ -1,5 +1,5 @@
 """Trickle updates: an add or remove of a few chunks in time proportional to the change, with a bounded drift
-from a rebuild that :func:`refresh` removes.
+from a rebuild that ``G2ConSIndex.refresh()`` (:func:`g2cons_plugins.snapshot.refreshed`) removes.
 
 An exact update (``store`` + ``derive`` over every chunk) costs a fraction of a build whatever the change. A
 trickle update keeps the concept vocabulary fixed and recomputes only what the changed chunks touch:
@@ -8,16 +8,19 @@ trickle update keeps the concept vocabulary fixed and recomputes only what the c
   text contains; its new words are counted in the term index (BM25 sees them at once) and become concepts only
   at the next refresh. A removed chunk's concepts stay, possibly with df 0.
 - **exact for every concept of W** (against a rebuild on the same chunks, for the concepts both have): df = |T_w|,
-  the sentence / unit / chunk incidences, |S_w| and the Eq. 1 vector, the co-occurrences Co and the Dice weights,
-  the bridge names' chunk frequencies.
+  the sentence / unit / chunk incidences, |S_w|, the Eq. 1 vector and the name share, the co-occurrences Co and
+  the Dice weights of the edges, the bridge names' chunk frequencies. The chunks, units and their vectors are
+  those of a rebuild; removed chunks are gone at once, new ones retrievable at once (BM25 sees their new words).
 - **what drifts**: the vocabulary (new words are not concepts yet; a rebuild's TF-IDF top-n may pick other
   words), ``theta_sem`` (the percentile threshold of the last exact derive is kept), the edges that follow from
-  those two, PageRank (warm-started from the previous vector: the fixed point of the drifted graph to the same
-  tolerance), the ``extracted`` rows of new chunks (their top-n among the existing concepts, idf from the current
-  df), the bridge-name list (fixed like W), the name share of the untouched concepts, and the row order of the
-  sentences (new ones appended; a removed chunk's sentences stay as dead rows with no unit).
+  those two; an edge's cosine, by at most 2 * :data:`VECTOR_SLACK` (a concept's pairs are recomputed once its
+  vector moved more than that since they were), so only a pair whose cosine is that close to ``theta_sem`` can be
+  decided otherwise than by the rule; the candidate-pair count (a statistic); PageRank (warm-started from the
+  previous vector: the fixed point of the drifted graph to the same tolerance); the ``extracted`` rows of new
+  chunks (their top-n among the existing concepts, idf from the current df); the bridge-name list (fixed like W);
+  the row order of the sentences (new ones appended; a removed chunk's sentences stay as dead rows, in no unit).
 
-:class:`Pending` rides on a not-yet-refreshed snapshot; :func:`refresh` turns it into exactly the snapshot a
+:class:`Pending` rides on a not-yet-refreshed snapshot; a refresh turns it into exactly the snapshot a
 fresh build makes (``store`` + ``derive``, reusing every vector). :func:`use_trickle` is the policy of ``add`` /
 ``remove``: trickle for a change of at most :data:`MAX_SHARE` of a corpus of at least :data:`MIN_CHUNKS` chunks,
 while the chunks changed since the last exact derive stay within :data:`DRIFT_BUDGET` of its size; otherwise
@@ -333,7 +336,7 @@ def _regraph(
             name_share=shares,
             edges=edges,
             A=A,
-            pagerank=pagerank(A, damping=config.pagerank_damping, x0=dv.pagerank),
+            pagerank=pagerank(A, damping=config.pagerank_damping, x0=dv.pagerank, symmetric=True),
             stats=stats,
         )
     )
