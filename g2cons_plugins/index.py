@@ -131,7 +131,7 @@ class G2ConSIndex:
         mix. ``exact=True``: the derived state is recomputed, so the result equals a fresh build of all chunks;
         ``exact=False``: a trickle update, in time proportional to the new chunks, with a bounded drift from a
         fresh build until :meth:`refresh` (the concept vocabulary stays fixed; see :mod:`g2cons_plugins.update`);
-        None (default): a trickle update for a change of at most 2% of a corpus of at least 2,000 chunks while the
+        None (default): a trickle update for a change of at most 1% of a corpus of at least 2,000 chunks while the
         chunks changed since the last exact derive stay within 10% of its size, else exact."""
         new = make_chunks(chunks)
         with self._write_lock:

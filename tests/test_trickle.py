@@ -200,6 +200,7 @@ def test_policy_and_drift_budget(docs: list[dict[str, str]], monkeypatch: pytest
     idx.add(docs[100:101])
     assert idx.refreshed
     monkeypatch.setattr(upd, "MIN_CHUNKS", 50)
+    monkeypatch.setattr(upd, "MAX_SHARE", 0.02)
     idx.add(docs[101:103])  # 2 of 101 chunks: within MAX_SHARE and the budget
     assert not idx.refreshed
     idx.remove([docs[101]["id"], docs[0]["id"]])
