@@ -170,6 +170,187 @@ def _candidate_blocks(
             yield done
 
 
+def update_edges(
+    edges: EdgeSet,
+    incidence: sp.csr_matrix,
+    vectors: np.ndarray,
+    moved: np.ndarray,
+    changed: sp.csr_matrix,
+    sign: int,
+    theta_co: int,
+    df: np.ndarray,
+) -> EdgeSet:
+    """``edges`` after a few chunks changed, by :func:`build_edges`' rule with the threshold ``edges.theta_sem``
+    kept. ``incidence``: the chunk x concept incidence now; ``changed``: the incidence rows of the chunks added
+    (``sign`` +1) or removed (-1); ``moved``: the concepts whose vector is to be re-read. Pairs with an end in
+    ``moved`` are recomputed (Co and cosine); the other pairs two changed chunks share change only their Co
+    (their cosine is kept); every Dice weight is recomputed from ``df`` (|T_w| on ``incidence``). With every
+    concept whose vector changed in ``moved`` the result equals ``build_edges(incidence, vectors, theta_co,
+    edges.theta_sem, ...)`` (cosines to float rounding). ``n_candidates`` (a statistic) follows the moved pairs
+    and the edges, not a non-edge pair whose Co crossed theta_co (exact again at the next full build). The time
+    is that of the moved concepts' chunks and the changed chunks' pairs, plus linear passes over the edges."""
+    m = int(incidence.shape[1])
+    theta_co = max(int(theta_co), 1)
+    mv = np.unique(np.asarray(moved, np.int64))
+    in_mv = np.zeros(m, bool)
+    in_mv[mv] = True
+    delta = _delta_pairs(changed, sign, m)
+    r1, c1, k1, n_old_mv = _moved_pairs(incidence, df, mv, in_mv, theta_co, delta)
+    cos1 = _cosines(vectors, r1, c1)
+    dr, dc, dk = delta
+    sel = ~(in_mv[dr] | in_mv[dc])
+    dr, dc, dk = dr[sel], dc[sel], dk[sel]
+    theta = edges.theta_sem
+    keep = ~(in_mv[edges.rows] | in_mv[edges.cols])
+    key = edges.rows * m + edges.cols
+    pos = np.minimum(np.searchsorted(key, dr * m + dc), max(len(key) - 1, 0))
+    hit = (key[pos] == dr * m + dc) if len(key) else np.zeros(len(dr), bool)
+    co = edges.co.astype(np.int64)
+    co[pos[hit]] += dk[hit]  # an edge's Co is known: no lookup
+    lost = pos[hit][co[pos[hit]] < theta_co]
+    keep[lost] = False
+    r2, c2, k2, cos2 = _new_edges(incidence, df, vectors, (dr[~hit], dc[~hit], dk[~hit]), sign, theta, theta_co)
+    ok1, ok2 = cos1 >= theta, np.ones(len(r2), bool)
+    rows, cols, co, cos = _merge_edges(
+        (edges.rows[keep], edges.cols[keep], co[keep], edges.cosine[keep]),
+        (
+            np.concatenate([r1[ok1], r2[ok2]]),
+            np.concatenate([c1[ok1], c2[ok2]]),
+            np.concatenate([k1[ok1], k2[ok2]]),
+            np.concatenate([cos1[ok1], cos2[ok2]]),
+        ),
+        m,
+    )
+    n_cand = edges.n_candidates - n_old_mv + len(r1) + len(r2) - len(lost)
+    dff = np.asarray(df, dtype=np.float64)
+    return EdgeSet(
+        rows=rows,
+        cols=cols,
+        co=co.astype(edges.co.dtype),
+        cosine=cos.astype(np.float32),
+        dice=(2.0 * co / (dff[rows] + dff[cols])).astype(np.float32),
+        theta_sem=theta,
+        n_candidates=int(n_cand),
+    )
+
+
+Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _touching_pairs(csr: sp.csr_matrix, df: np.ndarray, t: np.ndarray, in_t: np.ndarray, theta_co: int) -> Pairs:
+    """Pairs i < j with an end in ``t`` and Co(i, j) >= theta_co, each once, with Co (a concept in fewer than
+    theta_co chunks cannot reach it: as in :func:`build_edges`, it is left out)."""
+    t = t[df[t] >= theta_co]
+    if len(t) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    C = sp.csr_matrix(csr, dtype=np.float32)
+    P = sp.csr_matrix(sp.csr_matrix(C[:, t].T) @ C).tocoo()
+    a, b, k = t[P.row], P.col.astype(np.int64), np.rint(P.data).astype(np.int64)
+    sel = (k >= theta_co) & (a != b) & ~(in_t[b] & (b < a))
+    a, b, k = a[sel], b[sel], k[sel]
+    return np.minimum(a, b), np.maximum(a, b), k
+
+
+def _new_edges(
+    csr: sp.csr_matrix,
+    df: np.ndarray,
+    vectors: np.ndarray,
+    delta: Pairs,
+    sign: int,
+    theta: float,
+    theta_co: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Edges among the pairs ``delta`` (not edges, no moved end) whose Co grew to theta_co: only an add can make
+    one (a removal lowers Co; the cosine is kept), and only a pair with cosine >= theta, whose Co is looked up."""
+    r, c, d = delta
+    if sign < 0 or len(r) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+    cos = _cosines(vectors, r, c)
+    hot = np.flatnonzero(cos >= theta)
+    k = _co_of_pairs(csr, df, r[hot], c[hot])
+    became = hot[(k >= theta_co) & (k - d[hot] < theta_co)]
+    k = k[(k >= theta_co) & (k - d[hot] < theta_co)]
+    return r[became], c[became], k, cos[became]
+
+
+def _moved_pairs(
+    csr: sp.csr_matrix, df: np.ndarray, mv: np.ndarray, in_mv: np.ndarray, theta_co: int, delta: Pairs
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The candidate pairs (Co >= theta_co) with an end in ``mv`` now, and about how many there were before the
+    change ``delta`` (pairs, sorted by key, and their change of Co): the candidates now whose Co minus the change
+    still reaches theta_co, plus the changed pairs held by no chunk now whose change alone reaches it."""
+    a, b, k = _touching_pairs(csr, df, mv, in_mv, theta_co)
+    m = int(csr.shape[1])
+    order = np.argsort(a * m + b)
+    a, b, k = a[order], b[order], k[order]
+    key, dkey = a * m + b, delta[0] * m + delta[1]
+    pos = np.minimum(np.searchsorted(dkey, key), max(len(dkey) - 1, 0))
+    found = dkey[pos] == key if len(dkey) else np.zeros(len(key), bool)
+    n_old = int(((k - np.where(found, delta[2][pos], 0)) >= theta_co).sum())
+    touch = in_mv[delta[0]] | in_mv[delta[1]]
+    where = np.minimum(np.searchsorted(key, dkey[touch]), max(len(key) - 1, 0))
+    gone = ~(key[where] == dkey[touch]) if len(key) else np.ones(int(touch.sum()), bool)
+    n_old += int((-delta[2][touch][gone] >= theta_co).sum())  # pairs no chunk holds any more
+    keep = k >= theta_co
+    return a[keep], b[keep], k[keep], n_old
+
+
+def _delta_pairs(changed: sp.csr_matrix, sign: int, m: int) -> Pairs:
+    """Pairs i < j two of the ``changed`` rows share, and the change of their Co (``sign`` times the count)."""
+    C = sp.csr_matrix(changed, dtype=np.float32)
+    D = sp.triu(sp.csr_matrix(C.T @ C), k=1).tocoo()
+    order = np.argsort(D.row.astype(np.int64) * m + D.col)
+    return D.row[order].astype(np.int64), D.col[order].astype(np.int64), sign * np.rint(D.data[order]).astype(np.int64)
+
+
+def _co_of_pairs(csr: sp.csr_matrix, df: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Co(a_i, b_i) for each pair: the chunks of the rarer end, each chunk's row searched for the other end (time:
+    the rarer ends' df times the concepts per chunk; no pass over the whole matrix but one column slice)."""
+    if len(a) == 0:
+        return np.zeros(0, np.int64)
+    rare = df[a] <= df[b]
+    lo, hi = np.where(rare, a, b), np.where(rare, b, a)
+    ulo, inv = np.unique(lo, return_inverse=True)
+    C = sp.csc_matrix(csr[:, ulo])
+    pair, chunk = _expand(C.indptr, C.indices, inv)
+    target, vals = _expand(csr.indptr, csr.indices, chunk)
+    found = np.bincount(target, weights=vals == hi[pair][target], minlength=len(chunk))
+    return np.bincount(pair, weights=found, minlength=len(a)).astype(np.int64)
+
+
+def _expand(indptr: np.ndarray, indices: np.ndarray, which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The entries of the compressed rows (or columns) ``which``, each with its position in ``which``."""
+    lens = (indptr[which + 1] - indptr[which]).astype(np.int64)
+    owner = np.repeat(np.arange(len(which)), lens)
+    offset = np.repeat(indptr[which] - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens)
+    return owner, indices[offset + np.arange(len(owner))].astype(np.int64)
+
+
+def _cosines(vectors: np.ndarray, r: np.ndarray, c: np.ndarray, batch: int = 2048) -> np.ndarray:
+    """Cosine of each pair (unit vectors), as :func:`build_edges` computes it."""
+    out = np.empty(len(r), dtype=np.float32)
+    for s in range(0, len(r), batch):
+        out[s : s + batch] = np.einsum("ij,ij->i", vectors[r[s : s + batch]], vectors[c[s : s + batch]])
+    return out
+
+
+def _merge_edges(
+    old: tuple[np.ndarray, ...], new: tuple[np.ndarray, ...], m: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Sorted (by row, col) edge columns ``old`` with the columns ``new`` merged in (pairs distinct)."""
+    order = np.argsort(new[0] * m + new[1], kind="stable")
+    at = np.searchsorted(old[0] * m + old[1], new[0][order] * m + new[1][order]) + np.arange(len(order))
+    is_old = np.ones(len(old[0]) + len(order), bool)
+    is_old[at] = False
+    out = []
+    for i, (o, n) in enumerate(zip(old, new, strict=True)):
+        a = np.empty(len(is_old), dtype=np.int64 if i < 3 else np.float32)
+        a[is_old] = o
+        a[at] = n[order]
+        out.append(a)
+    return out[0], out[1], out[2], out[3]
+
+
 def adjacency(edges: EdgeSet, n: int) -> sp.csr_matrix:
     """Symmetric weighted adjacency (Dice weights). Edges sorted by row (as :func:`build_edges` makes them) are
     assembled straight into the upper triangle, with no coordinate-format copy; others go through one."""
@@ -189,9 +370,14 @@ def pagerank(
     personalization: np.ndarray | None = None,
     tol: float = 1e-10,
     max_iter: int = 1000,
+    x0: np.ndarray | None = None,
+    symmetric: bool = False,
 ) -> np.ndarray:
     """Weighted PageRank by power iteration; the same fixed point as ``networkx.pagerank`` (dangling nodes,
-    here the isolated concepts, send their mass along the personalization vector, uniform by default)."""
+    here the isolated concepts, send their mass along the personalization vector, uniform by default).
+    ``x0``: the starting vector (warm start, e.g. the PageRank before a small change; the uniform or
+    personalization vector when None or of another length); the result meets the same tolerance. ``symmetric``:
+    ``A`` is symmetric (an undirected graph, as :func:`adjacency` makes it), so its transpose is not formed."""
     n = A.shape[0]
     if n == 0:
         return np.zeros(0)
@@ -200,9 +386,13 @@ def pagerank(
     out = np.asarray(A.sum(axis=1)).ravel()
     dangling = out == 0
     inv = np.where(dangling, 0.0, 1.0 / np.where(dangling, 1.0, out))
-    PT = A.T.tocsr()  # P^T for P = diag(inv) A, row-stochastic on non-dangling rows: one copy of A, not two
+    PT = (
+        A.copy() if symmetric else A.T.tocsr()
+    )  # P^T for P = diag(inv) A, row-stochastic on non-dangling rows: one copy of A, not two
     PT.data *= inv[PT.indices]
     x = p.copy()
+    if x0 is not None and len(x0) == n and float(np.sum(x0)) > 0:
+        x = np.asarray(x0, dtype=np.float64) / float(np.sum(x0))
     for _ in range(max_iter):
         prev = x
         x = damping * (PT @ prev + prev[dangling].sum() * p) + (1.0 - damping) * p

@@ -9,8 +9,8 @@ Thread-safety contract:
 - **Readers never lock.** ``retrieve``, ``select``, ``fuse``, ``save``, ``chunk``, ``stats``... read
   ``self.snapshot`` once at the start and use only that version: a reader sees the state before or after a
   concurrent ``add``/``remove``, never a mix.
-- **Writers are serialised.** ``add`` and ``remove`` take a writer lock, build the next snapshot aside (nothing
-  known is re-embedded) and publish it with one assignment. A failed write leaves the index unchanged.
+- **Writers are serialised.** ``add``, ``remove`` and ``refresh`` take a writer lock, build the next snapshot aside
+  (nothing known is re-embedded) and publish it with one assignment. A failed write leaves the index unchanged.
 - Across processes, :meth:`save` and :meth:`load` are atomic (see :mod:`g2cons_plugins.storage.persistence`).
 
 Order independence: chunks are stored sorted by id, so an index built from the same chunks in any order, or
@@ -37,7 +37,7 @@ from .graph import GraphStats
 from .language_check import AUTO, check_corpus, choose_embedder
 from .retrieval import RetrievedItem
 from .selection import SelectionReport
-from .snapshot import Snapshot, make_snapshot, with_added, with_removed
+from .snapshot import Snapshot, make_snapshot, refreshed, with_added, with_removed
 from .state import Derived, Stored, store
 from .text import Tokenizer, get_tokenizer
 
@@ -126,21 +126,37 @@ class G2ConSIndex:
         stored = store(chunk_list, emb, tok, config, show_progress, engine=runner)
         return cls(stored, emb, config, tok)
 
-    def add(self, chunks: Iterable[Any], show_progress: bool = False) -> None:
-        """Add chunks without re-embedding anything known; the derived state is recomputed, so the result equals
-        a fresh build of all chunks. Atomic: readers see the index before or after, never a mix."""
+    def add(self, chunks: Iterable[Any], show_progress: bool = False, exact: bool | None = None) -> None:
+        """Add chunks without re-embedding anything known. Atomic: readers see the index before or after, never a
+        mix. ``exact=True``: the derived state is recomputed, so the result equals a fresh build of all chunks;
+        ``exact=False``: a trickle update, in time proportional to the new chunks, with a bounded drift from a
+        fresh build until :meth:`refresh` (the concept vocabulary stays fixed; see :mod:`g2cons_plugins.update`);
+        None (default): a trickle update for a change of at most 1% of a corpus of at least 2,000 chunks while the
+        chunks changed since the last exact derive stay within 10% of its size, else exact."""
         new = make_chunks(chunks)
         with self._write_lock:
-            self._snapshot = with_added(self._snapshot, new, show_progress)
+            self._snapshot = with_added(self._snapshot, new, show_progress, exact)
 
-    def remove(self, ids: Iterable[Any]) -> None:
-        """Remove chunks by id (unknown ids raise, nothing is removed then); the result equals a fresh build of
-        the remaining chunks. Atomic like :meth:`add`."""
+    def remove(self, ids: Iterable[Any], exact: bool | None = None) -> None:
+        """Remove chunks by id (unknown ids raise, nothing is removed then). Removed chunks are never retrieved
+        again, even before a refresh. ``exact`` as in :meth:`add` (True: the result equals a fresh build of the
+        remaining chunks). Atomic like :meth:`add`."""
         if isinstance(ids, (str, bytes)):
             raise InputError("remove() takes an iterable of ids; wrap a single id in a list")
         id_list = list(ids)
         with self._write_lock:
-            self._snapshot = with_removed(self._snapshot, id_list)
+            self._snapshot = with_removed(self._snapshot, id_list, exact)
+
+    def refresh(self) -> None:
+        """Recompute the derived state after trickle updates, so the index equals a fresh build on its chunks
+        exactly (nothing is re-embedded); a no-op when :attr:`refreshed`. Atomic like :meth:`add`."""
+        with self._write_lock:
+            self._snapshot = refreshed(self._snapshot)
+
+    @property
+    def refreshed(self) -> bool:
+        """True when the index equals a fresh build on its chunks (no trickle update since the last exact one)."""
+        return self._snapshot.pending is None
 
     # ------------------------------------------------------------------ read access (one snapshot per call)
     @property
@@ -287,9 +303,12 @@ class G2ConSIndex:
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> None:
-        """Write the current snapshot to ``path`` atomically (see :mod:`g2cons_plugins.storage.persistence`)."""
+        """Write the current snapshot to ``path`` atomically (see :mod:`g2cons_plugins.storage.persistence`);
+        after trickle updates the index is refreshed first (:meth:`refresh`), so what is saved is exact."""
         from .storage.persistence import save_index
 
+        if self._snapshot.pending is not None:
+            self.refresh()
         save_index(self._snapshot, Path(path))
 
     @classmethod

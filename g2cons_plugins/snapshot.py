@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Protocol
 
@@ -28,9 +28,11 @@ from .state import Derived, Stored, derive, store
 from .terms import TermIndex
 from .terms import update as update_terms
 from .text import Tokenizer, count_tokens_batch
+from .trickle_store import drop_stored, insert_stored
+from .update import Pending, append_terms, derive_added, derive_removed, use_trickle
 from .validate import check_text, normalize_id
 
-__all__ = ["HasSnapshot", "Snapshot", "as_snapshot", "make_snapshot", "with_added", "with_removed"]
+__all__ = ["HasSnapshot", "Snapshot", "as_snapshot", "make_snapshot", "refreshed", "with_added", "with_removed"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,6 +48,7 @@ class Snapshot:
     chunk_pos: Mapping[str, int] = field(default_factory=dict)
     unit_pos: Mapping[str, int] = field(default_factory=dict)
     unit_ann: Any = None  # approximate nearest-neighbour index over unit vectors (large corpora), else None
+    pending: Pending | None = None  # trickle state since the last exact derive (g2cons_plugins.update), else None
 
     @cached_property
     def lexical(self) -> LexicalIndex:
@@ -56,6 +59,11 @@ class Snapshot:
     def snapshot(self) -> Snapshot:
         """Itself (so functions taking a snapshot also take an index)."""
         return self
+
+    @property
+    def refreshed(self) -> bool:
+        """True when the derived state equals a fresh build's (no trickle update since the last exact derive)."""
+        return self.pending is None
 
     @property
     def stats(self) -> GraphStats:
@@ -156,11 +164,18 @@ def _unit_ann(stored: Stored, config: G2ConSConfig) -> Any:
         return None
 
 
-def with_added(snap: Snapshot, new: Sequence[Chunk], show_progress: bool = False) -> Snapshot:
-    """The next snapshot: ``snap`` plus ``new`` chunks (ids must be new). ``snap`` is left unchanged."""
+def with_added(
+    snap: Snapshot, new: Sequence[Chunk], show_progress: bool = False, exact: bool | None = None
+) -> Snapshot:
+    """The next snapshot: ``snap`` plus ``new`` chunks (ids must be new). ``snap`` is left unchanged. ``exact``:
+    True re-derives everything (the result equals a fresh build), False makes a trickle update (time
+    proportional to the change, bounded drift until :func:`refreshed`; see :mod:`g2cons_plugins.update`), None
+    chooses by :func:`g2cons_plugins.update.use_trickle`."""
     clash = sorted({c.id for c in new if c.id in snap.chunk_pos})
     if clash:
         raise InputError(f"chunk ids already in the index: {clash[:5]} (remove them first)")
+    if new and use_trickle(len(snap.stored.chunks), len(new), snap.pending, snap.config, exact):
+        return _trickle_added(snap, new)
     st = store(
         list(snap.stored.chunks) + list(new),
         snap.embedder,
@@ -172,17 +187,88 @@ def with_added(snap: Snapshot, new: Sequence[Chunk], show_progress: bool = False
     return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st))
 
 
-def with_removed(snap: Snapshot, ids: Iterable[Any]) -> Snapshot:
-    """The next snapshot: ``snap`` without the chunks ``ids`` (each must be known)."""
+def with_removed(snap: Snapshot, ids: Iterable[Any], exact: bool | None = None) -> Snapshot:
+    """The next snapshot: ``snap`` without the chunks ``ids`` (each must be known); ``exact`` as in
+    :func:`with_added`."""
     drop = {normalize_id(i) for i in ids}
     unknown = sorted(drop - set(snap.chunk_pos))
     if unknown:
         raise InputError(f"unknown chunk ids: {unknown[:5]}")
-    keep = [c for c in snap.stored.chunks if c.id not in drop]
-    if not keep:
+    if len(drop) >= len(snap.stored.chunks):
         raise InputError("removing these ids would leave an empty corpus")
+    if drop and use_trickle(len(snap.stored.chunks), len(drop), snap.pending, snap.config, exact):
+        return _trickle_removed(snap, drop)
+    keep = [c for c in snap.stored.chunks if c.id not in drop]
     st = store(keep, snap.embedder, snap.tokenizer, snap.config, False, previous=snap.stored)
     return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st))
+
+
+def refreshed(snap: Snapshot) -> Snapshot:
+    """``snap`` itself when it is exact, else the snapshot a fresh build on its chunks makes (every vector
+    reused, the derived state recomputed: the trickle drift is gone)."""
+    if snap.pending is None:
+        return snap
+    st = store(snap.stored.chunks, snap.embedder, snap.tokenizer, snap.config, False, previous=snap.stored)
+    return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st))
+
+
+def _trickle_added(snap: Snapshot, new: Sequence[Chunk]) -> Snapshot:
+    """A trickle add (:mod:`g2cons_plugins.update`)."""
+    t0 = time.perf_counter()
+    pd = snap.pending or Pending.start(snap.stored, snap.derived)
+    st, ins, sent_map = insert_stored(
+        snap.stored, new, snap.embedder, snap.tokenizer, snap.config, (snap.chunk_pos, snap.unit_pos), pd.sent_map
+    )
+    fresh = st.sentences[len(snap.stored.sentences) :]
+    terms, word_map = append_terms(snap.derived.terms, fresh, pd.word_map, snap.config)
+    dv, pd = derive_added(snap.derived, replace(pd, sent_map=sent_map, word_map=word_map), st, ins, terms, snap.config)
+    at_end = len(ins.chunk_ins) and int(ins.chunk_ins[0]) == len(snap.stored.chunks)
+    chunk_pos = {**snap.chunk_pos, **{st.chunks[i].id: i for i in ins.chunk_at.tolist()}} if at_end else None
+    unit_pos = {**snap.unit_pos, **{st.units[i].id: i for i in ins.unit_at.tolist()}} if at_end else None
+    return _trickled(snap, st, dv, pd, (chunk_pos, unit_pos), t0)
+
+
+def _trickle_removed(snap: Snapshot, drop: set[str]) -> Snapshot:
+    """A trickle removal (:mod:`g2cons_plugins.update`)."""
+    t0 = time.perf_counter()
+    pd = snap.pending or Pending.start(snap.stored, snap.derived)
+    keep_chunk = np.ones(len(snap.stored.chunks), bool)
+    keep_chunk[[snap.chunk_pos[i] for i in drop]] = False
+    st, keep_unit = drop_stored(snap.stored, keep_chunk)
+    dv, pd = derive_removed(snap.derived, pd, snap.stored, st, keep_chunk, keep_unit, snap.config)
+    return _trickled(snap, st, dv, pd, (None, None), t0)
+
+
+def _trickled(
+    snap: Snapshot,
+    st: Stored,
+    dv: Derived,
+    pd: Pending,
+    positions: tuple[dict[str, int] | None, dict[str, int] | None],
+    t0: float,
+) -> Snapshot:
+    """The snapshot after a trickle update (id -> position maps rebuilt where not given)."""
+    chunk_pos, unit_pos = positions
+    if chunk_pos is None:
+        chunk_pos = dict(zip([c.id for c in st.chunks], range(len(st.chunks)), strict=True))
+    if unit_pos is None:
+        unit_pos = dict(zip([u.id for u in st.units], range(len(st.units)), strict=True))
+    # ---- ANN (trickle spot): the unit ANN index of ``st``. The ANN helper replaces the next line with an
+    # in-place update of ``snap.unit_ann`` (units inserted / removed: compare snap.unit_pos and unit_pos).
+    unit_ann = _unit_ann(st, snap.config)
+    timings = {**st.timings, "update_trickle": time.perf_counter() - t0}
+    return Snapshot(
+        stored=replace(st, timings=timings),
+        derived=dv,
+        config=snap.config,
+        tokenizer=snap.tokenizer,
+        embedder=snap.embedder,
+        derive_s=snap.derive_s,
+        chunk_pos=chunk_pos,
+        unit_pos=unit_pos,
+        unit_ann=unit_ann,
+        pending=pd,
+    )
 
 
 def _terms(snap: Snapshot, st: Stored) -> TermIndex:

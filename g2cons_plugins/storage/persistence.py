@@ -71,7 +71,7 @@ import numpy as np
 from ..config import G2ConSConfig
 from ..embedders import CachedEmbedder, Embedder, get_embedder
 from ..errors import G2ConSError, PersistError
-from ..snapshot import HasSnapshot, Snapshot, as_snapshot, make_snapshot
+from ..snapshot import HasSnapshot, Snapshot, as_snapshot, make_snapshot, refreshed
 from ..state import derive
 from ..text import Tokenizer, get_tokenizer
 from .derived_io import DERIVED_FILES, differences, read_derived, write_derived
@@ -217,8 +217,9 @@ _is_our_index = is_index_dir  # the name earlier versions used
 
 
 def save_index(index: HasSnapshot, path: Path) -> None:
-    """Write the current snapshot of ``index`` to ``path`` atomically (see module doc)."""
-    snap = as_snapshot(index)
+    """Write the current snapshot of ``index`` to ``path`` atomically (see module doc); a snapshot with trickle
+    updates pending is refreshed first (:func:`g2cons_plugins.snapshot.refreshed`), so the saved state is exact."""
+    snap = refreshed(as_snapshot(index))
     path = Path(path)
     if path.is_symlink() and not path.is_dir():
         raise PersistError(f"{path} is a symbolic link to a file; refusing to write through it")

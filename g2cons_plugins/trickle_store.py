@@ -1,0 +1,227 @@
+"""The stored side of a trickle update: insert or drop a few chunks in time proportional to the change.
+
+:func:`~g2cons_plugins.state.store` re-walks every chunk, unit and sentence (Python loops over the whole corpus);
+the functions here touch only the new or removed chunks and otherwise copy arrays (NumPy / SciPy, no Python loop
+over the corpus). Chunks and units stay sorted by id exactly as ``store`` keeps them. Two things differ from
+``store`` until the next refresh (:func:`g2cons_plugins.update.refresh`):
+
+- new distinct sentences are appended after the known ones (``store`` orders them by first use);
+- a removed chunk's sentences stay as rows with no unit ("orphans": in no unit, so no retrieval and no concept
+  reads them; the derived state marks them dead).
+
+Known sentences are found through a text -> row map that is shared, append-only, along a chain of snapshots (see
+:class:`RowMap`), so an add never rebuilds a map of the whole corpus after the first one.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from operator import attrgetter
+
+import numpy as np
+import scipy.sparse as sp
+
+from .chunks import Chunk, Unit, split_units
+from .config import G2ConSConfig
+from .embedders import Embedder, validate_embeddings
+from .errors import InputError
+from .state import Stored, binary, freeze
+from .text import Tokenizer, count_tokens_batch
+
+__all__ = ["Inserted", "RowMap", "drop_stored", "insert_rows", "insert_stored"]
+
+_LOCK = threading.Lock()
+
+
+class RowMap:
+    """A key -> row map shared, append-only, by a chain of snapshots. A holder with ``n`` rows reads only rows
+    below ``n`` (a later snapshot may have appended more); only the holder whose ``n`` equals the map's length may
+    append (:meth:`extended`), any other gets a fresh copy first, so two branches never share a row number."""
+
+    def __init__(self, keys: Sequence[str]) -> None:
+        self.rows: dict[str, int] = {k: i for i, k in enumerate(keys)}
+
+    def get(self, key: str, n: int) -> int:
+        """The row of ``key`` for a holder of ``n`` rows, or -1."""
+        r = self.rows.get(key, -1)
+        return r if r < n else -1
+
+    def extended(self, n: int, keys: Sequence[str], all_keys: Sequence[str]) -> tuple[RowMap, list[int]]:
+        """A map for ``n + len(new keys)`` rows and the row of each of ``keys`` (new ones appended in order);
+        ``all_keys``: the holder's ``n`` keys (used only when the map must be copied)."""
+        with _LOCK:
+            target = self
+            if len(self.rows) != n:  # another snapshot appended after ours: copy our rows
+                target = RowMap(all_keys[:n])
+            rows = [target.rows.setdefault(k, len(target.rows)) for k in keys]
+        return target, rows
+
+
+@dataclass(frozen=True)
+class Inserted:
+    """Where an insertion put things: old-coordinate insertion points (as ``np.insert`` takes them) and the final
+    positions of the new chunks and units; the sentence rows of each new unit; how many sentence rows are new."""
+
+    chunk_ins: np.ndarray
+    chunk_at: np.ndarray
+    unit_ins: np.ndarray
+    unit_at: np.ndarray
+    unit_chunk: np.ndarray  # per new unit: index of its chunk among the new chunks
+    unit_sents: list[list[int]]  # per new unit: its sentence rows
+    n_fresh: int  # sentence rows appended
+
+
+def insert_rows(M: sp.spmatrix, ins: np.ndarray, R: sp.spmatrix) -> sp.csr_matrix:
+    """csr ``M`` with the rows of ``R`` inserted before the old rows ``ins`` (sorted, ``np.insert`` semantics);
+    copies the arrays once, no sort."""
+    M, R = sp.csr_matrix(M), sp.csr_matrix(R, dtype=M.dtype)
+    R.sort_indices()  # the rows of ``M`` keep theirs sorted: so does the result
+    n, k = M.shape[0], R.shape[0]
+    cuts = np.concatenate([[0], np.asarray(ins, np.int64), [n]])
+    idx: list[np.ndarray] = []
+    dat: list[np.ndarray] = []
+    for j in range(k + 1):
+        lo, hi = M.indptr[cuts[j]], M.indptr[cuts[j + 1]]
+        idx.append(M.indices[lo:hi])
+        dat.append(M.data[lo:hi])
+        if j < k:
+            a, b = R.indptr[j], R.indptr[j + 1]
+            idx.append(R.indices[a:b])
+            dat.append(R.data[a:b])
+    at = np.asarray(ins, np.int64) + np.arange(k)
+    lens = np.empty(n + k, np.int64)
+    old = np.ones(n + k, bool)
+    old[at] = False
+    lens[old] = np.diff(M.indptr)
+    lens[at] = np.diff(R.indptr)
+    indptr = np.concatenate([[0], np.cumsum(lens)])
+    return sp.csr_matrix((np.concatenate(dat), np.concatenate(idx), indptr), shape=(n + k, M.shape[1]))
+
+
+def _merge(old: list, ins: Sequence[int], new: Sequence) -> list:  # type: ignore[type-arg]
+    out: list = []  # type: ignore[type-arg]
+    last = 0
+    for p, x in zip(ins, new, strict=True):
+        out.extend(old[last:p])
+        out.append(x)
+        last = p
+    out.extend(old[last:])
+    return out
+
+
+def _split_new(
+    new: list[Chunk], tok: Tokenizer, config: G2ConSConfig, chunk_pos: Mapping[str, int], unit_pos: Mapping[str, int]
+) -> list[list[Unit]]:
+    """The units of each new chunk; unit ids must not collide with known chunks or units (as ``store`` checks)."""
+    new_ids = {c.id for c in new}
+    per_chunk = [split_units(c, tok, config.unit_tokens) for c in new]
+    seen: set[str] = set()
+    for us in per_chunk:
+        for u in us:
+            clash = u.id in seen or u.id in unit_pos or (u.id != u.parent_id and (u.id in chunk_pos or u.id in new_ids))
+            if clash:
+                raise InputError(f"retrieval unit id {u.id!r} collides with another chunk id; rename that chunk")
+            seen.add(u.id)
+    for c in new:
+        if c.id in unit_pos:
+            raise InputError(f"chunk id {c.id!r} collides with a retrieval unit id of another chunk; rename it")
+    return per_chunk
+
+
+def insert_stored(
+    prev: Stored,
+    new: Sequence[Chunk],
+    emb: Embedder,
+    tok: Tokenizer,
+    config: G2ConSConfig,
+    positions: tuple[Mapping[str, int], Mapping[str, int]],
+    sent_map: RowMap,
+) -> tuple[Stored, Inserted, RowMap]:
+    """``prev`` with the ``new`` chunks (ids not in ``prev``) inserted in id order; only new texts are split,
+    counted and embedded. ``positions``: the chunk and unit id -> position maps of ``prev``."""
+    new = sorted(new, key=lambda c: c.id)
+    per_chunk = _split_new(new, tok, config, *positions)
+    chunk_ins = np.array([bisect.bisect_left(prev.chunks, c.id, key=attrgetter("id")) for c in new], np.int64)
+    starts = np.searchsorted(prev.unit_parent, chunk_ins, side="left")
+    units = [u for us in per_chunk for u in us]
+    unit_chunk = np.repeat(np.arange(len(new)), [len(us) for us in per_chunk])
+    unit_ins = starts[unit_chunk]
+    n_s = len(prev.sentences)
+    texts = [s for u in units for s in u.sentences]
+    sent_map, rows = sent_map.extended(n_s, texts, prev.sentences)
+    fresh = _fresh(rows, texts, n_s)
+    it = iter(rows)
+    unit_sents = [[next(it) for _ in u.sentences] for u in units]
+    chunk_at = chunk_ins + np.arange(len(new))
+    unit_at = unit_ins + np.arange(len(units))
+    old_parent = prev.unit_parent + np.searchsorted(chunk_ins, prev.unit_parent, side="right")
+    vecs = _embed(emb, [s for _, s in fresh] + [u.text for u in units])
+    st = Stored(
+        chunks=_merge(prev.chunks, chunk_ins.tolist(), new),
+        chunk_tokens=_ro(np.insert(prev.chunk_tokens, chunk_ins, count_tokens_batch(tok, [c.text for c in new]))),
+        units=_merge(prev.units, unit_ins.tolist(), units),
+        unit_parent=_ro(np.insert(old_parent, unit_ins, chunk_at[unit_chunk])),
+        unit_tokens=_ro(np.insert(prev.unit_tokens, unit_ins, [u.n_tokens for u in units])),
+        sentences=list(prev.sentences) + [s for _, s in fresh],
+        sent_unit=_sent_unit(prev.sent_unit, unit_ins, unit_at, unit_sents, n_s + len(fresh)),
+        sent_vecs=_ro(np.concatenate([prev.sent_vecs, vecs[: len(fresh)].astype(prev.sent_vecs.dtype)])),
+        unit_vecs=_ro(np.insert(prev.unit_vecs, unit_ins, vecs[len(fresh) :].astype(prev.unit_vecs.dtype), axis=0)),
+        timings=dict(prev.timings),
+    )
+    return st, Inserted(chunk_ins, chunk_at, unit_ins, unit_at, unit_chunk, unit_sents, len(fresh)), sent_map
+
+
+def _fresh(rows: list[int], texts: list[str], n_s: int) -> list[tuple[int, str]]:
+    """The appended (row, sentence) pairs, in row order, each once."""
+    out: dict[int, str] = {}
+    for r, s in zip(rows, texts, strict=True):
+        if r >= n_s:
+            out.setdefault(r, s)
+    return sorted(out.items())
+
+
+def _embed(emb: Embedder, texts: list[str]) -> np.ndarray:
+    if not texts:
+        return np.zeros((0, emb.dim), np.float32)
+    return validate_embeddings(emb.embed(texts), len(texts), emb.dim, emb.name)
+
+
+def _sent_unit(
+    old: sp.csr_matrix, unit_ins: np.ndarray, unit_at: np.ndarray, unit_sents: list[list[int]], n_rows: int
+) -> sp.csr_matrix:
+    """The sentence x unit incidence with the new units' columns inserted and the new sentence rows added."""
+    C = old.tocoo()
+    shift = np.searchsorted(unit_ins, np.arange(old.shape[1]), side="right")
+    rows = np.concatenate([C.row, np.fromiter((r for rs in unit_sents for r in rs), np.int64)])
+    cols = np.concatenate([C.col + shift[C.col], np.repeat(unit_at, [len(rs) for rs in unit_sents])])
+    M = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(n_rows, old.shape[1] + len(unit_at)))
+    return freeze(binary(M))
+
+
+def drop_stored(prev: Stored, keep_chunk: np.ndarray) -> tuple[Stored, np.ndarray]:
+    """``prev`` without the chunks where ``keep_chunk`` is False (their units go; their sentences stay as rows,
+    see module doc); returns the kept-units mask too."""
+    keep_unit = keep_chunk[prev.unit_parent]
+    new_pos = np.cumsum(keep_chunk) - 1
+    st = Stored(
+        chunks=[c for c, k in zip(prev.chunks, keep_chunk.tolist(), strict=True) if k],
+        chunk_tokens=_ro(prev.chunk_tokens[keep_chunk]),
+        units=[u for u, k in zip(prev.units, keep_unit.tolist(), strict=True) if k],
+        unit_parent=_ro(new_pos[prev.unit_parent[keep_unit]].astype(np.int64)),
+        unit_tokens=_ro(prev.unit_tokens[keep_unit]),
+        sentences=prev.sentences,
+        sent_unit=freeze(sp.csr_matrix(prev.sent_unit[:, np.flatnonzero(keep_unit)])),
+        sent_vecs=prev.sent_vecs,
+        unit_vecs=_ro(prev.unit_vecs[keep_unit]),
+        timings=dict(prev.timings),
+    )
+    return st, keep_unit
+
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    a.flags.writeable = False
+    return a

@@ -1,0 +1,352 @@
+"""Trickle updates: an add or remove of a few chunks in time proportional to the change, with a bounded drift
+from a rebuild that ``G2ConSIndex.refresh()`` (:func:`g2cons_plugins.snapshot.refreshed`) removes.
+
+An exact update (``store`` + ``derive`` over every chunk) costs a fraction of a build whatever the change. A
+trickle update keeps the concept vocabulary fixed and recomputes only what the changed chunks touch:
+
+- **vocabulary fixed**: the concepts W are those of the last exact derive. A new chunk links to the concepts its
+  text contains; its new words are counted in the term index (BM25 sees them at once) and become concepts only
+  at the next refresh. A removed chunk's concepts stay, possibly with df 0.
+- **exact for every concept of W** (against a rebuild on the same chunks, for the concepts both have): df = |T_w|,
+  the sentence / unit / chunk incidences, |S_w|, the Eq. 1 vector and the name share, the co-occurrences Co and
+  the Dice weights of the edges, the bridge names' chunk frequencies. The chunks, units and their vectors are
+  those of a rebuild; removed chunks are gone at once, new ones retrievable at once (BM25 sees their new words).
+- **what drifts**: the vocabulary (new words are not concepts yet; a rebuild's TF-IDF top-n may pick other
+  words), ``theta_sem`` (the percentile threshold of the last exact derive is kept), the edges that follow from
+  those two; an edge's cosine, by at most 2 * :data:`VECTOR_SLACK` (a concept's pairs are recomputed once its
+  vector moved more than that since they were), so only a pair whose cosine is that close to ``theta_sem`` can be
+  decided otherwise than by the rule; the candidate-pair count (a statistic); PageRank (warm-started from the
+  previous vector: the fixed point of the drifted graph to the same tolerance); the ``extracted`` rows of new
+  chunks (their top-n among the existing concepts, idf from the current df); the bridge-name list (fixed like W);
+  the row order of the sentences (new ones appended; a removed chunk's sentences stay as dead rows, in no unit).
+
+:class:`Pending` rides on a not-yet-refreshed snapshot; a refresh turns it into exactly the snapshot a
+fresh build makes (``store`` + ``derive``, reusing every vector). :func:`use_trickle` is the policy of ``add`` /
+``remove``: trickle for a change of at most :data:`MAX_SHARE` of a corpus of at least :data:`MIN_CHUNKS` chunks,
+while the chunks changed since the last exact derive stay within :data:`DRIFT_BUDGET` of its size; otherwise
+exact (an exact update of a trickled snapshot is a refresh).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import scipy.sparse as sp
+
+from .config import G2ConSConfig
+from .errors import InputError
+from .graph import GraphStats, adjacency, concept_vectors, degree_stats, pagerank, update_edges
+from .state import Derived, Stored, binary, freeze
+from .terms import TermIndex, analyze
+from .trickle_store import Inserted, RowMap, insert_rows
+
+__all__ = [
+    "DRIFT_BUDGET",
+    "MAX_SHARE",
+    "MIN_CHUNKS",
+    "Pending",
+    "append_terms",
+    "derive_added",
+    "derive_removed",
+    "supports",
+    "use_trickle",
+]
+
+# the policy, measured in benchmarks/scale/results/trickle_speed_wordllama.md (a trickle is 6-8x faster than an
+# exact update for adds of 1 / 10 passages, 2.5-5x for 1% removals, at 10k and 100k passages; 1.2x for an add of
+# 1% at 10k)
+# and trickle_drift_musique_minilm.json (10% added by trickle: CR within 1.4 points of a rebuild)
+MIN_CHUNKS = 2_000  # below this an exact update is cheap (tenths of a second): always exact
+MAX_SHARE = 0.01  # a change above this share of the corpus is an exact update
+DRIFT_BUDGET = 0.10  # chunks added + removed since the last exact derive, as a share of its size, before a refresh
+# a concept's edges are recomputed once its vector has moved (L2, summed over updates) more than this since they
+# were; an edge decision can then differ from the rule on the current vectors only for a pair whose cosine is
+# within 2 * VECTOR_SLACK of theta_sem (0: every edge follows the rule exactly)
+VECTOR_SLACK = 0.01
+
+
+@dataclass(frozen=True)
+class Pending:
+    """The trickle state of a not-yet-refreshed snapshot (see module doc)."""
+
+    concept_cols: np.ndarray  # term-index column of each concept
+    name_cols: np.ndarray  # term-index column of each bridge name
+    live: np.ndarray  # per sentence row: in at least one unit
+    sent_map: RowMap  # sentence text -> row
+    word_map: RowMap  # word -> term-index column
+    n_base: int  # chunks at the last exact derive
+    n_changed: int  # chunks added + removed since then
+    stale: np.ndarray  # per concept: bound on how far its vector moved since its edges' cosines were computed
+
+    @classmethod
+    def start(cls, st: Stored, dv: Derived) -> Pending:
+        """The trickle state of an exact snapshot (one pass over its sentences and words)."""
+        word_map = RowMap(dv.terms.words)
+        cols = np.fromiter((word_map.rows[w] for w in dv.vocab), np.int64, count=len(dv.vocab))
+        name_cols = np.fromiter((word_map.rows[w] for w in dv.names), np.int64, count=len(dv.names))
+        live = np.ones(len(st.sentences), bool)
+        stale = np.zeros(len(dv.vocab), np.float64)
+        return cls(cols, name_cols, live, RowMap(st.sentences), word_map, len(st.chunks), 0, stale)
+
+    @property
+    def drift(self) -> float:
+        """Chunks changed since the last exact derive, as a share of its size."""
+        return self.n_changed / max(self.n_base, 1)
+
+
+def supports(config: G2ConSConfig) -> str | None:
+    """Why ``config`` cannot be trickle-updated (None when it can): unigram TF-IDF or all-words concepts,
+    "contains" incidence, sentence vectors and chunk co-occurrence (the defaults) only."""
+    if config.mode == "paper":
+        return "mode='paper' (the paper's rebuild semantics)"
+    for name, want in (("ngram_max", 1), ("incidence", "contains"), ("vector_level", "sentence")):
+        if getattr(config, name) != want:
+            return f"{name}={getattr(config, name)!r}"
+    if config.cooccurrence != "chunk":
+        return f"cooccurrence={config.cooccurrence!r}"
+    return None
+
+
+def use_trickle(
+    n_chunks: int, n_change: int, pending: Pending | None, config: G2ConSConfig, exact: bool | None
+) -> bool:
+    """The update policy (module doc): ``exact=True`` / ``False`` forces it (False raises when ``config`` does not
+    support a trickle), None decides by size, share and drift budget."""
+    why = supports(config)
+    if exact is False:
+        if why:
+            raise InputError(f"exact=False: a trickle update does not support {why}")
+        return True
+    if exact or why or n_chunks < MIN_CHUNKS or n_change > MAX_SHARE * n_chunks:
+        return False
+    base = pending.n_base if pending is not None else n_chunks
+    done = pending.n_changed if pending is not None else 0
+    return done + n_change <= DRIFT_BUDGET * base
+
+
+# ---------------------------------------------------------------------------------------------- term index
+def append_terms(
+    terms: TermIndex, fresh: list[str], word_map: RowMap, config: G2ConSConfig
+) -> tuple[TermIndex, RowMap]:
+    """``terms`` with rows for the ``fresh`` sentences appended; their unknown words get columns after the known
+    ones (the words are sorted again at refresh). Returns the word map with those columns too."""
+    if not fresh:
+        return terms, word_map
+    a = analyze(fresh, config)
+    word_map, cols_list = word_map.extended(len(terms.words), a.words, terms.words)
+    cols = np.asarray(cols_list, np.int64)
+    words = terms.words + tuple(w for w, c in zip(a.words, cols_list, strict=True) if c >= len(terms.words))
+    width = len(words)
+    mats = []
+    for old, add in ((terms.counts, a.counts), (terms.noninit, a.noninit), (terms.caps, a.caps)):
+        B = add.tocoo()
+        R = sp.csr_matrix((B.data, (B.row, cols[B.col])), shape=(len(fresh), width))
+        R.sort_indices()
+        wide = sp.csr_matrix((old.data, old.indices, old.indptr), shape=(old.shape[0], width))
+        mats.append(sp.vstack([wide, R], format="csr"))
+    return freeze(TermIndex(words, mats[0], mats[1], mats[2])), word_map
+
+
+def _mapped(counts: sp.spmatrix, col_to: np.ndarray, width: int, counts_too: bool = False) -> sp.csr_matrix:
+    """0/1 rows of ``counts`` (the counts with ``counts_too``) with term columns mapped by ``col_to`` (-1:
+    dropped) onto ``width`` columns."""
+    C = counts.tocoo()
+    to = np.full(max(counts.shape[1], len(col_to)), -1, np.int64)
+    to[: len(col_to)] = col_to
+    m = to[C.col]
+    keep = m >= 0
+    M = sp.csr_matrix((C.data[keep], (C.row[keep], m[keep])), shape=(counts.shape[0], width))
+    return M if counts_too else binary(M)
+
+
+def _inverse(cols: np.ndarray, width: int) -> np.ndarray:
+    inv = np.full(width, -1, np.int64)
+    inv[cols] = np.arange(len(cols))
+    return inv
+
+
+def _share_live(terms: TermIndex, cols: np.ndarray, live: np.ndarray) -> np.ndarray:
+    """Name share of the words ``cols`` over the live sentences (:func:`g2cons_plugins.terms.share`)."""
+    sums = []
+    for M in (terms.caps, terms.noninit):
+        C = sp.csr_matrix(M[:, cols]).tocoo()
+        ok = live[C.row]
+        sums.append(np.bincount(C.col[ok], weights=C.data[ok], minlength=len(cols)).astype(np.float64))
+    caps, total = sums
+    return np.divide(caps, total, out=np.zeros(len(cols)), where=total > 0).astype(np.float32)
+
+
+# ---------------------------------------------------------------------------------------------- derived state
+def derive_added(
+    dv: Derived, pd: Pending, st: Stored, ins: Inserted, terms: TermIndex, config: G2ConSConfig
+) -> tuple[Derived, Pending]:
+    """The derived state of ``st`` (``dv``'s with the chunks of ``ins`` inserted) in time proportional to the new
+    chunks' concepts; ``terms``: the term index with the new sentences' rows (see module doc)."""
+    m, width, n_old = len(dv.vocab), len(terms.words), dv.sent_inc.shape[0]
+    col2c = _inverse(pd.concept_cols, width)
+    k_u, k_c = len(ins.unit_at), len(ins.chunk_at)
+    S = sp.csr_matrix(
+        (
+            np.ones(sum(map(len, ins.unit_sents)), np.float32),
+            (np.repeat(np.arange(k_u), [len(r) for r in ins.unit_sents]), [r for rs in ins.unit_sents for r in rs]),
+        ),
+        shape=(k_u, len(st.sentences)),
+    )
+    S = binary(S)
+    X = sp.csr_matrix(S @ terms.counts)  # new units x words, occurrences
+    P = sp.csr_matrix((np.ones(k_u, np.float32), (ins.unit_chunk, np.arange(k_u))), shape=(k_c, k_u))
+    U_new = _mapped(X, col2c, m)
+    C_new = binary(P @ U_new)
+    sent_inc, live, changed = _revive(dv.sent_inc, pd.live, np.unique(S.indices), terms, col2c, n_old)
+    chunk_inc = insert_rows(dv.chunk_inc, ins.chunk_ins, C_new)
+    df = dv.df + np.asarray(C_new.sum(axis=0)).ravel().astype(np.int64)
+    tf = _mapped(P @ X, col2c, m, counts_too=True)
+    N_new = _mapped(X, _inverse(pd.name_cols, width), len(dv.names))
+    out = replace(
+        dv,
+        extracted=insert_rows(dv.extracted, ins.chunk_ins, _top_n(tf, df, len(st.chunks), config.top_n)),
+        sent_inc=sent_inc,
+        unit_inc=insert_rows(dv.unit_inc, ins.unit_ins, U_new),
+        chunk_inc=chunk_inc,
+        df=df,
+        unit_names=insert_rows(dv.unit_names, ins.unit_ins, N_new),
+        name_df=dv.name_df + np.asarray(binary(P @ N_new).sum(axis=0)).ravel().astype(np.int64),
+        terms=terms,
+    )
+    pd = replace(pd, n_changed=pd.n_changed + k_c)
+    return _regraph(out, dv, pd, st, live, (C_new, 1), np.unique(sent_inc[changed].indices), config)
+
+
+def derive_removed(
+    dv: Derived,
+    pd: Pending,
+    prev: Stored,
+    st: Stored,
+    keep_chunk: np.ndarray,
+    keep_unit: np.ndarray,
+    config: G2ConSConfig,
+) -> tuple[Derived, Pending]:
+    """The derived state of ``st`` (``prev`` without the chunks where ``keep_chunk`` is False); the removed
+    chunks' sentences that no kept unit holds die (module doc)."""
+    gone_c, gone_u = np.flatnonzero(~keep_chunk), np.flatnonzero(~keep_unit)
+    live = pd.live & (np.diff(st.sent_unit.indptr) > 0)
+    died = np.flatnonzero(pd.live & ~live)
+    P = sp.csr_matrix(
+        (np.ones(len(gone_u), np.float32), (np.searchsorted(gone_c, prev.unit_parent[gone_u]), np.arange(len(gone_u)))),
+        shape=(len(gone_c), len(gone_u)),
+    )
+    sent_inc = sp.csr_matrix(sp.diags(live.astype(np.float32)) @ dv.sent_inc)
+    sent_inc.eliminate_zeros()
+    C_gone = dv.chunk_inc[gone_c]
+    name_gone = binary(P @ dv.unit_names[gone_u])
+    out = replace(
+        dv,
+        extracted=dv.extracted[keep_chunk],
+        sent_inc=sent_inc,
+        unit_inc=dv.unit_inc[keep_unit],
+        chunk_inc=dv.chunk_inc[keep_chunk],
+        df=dv.df - np.asarray(C_gone.sum(axis=0)).ravel().astype(np.int64),
+        unit_names=dv.unit_names[keep_unit],
+        name_df=dv.name_df - np.asarray(name_gone.sum(axis=0)).ravel().astype(np.int64),
+    )
+    pd = replace(pd, n_changed=pd.n_changed + len(gone_c))
+    return _regraph(out, dv, pd, st, live, (C_gone, -1), np.unique(dv.sent_inc[died].indices), config)
+
+
+def _revive(
+    sent_inc: sp.csr_matrix, live: np.ndarray, rows: np.ndarray, terms: TermIndex, col2c: np.ndarray, n_old: int
+) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+    """The sentence incidence with the appended rows and the dead rows used again filled in; the liveness and
+    the rows that changed."""
+    m = sent_inc.shape[1]
+    n = terms.n_sentences
+    live = np.concatenate([live, np.ones(n - n_old, bool)])
+    changed = np.concatenate(
+        [rows[(rows < n_old) & ~live[np.minimum(rows, n_old - 1)]] if n_old else rows[:0], np.arange(n_old, n)]
+    )
+    live[changed] = True
+    R = _mapped(terms.counts[changed], col2c, m).tocoo()
+    add = sp.csr_matrix((R.data, (changed[R.row], R.col)), shape=(n, m))
+    grown = sp.csr_matrix(
+        (sent_inc.data, sent_inc.indices, np.concatenate([sent_inc.indptr, np.full(n - n_old, sent_inc.indptr[-1])])),
+        shape=(n, m),
+    )
+    return binary(grown + add) if len(changed) else grown, live, changed
+
+
+def _top_n(tf: sp.csr_matrix, df: np.ndarray, n_chunks: int, top_n: int) -> sp.csr_matrix:
+    """0/1 rows: the ``top_n`` concepts of each row of term counts ``tf`` by TF-IDF (smooth idf from ``df``),
+    ties by concept order, as :func:`g2cons_plugins.terms.top_concepts` ranks them."""
+    T = sp.csr_matrix(tf, dtype=np.float64)
+    T.sort_indices()
+    idf = np.log((1.0 + n_chunks) / (1.0 + df.astype(np.float64))) + 1.0
+    rows, cols = [], []
+    for i in range(T.shape[0]):
+        lo, hi = T.indptr[i], T.indptr[i + 1]
+        idx = T.indices[lo:hi]
+        score = (T.data[lo:hi] * idf[idx]).astype(np.float32)
+        order = np.lexsort((idx, -score))[:top_n]
+        rows.extend([i] * len(order))
+        cols.extend(idx[order].tolist())
+    return sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=T.shape)
+
+
+def _regraph(
+    out: Derived,
+    dv: Derived,
+    pd: Pending,
+    st: Stored,
+    live: np.ndarray,
+    changed: tuple[sp.csr_matrix, int],
+    moved: np.ndarray,
+    config: G2ConSConfig,
+) -> tuple[Derived, Pending]:
+    """Vectors and name shares of the concepts whose sentences changed (``moved``), the edges after the chunks
+    ``changed`` (their incidence rows, and +1 added / -1 removed; the pairs of a moved concept are recomputed
+    once it moved more than :data:`VECTOR_SLACK`), adjacency, warm-started PageRank, statistics; the trickle
+    state with the new liveness and staleness."""
+    vecs, counts, shares = dv.concept_vecs.copy(), dv.sentence_counts.copy(), dv.name_share.copy()
+    stale = pd.stale.copy()
+    if len(moved):
+        V, c = concept_vectors(out.sent_inc[:, moved], st.sent_vecs)
+        stale[moved] += np.linalg.norm(V.astype(np.float64) - vecs[moved], axis=1)
+        vecs[moved], counts[moved] = V, c
+        shares[moved] = _share_live(out.terms, pd.concept_cols[moved], live)
+    redo = moved[stale[moved] > VECTOR_SLACK]
+    stale[redo] = 0.0
+    edges = update_edges(dv.edges, out.chunk_inc, vecs, redo, *changed, config.theta_co, out.df)
+    A = adjacency(edges, len(dv.vocab))
+    isolated, mean_deg, max_deg = degree_stats(A)
+    stats = GraphStats(
+        n_chunks=len(st.chunks),
+        n_units=len(st.units),
+        n_sentences=int(live.sum()),
+        n_concepts=len(dv.vocab),
+        n_candidate_pairs=edges.n_candidates,
+        n_edges=len(edges.rows),
+        theta_sem=edges.theta_sem,
+        isolated_share=isolated,
+        mean_degree=mean_deg,
+        max_degree=max_deg,
+    )
+    dv_new = freeze(
+        replace(
+            out,
+            unit_concepts=out.unit_inc.T.tocsr(),
+            name_units=out.unit_names.T.tocsr(),
+            concept_vecs=vecs,
+            sentence_counts=counts,
+            name_share=shares,
+            edges=edges,
+            A=A,
+            pagerank=pagerank(A, damping=config.pagerank_damping, x0=dv.pagerank, symmetric=True),
+            stats=stats,
+        )
+    )
+    return dv_new, replace(pd, live=_frozen(live), stale=stale)
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
