@@ -155,8 +155,10 @@ class G2ConSConfig:
             (self.bridge_vocab in ("all_words", "concepts"), "bridge_vocab must be 'all_words' or 'concepts'"),
             (self.bridge_link in ("seed_score", "indicator"), "bridge_link must be 'seed_score' or 'indicator'"),
             (self.cooccurrence in ("chunk", "sentence"), "cooccurrence must be 'chunk' or 'sentence'"),
-            (self.vector_level in get_args(VectorLevel), f"vector_level must be one of {get_args(VectorLevel)}, got "
-             f"{self.vector_level!r}"),
+            (
+                self.vector_level in get_args(VectorLevel),
+                f"vector_level must be one of {get_args(VectorLevel)}, got {self.vector_level!r}",
+            ),
             (self.rerank in ("local_global", "naive"), "rerank must be 'local_global' or 'naive'"),
             (self.e2_hops >= 1 and self.e2_max_units >= 1, "e2_hops and e2_max_units must be >= 1"),
             (self.lexical_seeds >= 0, f"lexical_seeds must be >= 0, got {self.lexical_seeds}"),
@@ -249,4 +251,6 @@ class G2ConSConfig:
         data = {k: v for k, v in data.items() if k in known}
         if "lambda_" in data and "spill" not in data:
             data["spill"] = False  # saved before ``spill`` existed: fusion used hard caps then
+        if "lambda_" in data and "vector_level" not in data:
+            data["vector_level"] = "sentence"  # saved before ``vector_level`` existed: Eq. 1 then
         return cls(**data)

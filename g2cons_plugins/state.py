@@ -37,7 +37,16 @@ from .storage.memory import release_free_memory
 from .terms import TermIndex, analyze, share, top_concepts
 from .text import Tokenizer, count_tokens_batch
 
-__all__ = ["Derived", "DegenerateEmbeddingWarning", "Stored", "derive", "freeze", "store", "with_vectors"]
+__all__ = [
+    "Derived",
+    "DegenerateEmbeddingWarning",
+    "Stored",
+    "derive",
+    "freeze",
+    "needs_sentence_vectors",
+    "store",
+    "with_vectors",
+]
 
 log = logging.getLogger("g2cons_plugins")
 
@@ -295,7 +304,7 @@ def store(
 
 def needs_sentence_vectors(config: G2ConSConfig) -> bool:
     """Whether the concept vectors of ``config`` are made from sentence vectors (Eq. 1: ``vector_level ==
-    "sentence"``, always so in paper mode); otherwise only the retrieval units are embedded."""
+    "sentence"``, paper mode's unless an ablation sets another); otherwise only the retrieval units are embedded."""
     return config.vector_level == "sentence"
 
 

@@ -212,3 +212,13 @@ def test_format_version_3_index_loads_adds_and_saves_as_version_4(tmp_path: Path
     assert (version(path) / "sentence_vectors.npy").is_file()
     again = G2ConSIndex.load(path, verify=True)
     assert keys(again) == keys(old)
+
+
+def test_a_saved_config_without_vector_level_is_eq_1() -> None:
+    """A config saved before the field existed (a whole to_dict without it) meant Eq. 1; a partial dict gets the
+    default."""
+    saved = G2ConSConfig().to_dict()
+    del saved["vector_level"]
+    assert G2ConSConfig.from_dict(saved).vector_level == "sentence"
+    assert G2ConSConfig.from_dict({"beta": 4000}).vector_level == "unit"
+    assert G2ConSConfig.from_dict(G2ConSConfig(vector_level="chunk").to_dict()).vector_level == "chunk"
