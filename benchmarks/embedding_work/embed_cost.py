@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -49,6 +50,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--batch", type=int, default=64)
     a = ap.parse_args()
+    print("command: python " + " ".join(sys.argv) + "\n")
     tok = get_tokenizer(None)
     cached = CachedEmbedder(get_embedder(a.embedder), cache_dir=a.cache_dir)
     head = [

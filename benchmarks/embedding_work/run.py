@@ -96,6 +96,7 @@ def main() -> int:
     )
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
+    print("command: python " + " ".join(sys.argv) + "\n")
     budgets = [int(b) for b in a.budgets.split(",")]
     questions = load_questions(a.questions)
     base = G2ConSIndex.build(
