@@ -43,6 +43,8 @@ ChunkScore = Literal["sum", "max", "mean"]
 Selector = Literal["coverage", "concept_coverage", "pagerank", "shortest", "uniform", "knn_pagerank"]
 Strategy = Literal["bridge", "paper", "ppr", "dense", "e2"]
 KappaBy = Literal["tokens", "chunks"]
+VectorLevel = Literal["sentence", "chunk", "unit"]
+VECTOR_LEVEL: VectorLevel = "unit"  # the default mode's concept vectors (benchmarks/embedding_work/)
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,10 @@ class G2ConSConfig:
     incidence: Incidence = "contains"
     # --- edges ------------------------------------------------------------------------------------------
     cooccurrence: Literal["chunk", "sentence"] = "chunk"  # Table 4 ablation A: "sentence"
-    vector_level: Literal["sentence", "chunk"] = "sentence"  # Eq. 1; Table 4 ablation C: "chunk" (unit vectors)
+    # concept vectors: "sentence" = Eq. 1 (mean of the sentence vectors; sentences are embedded too), "chunk" = Table 4
+    # ablation C (mean of the unit vectors holding the concept), "unit" = the unit vectors weighted by how many of
+    # their sentences hold it (only units are embedded); None resolves to "sentence" (paper mode) or VECTOR_LEVEL
+    vector_level: VectorLevel | None = None
     theta_co: int = 3
     theta_sem: float | None = None  # None -> percentile of candidate-pair cosines (embedder-calibrated)
     theta_sem_percentile: float = 70.0  # keep the top 30% of candidate pairs when theta_sem is None
@@ -126,6 +131,8 @@ class G2ConSConfig:
             object.__setattr__(self, "fusion", "ensemble")
         if self.lambda_ is None:
             object.__setattr__(self, "lambda_", 0.6 if self.mode == "paper" else 0.4)
+        if self.vector_level is None:
+            object.__setattr__(self, "vector_level", "sentence" if self.mode == "paper" else VECTOR_LEVEL)
         if self.spill is None:
             object.__setattr__(self, "spill", self.mode != "paper")
         checks: list[tuple[bool, str]] = [
@@ -148,7 +155,10 @@ class G2ConSConfig:
             (self.bridge_vocab in ("all_words", "concepts"), "bridge_vocab must be 'all_words' or 'concepts'"),
             (self.bridge_link in ("seed_score", "indicator"), "bridge_link must be 'seed_score' or 'indicator'"),
             (self.cooccurrence in ("chunk", "sentence"), "cooccurrence must be 'chunk' or 'sentence'"),
-            (self.vector_level in ("sentence", "chunk"), "vector_level must be 'sentence' or 'chunk'"),
+            (
+                self.vector_level in get_args(VectorLevel),
+                f"vector_level must be one of {get_args(VectorLevel)}, got {self.vector_level!r}",
+            ),
             (self.rerank in ("local_global", "naive"), "rerank must be 'local_global' or 'naive'"),
             (self.e2_hops >= 1 and self.e2_max_units >= 1, "e2_hops and e2_max_units must be >= 1"),
             (self.lexical_seeds >= 0, f"lexical_seeds must be >= 0, got {self.lexical_seeds}"),
@@ -224,7 +234,7 @@ class G2ConSConfig:
         if unknown:
             raise InputError(f"unknown G2ConSConfig fields: {unknown}")
         if "mode" in changes and changes["mode"] != self.mode:  # re-resolve the mode-dependent defaults
-            for name in ("lambda_", "spill"):
+            for name in ("lambda_", "spill", "vector_level"):
                 changes.setdefault(name, None)
         return replace(self, **changes)
 
@@ -241,4 +251,6 @@ class G2ConSConfig:
         data = {k: v for k, v in data.items() if k in known}
         if "lambda_" in data and "spill" not in data:
             data["spill"] = False  # saved before ``spill`` existed: fusion used hard caps then
+        if "lambda_" in data and "vector_level" not in data:
+            data["vector_level"] = "sentence"  # saved before ``vector_level`` existed: Eq. 1 then
         return cls(**data)

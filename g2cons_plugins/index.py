@@ -38,7 +38,7 @@ from .language_check import AUTO, check_corpus, choose_embedder
 from .retrieval import RetrievedItem
 from .selection import SelectionReport
 from .snapshot import Snapshot, make_snapshot, refreshed, with_added, with_removed
-from .state import Derived, Stored, store
+from .state import Derived, Stored, store, with_vectors
 from .text import Tokenizer, get_tokenizer
 
 __all__ = ["G2ConSIndex"]
@@ -59,6 +59,7 @@ class G2ConSIndex:
         derived: Derived | None = None,
     ) -> None:
         self._write_lock = threading.Lock()
+        stored = with_vectors(stored, embedder, config)  # e.g. paper mode over a default build: embed the sentences
         self._snapshot = make_snapshot(stored, embedder, config, tokenizer, derived)
         log.info("%s", self._snapshot.stats)
 

@@ -2,7 +2,8 @@
 
 State is split in two (nano-graphrag style):
 - :class:`Stored`, the only thing ever embedded or split: chunks (sorted by id), their retrieval units, the
-  distinct sentences, and the sentence and unit vectors;
+  distinct sentences, the unit vectors and, where the concept vectors need them (``vector_level="sentence"``, Eq. 1),
+  the sentence vectors;
 - :class:`Derived`, recomputed from the stored state by :func:`derive` with sparse algebra in seconds:
   TF-IDF concepts, incidences, concept vectors (Eq. 1), edges, PageRank, the bridge-name index.
 
@@ -20,7 +21,7 @@ import time
 import warnings
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
@@ -36,7 +37,16 @@ from .storage.memory import release_free_memory
 from .terms import TermIndex, analyze, share, top_concepts
 from .text import Tokenizer, count_tokens_batch
 
-__all__ = ["Derived", "DegenerateEmbeddingWarning", "Stored", "derive", "freeze", "store"]
+__all__ = [
+    "Derived",
+    "DegenerateEmbeddingWarning",
+    "Stored",
+    "derive",
+    "freeze",
+    "needs_sentence_vectors",
+    "store",
+    "with_vectors",
+]
 
 log = logging.getLogger("g2cons_plugins")
 
@@ -83,7 +93,7 @@ class Stored:
     unit_tokens: np.ndarray
     sentences: list[str]
     sent_unit: sp.csr_matrix  # sentences x units membership
-    sent_vecs: np.ndarray
+    sent_vecs: np.ndarray | None  # None: not embedded (the concept vectors come from the unit vectors)
     unit_vecs: np.ndarray
     timings: Mapping[str, float] = field(default_factory=dict)
 
@@ -129,10 +139,7 @@ def _derive(
         unit_inc = binary(unit_inc.multiply(unit_chunk @ extracted))
         sent_chunk = binary(st.sent_unit @ unit_chunk)
         sent_inc = binary(sent_inc.multiply(sent_chunk @ extracted))
-    if config.vector_level == "chunk":  # ablation C: mean of the (sub-)chunk vectors instead of Eq. 1
-        vecs, counts = concept_vectors(unit_inc, st.unit_vecs)
-    else:
-        vecs, counts = concept_vectors(sent_inc, st.sent_vecs)
+    vecs, counts = level_vectors(st, config, sent_inc, unit_inc)
     co_inc = sent_inc if config.cooccurrence == "sentence" else chunk_inc  # ablation A: sentence windows
     edges = build_edges(co_inc, vecs, config.theta_co, config.theta_sem, config.theta_sem_percentile)
     A = adjacency(edges, len(vocab))
@@ -176,6 +183,27 @@ def _derive(
             stats=stats,
         )
     )
+
+
+def level_vectors(
+    st: Stored, config: G2ConSConfig, sent_inc: sp.csr_matrix, unit_inc: sp.csr_matrix
+) -> tuple[np.ndarray, np.ndarray]:
+    """Concept vectors and their counts, by ``config.vector_level``: "sentence" = Eq. 1 (mean of the vectors of the
+    sentences holding the concept, |S_w|); "chunk" = ablation C (mean of the vectors of the units holding it, the
+    unit count); "unit" = Eq. 1 with each sentence's vector replaced by its unit's: the unit vectors weighted by
+    how many of their sentences hold the concept (|S_w|), so no sentence is embedded."""
+    if config.vector_level == "chunk":
+        return concept_vectors(unit_inc, st.unit_vecs)
+    if config.vector_level == "unit":
+        vecs, _ = concept_vectors(sp.csr_matrix(st.sent_unit.T @ sent_inc), st.unit_vecs)
+        return vecs, np.asarray(sent_inc.sum(axis=0)).ravel()
+    if st.sent_vecs is None:
+        raise InputError(
+            "vector_level='sentence' (Eq. 1; mode='paper') needs sentence vectors, and this index holds none (it "
+            "was built with vector_level='unit' or 'chunk'): build it with vector_level='sentence', or embed them "
+            "with g2cons_plugins.state.with_vectors(stored, embedder, config)"
+        )
+    return concept_vectors(sent_inc, st.sent_vecs)
 
 
 def freeze(obj: Any) -> Any:
@@ -238,9 +266,11 @@ def store(
 
     Chunks are sorted by id first. With ``previous``, a chunk id already there keeps its units and token count,
     and a sentence or unit text already there keeps its vector (nothing known is split, counted or embedded
-    again). ``engine``: None (here, in this process) or an object with ``split(chunks, tokenizer_name,
-    unit_tokens) -> list[list[Unit]]``, ``count(texts, tokenizer_name) -> list[int]`` and ``embed(texts,
-    embedder_spec) -> array`` that runs those stages elsewhere (e.g. on Ray); the result is the same."""
+    again). The units are always embedded (dense scores); the sentences only where the concept vectors need them
+    (``config.vector_level == "sentence"``: Eq. 1) or ``previous`` holds sentence vectors (kept complete).
+    ``engine``: None (here, in this process) or an object with ``split(chunks, tokenizer_name, unit_tokens) ->
+    list[list[Unit]]``, ``count(texts, tokenizer_name) -> list[int]`` and ``embed(texts, embedder_spec) -> array``
+    that runs those stages elsewhere (e.g. on Ray); the result is the same."""
     chunks = sorted(chunks, key=lambda c: c.id)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -249,18 +279,12 @@ def store(
     chunk_tokens = _chunk_tokens(chunks, tok, previous, engine)
     timings["split_and_count"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    unit_texts = [u.text for u in units]
-    if previous is not None:
-        sent_vecs = _reuse_or_embed(
-            emb, sentences, previous.sentences, previous.sent_vecs, "sentences", show_progress, engine
-        )
-        unit_vecs = _reuse_or_embed(
-            emb, unit_texts, [u.text for u in previous.units], previous.unit_vecs, "units", show_progress, engine
-        )
-    else:
-        sent_vecs = _embed(emb, sentences, "sentences", show_progress, engine)
-        unit_vecs = _embed(emb, unit_texts, "units", show_progress, engine)
-        check_degenerate(sent_vecs, emb.name)
+    unit_vecs = _vectors(emb, [u.text for u in units], previous, "units", show_progress, engine)
+    sent_vecs = None
+    if needs_sentence_vectors(config) or (previous is not None and previous.sent_vecs is not None):
+        sent_vecs = _frozen(_vectors(emb, sentences, previous, "sentences", show_progress, engine))
+    if previous is None:
+        check_degenerate(sent_vecs if sent_vecs is not None else unit_vecs, emb.name)
     timings["embed"] = time.perf_counter() - t0
     if previous is not None:
         timings = {**previous.timings, **{f"update_{k}": v for k, v in timings.items()}}
@@ -272,10 +296,42 @@ def store(
         unit_tokens=_frozen(np.array([u.n_tokens for u in units], dtype=np.int64)),
         sentences=sentences,
         sent_unit=sent_unit,
-        sent_vecs=_frozen(sent_vecs),
+        sent_vecs=sent_vecs,
         unit_vecs=_frozen(unit_vecs),
         timings=dict(timings),
     )
+
+
+def needs_sentence_vectors(config: G2ConSConfig) -> bool:
+    """Whether the concept vectors of ``config`` are made from sentence vectors (Eq. 1: ``vector_level ==
+    "sentence"``, paper mode's unless an ablation sets another); otherwise only the retrieval units are embedded."""
+    return config.vector_level == "sentence"
+
+
+def with_vectors(st: Stored, emb: Embedder, config: G2ConSConfig, show_progress: bool = False) -> Stored:
+    """``st`` with every vector ``config`` needs: the sentence vectors embedded when ``config`` needs them (Eq. 1)
+    and ``st`` holds none (it was built with ``vector_level="unit"`` or ``"chunk"``); ``st`` itself otherwise."""
+    if st.sent_vecs is not None or not needs_sentence_vectors(config):
+        return st
+    t0 = time.perf_counter()
+    vecs = _frozen(_embed(emb, st.sentences, "sentences", show_progress))
+    timings = {**st.timings, "embed_sentences": time.perf_counter() - t0}
+    return replace(st, sent_vecs=vecs, timings=timings)
+
+
+def _vectors(
+    emb: Embedder, texts: list[str], previous: Stored | None, what: str, show_progress: bool, engine: Any
+) -> np.ndarray:
+    """Vectors of ``texts`` (``what``: "units" or "sentences"): those ``previous`` holds copied, the rest embedded."""
+    if previous is None:
+        return _embed(emb, texts, what, show_progress, engine)
+    if what == "units":
+        old_texts, old_vecs = [u.text for u in previous.units], previous.unit_vecs
+    elif previous.sent_vecs is not None:
+        old_texts, old_vecs = previous.sentences, previous.sent_vecs
+    else:
+        old_texts, old_vecs = [], np.zeros((0, emb.dim), np.float32)
+    return _reuse_or_embed(emb, texts, old_texts, old_vecs, what, show_progress, engine)
 
 
 def _split(

@@ -158,7 +158,8 @@ def insert_stored(
     chunk_at = chunk_ins + np.arange(len(new))
     unit_at = unit_ins + np.arange(len(units))
     old_parent = prev.unit_parent + np.searchsorted(chunk_ins, prev.unit_parent, side="right")
-    vecs = _embed(emb, [s for _, s in fresh] + [u.text for u in units])
+    n_fresh = len(fresh) if prev.sent_vecs is not None else 0  # sentence vectors only where the index keeps them
+    vecs = _embed(emb, [s for _, s in fresh][:n_fresh] + [u.text for u in units])
     st = Stored(
         chunks=_merge(prev.chunks, chunk_ins.tolist(), new),
         chunk_tokens=_ro(np.insert(prev.chunk_tokens, chunk_ins, count_tokens_batch(tok, [c.text for c in new]))),
@@ -167,8 +168,10 @@ def insert_stored(
         unit_tokens=_ro(np.insert(prev.unit_tokens, unit_ins, [u.n_tokens for u in units])),
         sentences=list(prev.sentences) + [s for _, s in fresh],
         sent_unit=_sent_unit(prev.sent_unit, unit_ins, unit_at, unit_sents, n_s + len(fresh)),
-        sent_vecs=_ro(np.concatenate([prev.sent_vecs, vecs[: len(fresh)].astype(prev.sent_vecs.dtype)])),
-        unit_vecs=_ro(np.insert(prev.unit_vecs, unit_ins, vecs[len(fresh) :].astype(prev.unit_vecs.dtype), axis=0)),
+        sent_vecs=None
+        if prev.sent_vecs is None
+        else _ro(np.concatenate([prev.sent_vecs, vecs[:n_fresh].astype(prev.sent_vecs.dtype)])),
+        unit_vecs=_ro(np.insert(prev.unit_vecs, unit_ins, vecs[n_fresh:].astype(prev.unit_vecs.dtype), axis=0)),
         timings=dict(prev.timings),
     )
     return st, Inserted(chunk_ins, chunk_at, unit_ins, unit_at, unit_chunk, unit_sents, len(fresh)), sent_map

@@ -36,8 +36,8 @@ import scipy.sparse as sp
 
 from .config import G2ConSConfig
 from .errors import InputError
-from .graph import GraphStats, adjacency, concept_vectors, degree_stats, pagerank, update_edges
-from .state import Derived, Stored, binary, freeze
+from .graph import GraphStats, adjacency, degree_stats, pagerank, update_edges
+from .state import Derived, Stored, binary, freeze, level_vectors
 from .terms import TermIndex, analyze
 from .trickle_store import Inserted, RowMap, insert_rows
 
@@ -100,9 +100,11 @@ def supports(config: G2ConSConfig) -> str | None:
     "contains" incidence, sentence vectors and chunk co-occurrence (the defaults) only."""
     if config.mode == "paper":
         return "mode='paper' (the paper's rebuild semantics)"
-    for name, want in (("ngram_max", 1), ("incidence", "contains"), ("vector_level", "sentence")):
+    for name, want in (("ngram_max", 1), ("incidence", "contains")):
         if getattr(config, name) != want:
             return f"{name}={getattr(config, name)!r}"
+    if config.vector_level not in ("sentence", "unit"):
+        return f"vector_level={config.vector_level!r}"
     if config.cooccurrence != "chunk":
         return f"cooccurrence={config.cooccurrence!r}"
     return None
@@ -309,7 +311,7 @@ def _regraph(
     vecs, counts, shares = dv.concept_vecs.copy(), dv.sentence_counts.copy(), dv.name_share.copy()
     stale = pd.stale.copy()
     if len(moved):
-        V, c = concept_vectors(out.sent_inc[:, moved], st.sent_vecs)
+        V, c = level_vectors(st, config, out.sent_inc[:, moved], out.unit_inc[:, moved])
         stale[moved] += np.linalg.norm(V.astype(np.float64) - vecs[moved], axis=1)
         vecs[moved], counts[moved] = V, c
         shares[moved] = _share_live(out.terms, pd.concept_cols[moved], live)

@@ -130,7 +130,9 @@ def test_non_english_and_mixed_script_text_builds() -> None:
 
 # ------------------------------------------------------------------ graph
 def test_concept_vector_is_mean_of_its_sentences(index: G2ConSIndex) -> None:
-    dv, st = index.derived, index.stored
+    eq1 = G2ConSIndex(index.stored, index.embedder, CFG.with_(vector_level="sentence"), index.tokenizer)
+    dv, st = eq1.derived, eq1.stored
+    assert st.sent_vecs is not None
     j = dv.concept_index["vistula"]
     rows = [i for i, s in enumerate(st.sentences) if "vistula" in s.lower()]
     assert dv.sentence_counts[j] == len(rows) >= 3
@@ -348,7 +350,9 @@ def test_every_distinct_sentence_embedded_once(corpus: list[dict[str, str]]) -> 
         return inner.embed(texts)
 
     dup = corpus + [{"id": "dup", "text": corpus[0]["text"] + " Extra sentence here."}]
-    idx = G2ConSIndex.build(dup, embedder=CallableEmbedder(fn, 16, "counting"))
+    idx = G2ConSIndex.build(
+        dup, embedder=CallableEmbedder(fn, 16, "counting"), config=G2ConSConfig(vector_level="sentence")
+    )
     assert len(seen) == len(set(seen))
     assert set(idx.stored.sentences) <= set(seen)
 

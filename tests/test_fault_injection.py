@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, PersistError
-from g2cons_plugins.storage.persistence import POINTER
+from g2cons_plugins.storage.persistence import FORMAT_VERSION, POINTER
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [
@@ -65,7 +65,8 @@ def _ids(path: Path) -> list[str]:
 
 
 def _build(docs: list[dict[str, str]]) -> G2ConSIndex:
-    return G2ConSIndex.build(docs, embedder="hash:32", config=G2ConSConfig(theta_co=1))
+    # with sentence vectors: every file a save can write is there to be forged
+    return G2ConSIndex.build(docs, embedder="hash:32", config=G2ConSConfig(theta_co=1, vector_level="sentence"))
 
 
 def _save_forever(a: G2ConSIndex, b: G2ConSIndex, path: Path) -> None:
@@ -428,10 +429,10 @@ def test_version_1_layout_loads_and_migrates(saved: Path, tmp_path: Path) -> Non
     assert G2ConSIndex.load(old).stats == loaded.stats
 
 
-def test_version_2_layout_loads_and_next_save_writes_version_3(copy: Path) -> None:
-    """An index saved by format version 2 (records as JSON lines) loads equal to the version 3 one, with its
-    derived state; the next save writes version 3 (column files) and keeps the version 2 folder as the previous
-    one."""
+def test_version_2_layout_loads_and_next_save_writes_the_current_version(copy: Path) -> None:
+    """An index saved by format version 2 (records as JSON lines) loads equal to the current one, with its
+    derived state; the next save writes the current version (column files) and keeps the version 2 folder as the
+    previous one."""
     want = G2ConSIndex.load(copy)
     v2 = V(copy)
     for name in ("chunks.json", "units.json"):
@@ -451,6 +452,6 @@ def test_version_2_layout_loads_and_next_save_writes_version_3(copy: Path) -> No
     q = "Where did Alice Moreau1 meet Bob Tanaka?"
     assert [i.unit_id for i in got.retrieve(q)] == [i.unit_id for i in want.retrieve(q)]
     got.save(copy)
-    assert json.loads((copy / POINTER).read_text(encoding="utf-8"))["version"] == 3
+    assert json.loads((copy / POINTER).read_text(encoding="utf-8"))["version"] == FORMAT_VERSION
     assert (V(copy) / "chunks.json").is_file() and v2.is_dir() and V(copy) != v2
     assert G2ConSIndex.load(copy).units == want.units

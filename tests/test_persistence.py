@@ -26,7 +26,7 @@ from g2cons_plugins.index import G2ConSIndex
 from g2cons_plugins.storage import persistence
 from g2cons_plugins.storage.persistence import FILES, FORMAT_VERSION, POINTER, load_snapshot, read_manifest, save_index
 
-CONFIG = G2ConSConfig(theta_co=2, unit_tokens=40)
+CONFIG = G2ConSConfig(theta_co=2, unit_tokens=40, vector_level="sentence")  # every file (test_vector_level.py: others)
 
 CORPUS: list[dict[str, Any]] = [
     {

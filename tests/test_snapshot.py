@@ -238,7 +238,8 @@ def test_ray_build_equals_a_local_build(docs: list[dict[str, str]], tmp_path: Pa
     assert _key(remote.retrieve(q, beta=800)) == _key(local.retrieve(q, beta=800))
     local.save(tmp_path / "a")
     remote.save(tmp_path / "b")
-    for name in ("chunks.json", "units.json", "sentence_vectors.npy", "unit_vectors.npy", "derived.npz"):
+    assert not list(tmp_path.glob("*/v-*/sentence_vectors.npy"))  # the default embeds no sentence
+    for name in ("chunks.json", "units.json", "unit_vectors.npy", "derived.npz"):
         va = next((tmp_path / "a").glob("v-*")) / name
         vb = next((tmp_path / "b").glob("v-*")) / name
         assert va.read_bytes() == vb.read_bytes(), name

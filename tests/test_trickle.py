@@ -54,14 +54,17 @@ def _trickled(docs: list[dict[str, str]], config: G2ConSConfig = CFG) -> tuple[G
     return idx, kept
 
 
-def test_refresh_equals_a_fresh_build(docs: list[dict[str, str]]) -> None:  # default VECTOR_SLACK
+@pytest.mark.parametrize("level", ["unit", "sentence"])  # concept vectors from unit vectors (default) / Eq. 1
+def test_refresh_equals_a_fresh_build(docs: list[dict[str, str]], level: str) -> None:  # default VECTOR_SLACK
     """After trickle adds and removes, refresh() gives exactly a fresh build: stored state, every derived array,
     and retrieve() under every strategy."""
-    idx, kept = _trickled(docs)
+    cfg = CFG.with_(vector_level=level)
+    idx, kept = _trickled(docs, cfg)
     assert not idx.refreshed
+    assert (idx.stored.sent_vecs is None) == (level == "unit")  # no sentence is embedded for unit-level vectors
     idx.refresh()
     assert idx.refreshed
-    fresh = G2ConSIndex.build(kept, embedder="hash", config=CFG)
+    fresh = G2ConSIndex.build(kept, embedder="hash", config=cfg)
     a, b = idx.stored, fresh.stored
     assert [c.id for c in a.chunks] == [c.id for c in b.chunks]
     assert a.units == b.units and a.sentences == b.sentences

@@ -1,6 +1,6 @@
 """Save and load an index snapshot: JSON + .npy/.npz (no pickle), versioned, atomic, verified.
 
-Layout of an index directory (format version 3)::
+Layout of an index directory (format version 4)::
 
     CURRENT                  {"format", "version", "data": "v-...", "manifest_sha256"}: the one pointer
     v-<utc time>-<random>/   one immutable version, never modified after it is published:
@@ -10,15 +10,16 @@ Layout of an index directory (format version 3)::
         units.json             the retrieval units as columns: id, parent, text (null where splitting makes it),
                                n_tokens, their sentences' positions
         sentences.json         the distinct sentences, in order
-        sentence_vectors.npy   float32 (n_sentences, dim), memory-mapped on load
+        sentence_vectors.npy   float32 (n_sentences, dim), memory-mapped on load; only where the sentences were
+                               embedded (``vector_level="sentence"``: Eq. 1), listed in the manifest's files then
         unit_vectors.npy       float32 (n_units, dim), memory-mapped on load
         derived.npz/.json      the derived state (:mod:`~g2cons_plugins.storage.derived_io`), so a load does not
                                re-derive
     .lock                    taken by a saving process (``fcntl.flock``); loaders never take it (they pin a
                              version folder with a shared lock on the folder itself)
 
-Format version 2 (the same, with ``chunks.jsonl`` and ``units.jsonl``: one JSON object per record) is still read;
-the next save writes version 3.
+Format versions 3 (the same, ``sentence_vectors.npy`` always there) and 2 (with ``chunks.jsonl`` and
+``units.jsonl``: one JSON object per record) are still read; the next save writes version 4.
 
 **Atomic.** A save writes a new version folder under a temporary name, fsyncs every file, renames the folder
 into place, then replaces ``CURRENT`` in one ``os.replace`` (write, fsync, rename, fsync the directory). The
@@ -72,21 +73,30 @@ from ..config import G2ConSConfig
 from ..embedders import CachedEmbedder, Embedder, get_embedder
 from ..errors import G2ConSError, PersistError
 from ..snapshot import HasSnapshot, Snapshot, as_snapshot, make_snapshot, refreshed
-from ..state import derive
+from ..state import Stored, derive, needs_sentence_vectors
 from ..text import Tokenizer, get_tokenizer
 from .derived_io import DERIVED_FILES, differences, read_derived, write_derived
-from .stored_io import STORED_FILES, STORED_FILES_JSONL, encode_json, fsync_write, read_stored, write_stored
+from .stored_io import (
+    SENTENCE_VECTORS,
+    STORED_FILES,
+    STORED_FILES_JSONL,
+    encode_json,
+    fsync_write,
+    read_stored,
+    write_stored,
+)
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "load_snapshot", "read_manifest", "save_index"]
 
 FORMAT = "g2cons-index"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4  # 4: sentence_vectors.npy optional (listed in the manifest's files where it is written)
 POINTER = "CURRENT"
 LOCK = ".lock"
 FILES = STORED_FILES + DERIVED_FILES  # what a version folder holds besides its manifest (format version 3)
+OPTIONAL_FILES = (SENTENCE_VECTORS,)  # format version 4: written where there is something to write
 FILES_V2 = STORED_FILES_JSONL + DERIVED_FILES  # format version 2: records as JSON lines
 LEGACY_FILES = ("manifest.json",) + STORED_FILES_JSONL  # what format version 1 wrote into the folder itself
-READ_VERSIONS = (2, FORMAT_VERSION)  # versioned layouts this library reads (and version 1, files in the folder)
+READ_VERSIONS = (2, 3, FORMAT_VERSION)  # versioned layouts this library reads (and version 1, files in the folder)
 BUNDLED_TOKENIZERS = ("cl100k_base", "o200k_base")
 _VERSION = re.compile(r"^v-\d{8}T\d{6}-[0-9a-f]{12}$")
 _TMP = re.compile(r"^\.tmp-(v-\d{8}T\d{6}-[0-9a-f]{12}|CURRENT-[0-9a-f]{12})$")
@@ -275,8 +285,9 @@ def _write_version(snap: Snapshot, folder: Path) -> bytes:
     st = snap.stored
     write_stored(folder, st)
     _write(folder / "sentences.json", lambda fh: fh.write(json.dumps(st.sentences, ensure_ascii=False).encode("utf-8")))
-    for name, arr in (("sentence_vectors.npy", st.sent_vecs), ("unit_vectors.npy", st.unit_vecs)):
-        _write(folder / name, _npy(arr))
+    for name, arr in ((SENTENCE_VECTORS, st.sent_vecs), ("unit_vectors.npy", st.unit_vecs)):
+        if arr is not None:
+            _write(folder / name, _npy(arr))
     write_derived(folder, snap.derived, snap.config)
     manifest = {
         "format": FORMAT,
@@ -285,11 +296,16 @@ def _write_version(snap: Snapshot, folder: Path) -> bytes:
         "embedder": {"name": snap.embedder.name, "dim": int(snap.embedder.dim)},
         "tokenizer": snap.tokenizer.name,
         "counts": {"chunks": len(st.chunks), "units": len(st.units), "sentences": len(st.sentences)},
-        "files": {name: _sha256(folder / name) for name in FILES},
+        "files": {name: _sha256(folder / name) for name in _written(st)},
     }
     data = json.dumps(manifest, indent=2).encode("utf-8")
     _write(folder / "manifest.json", lambda fh: fh.write(data))
     return data
+
+
+def _written(st: Stored) -> tuple[str, ...]:
+    """The data files a save writes for ``st``: :data:`FILES`, the sentence vectors only where there are some."""
+    return tuple(f for f in FILES if f != SENTENCE_VECTORS or st.sent_vecs is not None)
 
 
 def _current_name(path: Path) -> str | None:
@@ -430,7 +446,7 @@ def _manifest(folder: Path, digest: str | None) -> dict[str, Any]:
     if digest is not None and unknown:
         raise PersistError(f"{mf}: field 'config' has keys this library does not know: {unknown[:5]} (newer version?)")
     files = need("files", dict)
-    expected = _files(m["version"])
+    expected = _files(m["version"], files)
     for f in expected:
         if not isinstance(files.get(f), str) or not _HEX64.match(files[f]):
             raise PersistError(f"{mf}: field 'files.{f}' must be a sha256 hex digest")
@@ -552,7 +568,7 @@ def _read(
     rebuild: bool,
 ) -> Snapshot:
     m = _manifest(folder, digest)
-    files = list(_files(m["version"]))
+    files = list(_files(m["version"], m["files"]))
     for name in files:
         f = folder / name
         _no_symlink(f)
@@ -585,9 +601,12 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _files(version: int) -> tuple[str, ...]:
-    """The files of a version folder (format version 1: of the index folder) besides the manifest."""
-    return FILES if version >= 3 else FILES_V2 if version == 2 else STORED_FILES_JSONL
+def _files(version: int, listed: dict[str, Any]) -> tuple[str, ...]:
+    """The files of a version folder (format version 1: of the index folder) besides the manifest; from format
+    version 4 on, the :data:`OPTIONAL_FILES` are there only where the manifest's ``listed`` files name them."""
+    if version >= 4:
+        return tuple(f for f in FILES if f not in OPTIONAL_FILES or f in listed)
+    return FILES if version == 3 else FILES_V2 if version == 2 else STORED_FILES_JSONL
 
 
 def _first_mismatch(folder: Path, files: list[str], sums: dict[str, str]) -> str | None:
@@ -616,7 +635,13 @@ def _parse(
         raise PersistError(f"{mf}: field 'config' is invalid: {e}") from None
     dim = int(m["embedder"]["dim"])
     tok = _tokenizer(mf, m, tokenizer)
-    stored = read_stored(folder, dim, columns=m["version"] >= 3)
+    with_sentences = SENTENCE_VECTORS in _files(m["version"], m["files"])
+    stored = read_stored(folder, dim, columns=m["version"] >= 3, sentence_vectors=with_sentences)
+    if stored.sent_vecs is None and needs_sentence_vectors(config):
+        raise PersistError(
+            f"{mf}: field 'config' has vector_level {config.vector_level!r} (Eq. 1 on sentence vectors) but the "
+            f"index holds no {SENTENCE_VECTORS}"
+        )
     counts = m.get("counts") or {}
     for key, n in (("chunks", len(stored.chunks)), ("units", len(stored.units)), ("sentences", len(stored.sentences))):
         if key in counts and counts[key] != n:

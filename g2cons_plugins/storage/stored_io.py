@@ -1,7 +1,7 @@
 """Write and read the stored state's texts (:class:`~g2cons_plugins.state.Stored`: chunks and retrieval units) as
 columns, so a load parses two JSON documents instead of a JSON object per record.
 
-Two files inside an index version folder (format version 3):
+Two files inside an index version folder (format versions 3 and 4):
 
 - ``chunks.json``: ``{"id": [...], "text": [...], "n_tokens": [...], "metadata": {"<position>": {...}}}``
   (metadata only for the chunks that have some);
@@ -32,9 +32,18 @@ from ..chunks import Chunk, Unit
 from ..errors import PersistError
 from ..state import Stored, binary, freeze
 
-__all__ = ["STORED_FILES", "STORED_FILES_JSONL", "encode_json", "fsync_write", "read_stored", "write_stored"]
+__all__ = [
+    "SENTENCE_VECTORS",
+    "STORED_FILES",
+    "STORED_FILES_JSONL",
+    "encode_json",
+    "fsync_write",
+    "read_stored",
+    "write_stored",
+]
 
-STORED_FILES = ("chunks.json", "units.json", "sentences.json", "sentence_vectors.npy", "unit_vectors.npy")
+SENTENCE_VECTORS = "sentence_vectors.npy"  # optional from format version 4 on: absent where no sentence is embedded
+STORED_FILES = ("chunks.json", "units.json", "sentences.json", SENTENCE_VECTORS, "unit_vectors.npy")
 STORED_FILES_JSONL = ("chunks.jsonl", "units.jsonl", "sentences.json", "sentence_vectors.npy", "unit_vectors.npy")
 
 encode_json = json.JSONEncoder(ensure_ascii=False).encode  # one encoder (json.dumps with options: one a call)
@@ -172,10 +181,11 @@ def _token_counts(path: Path, n_tokens: list[int], texts: Sequence[str]) -> np.n
     return n
 
 
-def read_stored(folder: Path, dim: int, columns: bool = True) -> Stored:
-    """The stored state of an index version folder: ``chunks.json`` + ``units.json`` (format version 3,
+def read_stored(folder: Path, dim: int, columns: bool = True, sentence_vectors: bool = True) -> Stored:
+    """The stored state of an index version folder: ``chunks.json`` + ``units.json`` (format versions 3 and 4,
     ``columns``) or ``chunks.jsonl`` + ``units.jsonl`` (versions 1 and 2), with ``sentences.json`` and the
-    memory-mapped vectors (``dim`` columns), every field checked (see module doc)."""
+    memory-mapped vectors (``dim`` columns; the sentence vectors only with ``sentence_vectors``, else
+    ``sent_vecs`` is None), every field checked (see module doc)."""
     sf = folder / "sentences.json"
     sentences = _load_json(sf)
     if not isinstance(sentences, list) or not all(type(s) is str for s in sentences):
@@ -195,7 +205,7 @@ def read_stored(folder: Path, dim: int, columns: bool = True) -> Stored:
         unit_tokens=unit_tokens,
         sentences=sentences,
         sent_unit=sent_unit,
-        sent_vecs=_vectors(folder / "sentence_vectors.npy", len(sentences), dim),  # read only by derive
+        sent_vecs=_vectors(folder / SENTENCE_VECTORS, len(sentences), dim) if sentence_vectors else None,
         unit_vecs=_vectors(folder / "unit_vectors.npy", len(units), dim),
     )
 
