@@ -93,10 +93,10 @@ def _versus(
     return rows
 
 
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
-
-
 def _p(p: float) -> str:
     """A p-value as printed (paired_test rounds to 4 decimals: 0 means below 0.0001)."""
     return "<0.0001" if p < 0.0001 else f"{p:.4g}"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
