@@ -99,6 +99,13 @@ class G2ConSConfig:
     # bridge: the unit of bridge_bonus and lexical_weight. "cosine": added to cos as they are; "spread": scaled by
     # the query's spread of cos over the units (std / 0.1, ~1 for MiniLM; e5's cosines spread ~5x less)
     score_scale: Literal["cosine", "spread"] = "spread"
+    # bridge, names the query writes (capitalised spans, quoted spans; g2cons_plugins.entities): the first
+    # n_seed_units places go to units chosen one at a time by score + entity_weight x bridge_bonus x (spread) x the
+    # specificity of each name not yet held by a chosen unit, so each named entity's passage comes first; the seeds,
+    # bridges and the rest of the ranking are those without names (0 = off). entity_head_share: the share of a
+    # name's bonus given only where the unit's first line is the name (a title; half where it opens the text)
+    entity_weight: float = 2.0
+    entity_head_share: float = 0.5
     ppr_damping: float = 0.5
     rerank: Literal["local_global", "naive"] = "local_global"  # paper walk; Table 4 ablation D: "naive"
     e2_hops: int = 4  # E2GraphRAG router: initial hop threshold h
@@ -162,6 +169,9 @@ class G2ConSConfig:
             (self.rerank in ("local_global", "naive"), "rerank must be 'local_global' or 'naive'"),
             (self.e2_hops >= 1 and self.e2_max_units >= 1, "e2_hops and e2_max_units must be >= 1"),
             (self.lexical_seeds >= 0, f"lexical_seeds must be >= 0, got {self.lexical_seeds}"),
+            (0.0 <= self.entity_weight <= 10.0, f"entity_weight must be in [0, 10], got {self.entity_weight}"),
+            (0.0 <= self.entity_head_share <= 1.0,
+             f"entity_head_share must be in [0, 1], got {self.entity_head_share}"),
             (0.0 <= self.lexical_weight <= 10.0, f"lexical_weight must be in [0, 10], got {self.lexical_weight}"),
             (self.theta_sem is None or -1.0 <= self.theta_sem <= 1.0, "theta_sem must be in [-1, 1]"),
             (isinstance(self.spill, bool), f"spill must be True or False, got {self.spill!r}"),
@@ -182,7 +192,7 @@ class G2ConSConfig:
         from .validate import real
 
         floats = ("kappa", "max_df", "theta_sem_percentile", "pagerank_damping", "bridge_bonus", "ppr_damping",
-                  "lexical_weight", "host_weight")
+                  "lexical_weight", "host_weight", "entity_weight", "entity_head_share")
         ints = ("top_n", "min_df", "ngram_max", "theta_co", "seed", "beta", "k", "n_hops", "n_seed_units",
                 "bridge_rounds", "bridge_max_df", "e2_hops", "e2_max_units", "lexical_seeds", "host_head")
         for name in floats + ("theta_sem", "lambda_"):

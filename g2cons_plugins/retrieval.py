@@ -19,6 +19,9 @@ Strategies (``G2ConSConfig.strategy`` or ``retrieve(..., strategy=...)``):
   Lexical evidence (:mod:`g2cons_plugins.lexical`, BM25 over the units from the concept analyzer's
   words): ``lexical_weight`` w > 0 scores every unit cos + w x BM25 / max BM25 (seeds too unless
   ``hybrid_seeds=False``), and ``lexical_seeds`` adds the best BM25 units to the seeds that bridges start from.
+  Names the query writes (``entity_weight``, :mod:`g2cons_plugins.entities`) pick the first ``n_seed_units``
+  places: units chosen one at a time by score + the bonus of the names no chosen unit holds yet (each named
+  entity's passage first); the seeds, bridges and the rest of the ranking are those without names.
   ``score_scale="spread"`` measures ``bridge_bonus`` and ``lexical_weight`` in the query's spread of cosines
   (std over the units / ``SPREAD_REF``): an embedder whose cosines crowd together (multilingual e5: std ~0.02
   against MiniLM's ~0.095) then gets a bonus of the same weight relative to its own score gaps.
@@ -39,6 +42,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .entities import name_bonus
 from .errors import InputError
 from .graph import pagerank
 from .language_check import check_query
@@ -268,9 +272,10 @@ def retrieve(
         lex = index.lexical.scores(query)
         hyb = HybridScores(sc, lex, lw * scale) if lw > 0 else sc
         return _bridge(
-            index, hyb, beta, lex, seed_sc=hyb if cfg.hybrid_seeds else sc, scale=scale, evidence=evidence
+            index, hyb, beta, lex, seed_sc=hyb if cfg.hybrid_seeds else sc, scale=scale, evidence=evidence,
+            query=query,
         )
-    return _bridge(index, sc, beta, scale=scale, evidence=evidence)
+    return _bridge(index, sc, beta, scale=scale, evidence=evidence, query=query)
 
 
 def _evidence(evidence: Mapping[int, float] | None, scale: float) -> dict[int, float]:
@@ -398,6 +403,7 @@ def _bridge(
     seed_sc: DenseScores | None = None,
     scale: float = 1.0,
     evidence: Mapping[int, float] | None = None,
+    query: str = "",
 ) -> list[RetrievedItem]:
     cfg, dv = index.config, index.derived
     if cfg.bridge_vocab == "all_words":
@@ -460,7 +466,52 @@ def _bridge(
         (u, score_of[u], {"via": "seed", "seed_rank": rank, "hop": 0, "source": "dense" if rank < n_dense else "bm25"})
         for rank, u in enumerate(seeds)
     ]
+    if cfg.entity_weight > 0 and query:
+        first = _name_head(index, seed_sc or sc, query, scale, first, score_of)
     return _ranked(index, sc, bonus, first, beta, reason)
+
+
+def _name_head(
+    index: Snapshot,
+    sc: DenseScores,
+    query: str,
+    scale: float,
+    first: list[tuple[int, float, dict[str, Any]]],
+    score_of: dict[int, float],
+) -> list[tuple[int, float, dict[str, Any]]]:
+    """The head of the list for a query that writes names (:mod:`g2cons_plugins.entities`): ``n_seed_units``
+    units chosen one at a time by score + the bonus of the names no chosen unit holds yet, then the seeds not
+    chosen. The seeds (and so the bridges) stay those of the scores alone; the rest of the ranking is unchanged."""
+    cfg = index.config
+    per_name = name_bonus(index, query, cfg.entity_weight * cfg.bridge_bonus * scale, cfg.entity_head_share)
+    if not per_name:
+        return first
+    picks = _covering(sc, cfg.n_seed_units, per_name)
+    score_of.update(zip(picks, sc.of(np.asarray(picks, dtype=np.int64)).tolist(), strict=True))
+    named = {u for per in per_name.values() for u in per}
+    head = [
+        (u, score_of[u], {"via": "seed", "seed_rank": r, "hop": 0, "source": "name" if u in named else "dense"})
+        for r, u in enumerate(picks)
+    ]
+    chosen = set(picks)
+    return head + [t for t in first if t[0] not in chosen]
+
+
+def _covering(sc: DenseScores, n: int, per_name: dict[str, dict[int, float]]) -> list[int]:
+    """``n`` units chosen one at a time by score + the bonus of the query names not yet held by a chosen unit
+    (a second unit about the same name does not outrank the unit about another name)."""
+    ent_units = {u for per in per_name.values() for u in per}
+    pool = np.union1d(sc.top(n), np.fromiter(ent_units, dtype=np.int64, count=len(ent_units)))
+    base = sc.of(pool).astype(np.float64)
+    left = dict(per_name)
+    seeds: list[int] = []
+    for _ in range(min(n, len(pool))):
+        s = base + np.asarray([sum(per.get(int(u), 0.0) for per in left.values()) for u in pool])
+        s[np.isin(pool, seeds)] = -np.inf
+        u = int(pool[np.lexsort((pool, -s))][0])
+        seeds.append(u)
+        left = {nm: per for nm, per in left.items() if u not in per}
+    return seeds
 
 
 def _ppr(index: Snapshot, query: str, dense: np.ndarray, beta: int) -> list[RetrievedItem]:

@@ -1,0 +1,172 @@
+"""Names written in a query, and the units that contain them (entity evidence for the concept path).
+
+A question that names its entities ("Are Medici and Senet both board games?") is answered first from the
+passages about those entities. Dense retrieval ranks them by the whole question's meaning, and BM25 by its words
+one at a time; neither asks whether a unit contains the *name*. Here:
+
+- :func:`query_names` finds the names a query writes: runs of capitalised words (with the connectors of names such
+  as "of" or "de" inside them: "Edward Stanley, 3rd Earl of Derby" gives "Edward Stanley" and "Earl of Derby"),
+  and quoted spans. A leading stop word or question word is dropped ("The Blue Lacy" -> "Blue Lacy"; "What" ->
+  nothing), as is a trailing possessive "'s". Scripts without case (Chinese, Japanese) have no capitals: there a
+  query yields only its quoted spans.
+- :func:`name_matches` finds the units that contain each name as a phrase (case-insensitive, punctuation read as
+  a space: "E. B. White" matches "E.B. White"), the candidates first narrowed by the lexical index (the units
+  that hold every word of the name), so a query costs a few column reads and phrase checks.
+- :func:`name_bonus` turns matches into a per-unit bonus for each name: ``weight`` x the name's specificity
+  log(N / n) / log(N) (n units of N hold it: a name in one unit counts fully, one in every unit not at all), of
+  which the share ``head_share`` only goes to a unit whose first line is the name (a title), half of it to a unit
+  whose text opens with the name (an encyclopedic first sentence). :func:`entity_bonus` sums them over the names.
+
+The concept path (``G2ConSConfig.entity_weight``, :func:`g2cons_plugins.retrieval.retrieve`) uses them for the head
+of its list only: the first places go to units chosen one at a time by score + the bonus of the names that no
+chosen unit holds yet, so each named entity gets its passage there before a second passage about the same one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from .snapshot import HasSnapshot, Snapshot, as_snapshot
+
+__all__ = ["entity_bonus", "name_bonus", "name_matches", "normalize", "query_names"]
+
+# words that may sit inside a name between two capitalised words ("Bank of America", "Rio de Janeiro")
+CONNECTORS = frozenset({"of", "the", "de", "del", "della", "di", "da", "du", "des", "la", "le", "van", "von", "der",
+                        "den", "y", "&", "al", "bin", "ibn"})
+# capitalised words that start a question or sentence without being (part of) a name
+LEADING = frozenset({
+    "what", "which", "who", "whom", "whose", "where", "when", "why", "how", "is", "are", "was", "were", "do",
+    "does", "did", "has", "have", "had", "can", "could", "will", "would", "should", "shall", "may", "might", "the",
+    "a", "an", "in", "on", "at", "of", "for", "from", "by", "to", "with", "as", "and", "or", "if", "this", "that",
+    "these", "those", "it", "its", "his", "her", "their", "he", "she", "they", "name", "list", "find", "give",
+    "tell", "both", "after", "before", "during", "since", "than", "not", "no", "yes", "between", "among",
+})
+_TOKEN = re.compile(r"\S+")
+_QUOTED = re.compile(r"[\"“”«»「」『』]([^\"“”«»「」『』]{2,80})[\"“”«»「」『』]")
+_NON_WORD = re.compile(r"[\W_]+")
+_EDGE = "\"'“”‘’«»()[]{}¿?¡!,;:"
+
+
+def normalize(text: str) -> str:
+    """Lower case, every run of non-word characters one space, padded with a space at both ends."""
+    return " " + _NON_WORD.sub(" ", text.lower()).strip() + " "
+
+
+def _capitalised(token: str) -> bool:
+    word = token.strip(_EDGE)
+    return bool(word) and word[0].isupper()
+
+
+def _ends_span(token: str) -> bool:
+    """A token that closes a name: it ends with a punctuation mark that separates phrases, or a closing
+    parenthesis, or a full stop after a word of 4+ letters (not an abbreviation such as "St." or "B.")."""
+    if token.endswith(")"):
+        return True
+    return token.rstrip("\"'”’»")[-1:] in ",;:?!" or (token.endswith(".") and len(token.strip(_EDGE)) > 4)
+
+
+def _clean(words: list[str]) -> str:
+    while words and words[0].strip(_EDGE).lower() in LEADING:
+        words = words[1:]
+    while words and words[-1].strip(_EDGE).lower() in CONNECTORS:
+        words = words[:-1]
+    if not words:
+        return ""
+    last = words[-1].strip(_EDGE)
+    for poss in ("'s", "’s"):
+        if last.endswith(poss):
+            last = last[: -len(poss)]
+    return " ".join([*(w.strip(_EDGE) for w in words[:-1]), last]).strip()
+
+
+def query_names(query: str) -> list[str]:
+    """The names written in ``query`` (see module doc), each once, in order of appearance."""
+    out: list[str] = [m.group(1).strip() for m in _QUOTED.finditer(query)]
+    span: list[str] = []
+    for tok in _TOKEN.findall(query):
+        if tok.startswith("(") and span:  # "Thieves (1996 Film)": the parenthesis starts a new name
+            out.append(_clean(span))
+            span = []
+        if _capitalised(tok) or (span and tok.strip(_EDGE).lower() in CONNECTORS and not _ends_span(span[-1])):
+            span.append(tok)
+        else:
+            out.append(_clean(span))
+            span = []
+            continue
+        if _ends_span(tok):
+            out.append(_clean(span))
+            span = []
+    out.append(_clean(span))
+    return list(dict.fromkeys(n for n in out if n and normalize(n).strip()))
+
+
+def name_matches(index: HasSnapshot, names: Sequence[str]) -> dict[str, np.ndarray]:
+    """For each name, the positions of the units that contain it as a phrase (a name whose words the lexical
+    index does not know, or that only has stop words, matches nothing)."""
+    index = as_snapshot(index)
+    lex = index.lexical
+    W = lex.weights
+    units = index.stored.units
+    out: dict[str, np.ndarray] = {}
+    for name in names:
+        cols = sorted(set(lex.query_columns(name)), key=lambda c: W.indptr[c + 1] - W.indptr[c])
+        if not cols:
+            out[name] = np.zeros(0, dtype=np.int64)
+            continue
+        cand = W.indices[W.indptr[cols[0]] : W.indptr[cols[0] + 1]]
+        for c in cols[1:]:
+            cand = np.intersect1d(cand, W.indices[W.indptr[c] : W.indptr[c + 1]], assume_unique=True)
+        phrase = normalize(name)
+        out[name] = np.asarray([u for u in cand.tolist() if phrase in normalize(units[u].text)], dtype=np.int64)
+    return out
+
+
+def _unknown_initial(index: Snapshot, query: str, name: str) -> bool:
+    """A one-word name that opens the query ("Cuál", "Name") is capitalised as the first word: it counts only
+    when the corpus writes it as a name too (the bridge vocabulary of :class:`~g2cons_plugins.state.Derived`)."""
+    if " " in normalize(name).strip() or not query.lstrip(_EDGE + " ").startswith(name):
+        return False
+    return normalize(name).strip() not in index.derived.names
+
+
+def name_bonus(
+    index: HasSnapshot, query: str, weight: float, head_share: float = 0.5
+) -> dict[str, dict[int, float]]:
+    """For each name of the query that occurs in the corpus: unit position -> its bonus (see module doc). A unit
+    whose first line is the name (a title) gets the whole head share, one whose text opens with the name half."""
+    index = as_snapshot(index)
+    if weight <= 0:
+        return {}
+    names = [nm for nm in query_names(query) if not _unknown_initial(index, query, nm)]
+    if not names:
+        return {}
+    n = len(index.stored.units)
+    log_n = math.log(max(n, 2))
+    units = index.stored.units
+    out: dict[str, dict[int, float]] = {}
+    for name, hits in name_matches(index, names).items():
+        spec = math.log(n / len(hits)) / log_n if len(hits) else 0.0
+        if spec <= 0:
+            continue
+        phrase = normalize(name)
+        per: dict[int, float] = {}
+        for u in hits.tolist():
+            text = units[u].text
+            head = 1.0 if normalize(text.split("\n", 1)[0]) == phrase else 0.5 * normalize(text).startswith(phrase)
+            per[u] = weight * spec * ((1 - head_share) + head_share * head)
+        out[name] = per
+    return out
+
+
+def entity_bonus(index: HasSnapshot, query: str, weight: float, head_share: float = 0.5) -> dict[int, float]:
+    """Unit position -> bonus for the query's names (:func:`name_bonus` summed over the names); empty when
+    ``weight`` is 0 or no name of the query occurs in the corpus."""
+    bonus: dict[int, float] = {}
+    for per in name_bonus(index, query, weight, head_share).values():
+        for u, w in per.items():
+            bonus[u] = bonus.get(u, 0.0) + w
+    return bonus
