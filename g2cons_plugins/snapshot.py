@@ -117,10 +117,13 @@ def make_snapshot(
     tokenizer: Tokenizer,
     derived: Derived | None = None,
     terms: TermIndex | None = None,
+    previous: Snapshot | None = None,
+    unit_ann: Any = None,
 ) -> Snapshot:
     """A snapshot over ``stored`` (derived state computed unless given, from ``terms`` when given). A
     ``stored`` whose chunks are not sorted by id (saved by an older version, or made by hand) is re-sorted
-    first, reusing its units and vectors."""
+    first, reusing its units and vectors. ``previous``: the snapshot ``stored`` was made from (its unit index is
+    updated, not rebuilt); ``unit_ann``: a unit index loaded with ``stored``."""
     ids = [c.id for c in stored.chunks]
     if any(a >= b for a, b in zip(ids, ids[1:], strict=False)):
         stored = store(stored.chunks, embedder, tokenizer, config, False, previous=stored)
@@ -137,20 +140,23 @@ def make_snapshot(
         derive_s=derive_s,
         chunk_pos={c.id: i for i, c in enumerate(stored.chunks)},
         unit_pos={u.id: i for i, u in enumerate(stored.units)},
-        unit_ann=_unit_ann(stored, config),
+        unit_ann=_unit_ann(stored, config, previous, unit_ann),
     )
 
 
-def _unit_ann(stored: Stored, config: G2ConSConfig) -> Any:
-    """An HNSW index over the unit vectors from ``config.ann_threshold`` units on (usearch, extra ``[ann]``);
-    None below it, or when usearch is not installed (then every query scans exactly, with a warning)."""
+def _unit_ann(stored: Stored, config: G2ConSConfig, previous: Snapshot | None = None, loaded: Any = None) -> Any:
+    """The HNSW index over the unit vectors from ``config.ann_threshold`` units on (usearch, extra ``[ann]``); None
+    below it, or when usearch is not installed (then every query scans exactly, with a warning). ``loaded``: the
+    index read with the snapshot (used as is when its parameters are the config's); ``previous``: the snapshot this
+    one was made from, whose index is updated by the changed units instead of rebuilt
+    (:func:`~g2cons_plugins.vector_index.unit_ann_for`)."""
     n = len(stored.units)
     if config.ann_threshold is None or n < config.ann_threshold:
         return None
-    from .vector_index import VectorIndex
+    from .vector_index import unit_ann_for
 
     try:
-        return VectorIndex(stored.unit_vecs, ann_threshold=config.ann_threshold)
+        return unit_ann_for(stored, config, previous, loaded)
     except ImportError as e:
         warnings.warn(f"{n:,} units but no ANN library ({e}); queries scan every unit", stacklevel=3)
         return None
@@ -169,7 +175,7 @@ def with_added(snap: Snapshot, new: Sequence[Chunk], show_progress: bool = False
         show_progress,
         previous=snap.stored,
     )
-    return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st))
+    return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st), previous=snap)
 
 
 def with_removed(snap: Snapshot, ids: Iterable[Any]) -> Snapshot:
@@ -182,7 +188,7 @@ def with_removed(snap: Snapshot, ids: Iterable[Any]) -> Snapshot:
     if not keep:
         raise InputError("removing these ids would leave an empty corpus")
     st = store(keep, snap.embedder, snap.tokenizer, snap.config, False, previous=snap.stored)
-    return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st))
+    return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st), previous=snap)
 
 
 def _terms(snap: Snapshot, st: Stored) -> TermIndex:

@@ -74,6 +74,7 @@ from ..errors import G2ConSError, PersistError
 from ..snapshot import HasSnapshot, Snapshot, as_snapshot, make_snapshot
 from ..state import derive
 from ..text import Tokenizer, get_tokenizer
+from ..vector_index import UNIT_ANN_FILES, UnitANN, read_unit_ann, write_unit_ann
 from .derived_io import DERIVED_FILES, differences, read_derived, write_derived
 from .stored_io import STORED_FILES, STORED_FILES_JSONL, encode_json, fsync_write, read_stored, write_stored
 
@@ -277,6 +278,10 @@ def _write_version(snap: Snapshot, folder: Path) -> bytes:
     for name, arr in (("sentence_vectors.npy", st.sent_vecs), ("unit_vectors.npy", st.unit_vecs)):
         _write(folder / name, _npy(arr))
     write_derived(folder, snap.derived, snap.config)
+    files, ann = list(FILES), {}
+    if isinstance(snap.unit_ann, UnitANN):  # the unit index, so a load maps it instead of rebuilding it
+        ann["unit_ann"] = write_unit_ann(snap.unit_ann, folder, _write)
+        files += UNIT_ANN_FILES
     manifest = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
@@ -284,7 +289,8 @@ def _write_version(snap: Snapshot, folder: Path) -> bytes:
         "embedder": {"name": snap.embedder.name, "dim": int(snap.embedder.dim)},
         "tokenizer": snap.tokenizer.name,
         "counts": {"chunks": len(st.chunks), "units": len(st.units), "sentences": len(st.sentences)},
-        "files": {name: _sha256(folder / name) for name in FILES},
+        "files": {name: _sha256(folder / name) for name in files},
+        **ann,
     }
     data = json.dumps(manifest, indent=2).encode("utf-8")
     _write(folder / "manifest.json", lambda fh: fh.write(data))
@@ -429,7 +435,7 @@ def _manifest(folder: Path, digest: str | None) -> dict[str, Any]:
     if digest is not None and unknown:
         raise PersistError(f"{mf}: field 'config' has keys this library does not know: {unknown[:5]} (newer version?)")
     files = need("files", dict)
-    expected = _files(m["version"])
+    expected = _files(m["version"]) + _ann_files(m)
     for f in expected:
         if not isinstance(files.get(f), str) or not _HEX64.match(files[f]):
             raise PersistError(f"{mf}: field 'files.{f}' must be a sha256 hex digest")
@@ -551,7 +557,7 @@ def _read(
     rebuild: bool,
 ) -> Snapshot:
     m = _manifest(folder, digest)
-    files = list(_files(m["version"]))
+    files = list(_files(m["version"]) + _ann_files(m))
     for name in files:
         f = folder / name
         _no_symlink(f)
@@ -563,7 +569,8 @@ def _read(
         mismatch = pool.submit(_first_mismatch, folder, files, m["files"])
         try:
             with _gc_paused():
-                snap = _parse(folder, digest, m, embedder, tokenizer, verify, rebuild)
+                sums = lambda: _check_sums(folder, mismatch)  # noqa: E731
+                snap = _parse(folder, digest, m, embedder, tokenizer, verify, rebuild, sums)
         except Exception:
             _check_sums(folder, mismatch)
             raise
@@ -582,6 +589,11 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _ann_files(m: dict[str, Any]) -> tuple[str, ...]:
+    """The unit index files a manifest lists (format version 3 saves of a snapshot that had one)."""
+    return UNIT_ANN_FILES if m.get("version", 0) >= 3 and "unit_ann" in m else ()
 
 
 def _files(version: int) -> tuple[str, ...]:
@@ -607,6 +619,7 @@ def _parse(
     tokenizer: str | Tokenizer | None,
     verify: bool,
     rebuild: bool,
+    checked: Callable[[], None] = lambda: None,
 ) -> Snapshot:
     mf = folder / "manifest.json"
     try:
@@ -632,7 +645,22 @@ def _parse(
                     f"{folder / 'derived.npz'}: the stored derived state differs from a fresh derive in "
                     f"{', '.join(differ)} (verify)"
                 )
-    return make_snapshot(stored, cached, config, tok, derived=derived)
+    ann = None if rebuild else _unit_ann(folder, m, config, len(stored.units), dim, checked)
+    return make_snapshot(stored, cached, config, tok, derived=derived, unit_ann=ann)
+
+
+def _unit_ann(
+    folder: Path, m: dict[str, Any], config: G2ConSConfig, n_units: int, dim: int, checked: Callable[[], None]
+) -> UnitANN | None:
+    """The saved unit index when the config uses one at this size (memory-mapped; read only after every checksum
+    matched, so the graph library never parses a modified file), else None."""
+    if not _ann_files(m) or config.ann_threshold is None or n_units < config.ann_threshold:
+        return None
+    checked()
+    try:
+        return read_unit_ann(folder, m["unit_ann"], n_units, dim)
+    except ImportError:  # no usearch here: the snapshot scans exactly (with a warning)
+        return None
 
 
 def _tokenizer(mf: Path, m: dict[str, Any], given: str | Tokenizer | None) -> Tokenizer:
