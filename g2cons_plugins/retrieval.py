@@ -160,14 +160,22 @@ class HybridScores(DenseScores):
     its k-th score is above ``c_K`` (else ``K`` grows x4): given the index's cosine candidates, the ranking is
     the exact hybrid ranking, ties included."""
 
-    def __init__(self, dense: DenseScores, lexical: np.ndarray, weight: float) -> None:
+    def __init__(
+        self, dense: DenseScores, lexical: np.ndarray | tuple[np.ndarray, np.ndarray], weight: float
+    ) -> None:
+        """``lexical``: BM25 of every unit, or ``(units ascending, BM25)`` of the units with a query word
+        (:meth:`~g2cons_plugins.lexical.LexicalIndex.postings`, no array over every unit)."""
         self.vecs, self.qv, self.ann, self.n = dense.vecs, dense.qv, dense.ann, dense.n
         self._sorted = _NONE
         self._dense = dense
-        hit = np.flatnonzero(lexical)  # BM25 is zero on most units: add the term where it is not
-        top = float(lexical[hit].max(initial=0.0))
+        if isinstance(lexical, tuple):
+            hit, vals = np.asarray(lexical[0], dtype=np.int64), np.asarray(lexical[1], dtype=np.float64)
+        else:  # BM25 is zero on most units: add the term where it is not
+            hit = np.flatnonzero(lexical)
+            vals = lexical[hit]
+        top = float(vals.max(initial=0.0))
         self._hit = hit  # units with a query word, ascending
-        self._bonus = weight * lexical[hit] / top if top > 0 else np.zeros(len(hit))
+        self._bonus = weight * vals / top if top > 0 else np.zeros(len(hit))
         self._full = None
         if self.ann is None:
             self._full = dense.full().astype(np.float64)

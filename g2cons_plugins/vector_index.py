@@ -1,4 +1,16 @@
-"""Top-k inner-product search over unit-length vectors: exact below a size threshold, HNSW (usearch) above.
+"""Approximate nearest-neighbour search over unit vectors (usearch HNSW, extra ``[ann]``).
+
+Two things live here:
+
+- :class:`UnitANN`, a snapshot's index over its unit vectors (``G2ConSConfig.ann_threshold`` units on): every
+  unit has a stable 64-bit key, so ``add`` / ``remove`` update the previous snapshot's graph by the changed units
+  (:func:`updated_unit_ann`) instead of rebuilding it, and a save writes the graph next to the other files
+  (:func:`write_unit_ann`: usearch's own format + the keys as ``.npy``, format ``g2cons-unit-ann/1``) so a load
+  memory-maps it (:func:`read_unit_ann`). Candidates are always re-scored exactly on the float32 unit vectors;
+  the class doc states what readers of an older snapshot see while a newer one updates the shared graph.
+- :class:`VectorIndex`, a stand-alone read-only top-k index over a matrix, described below.
+
+**VectorIndex.** Top-k inner-product search over unit-length vectors: exact below a size threshold, HNSW above.
 
 A :class:`VectorIndex` is built once from an ``n x d`` matrix and then only read. Row ``i`` of the matrix has
 id ``i``. :meth:`VectorIndex.search` returns the ``k`` best ids with their scores, sorted by score descending and,

@@ -11,8 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from g2cons_plugins import G2ConSConfig, G2ConSIndex
-from g2cons_plugins import retrieval, vector_index
+from g2cons_plugins import G2ConSConfig, G2ConSIndex, retrieval, vector_index
 from g2cons_plugins.errors import PersistError
 from g2cons_plugins.retrieval import DenseScores, retrieve
 from g2cons_plugins.snapshot import with_added, with_removed
@@ -96,7 +95,8 @@ def test_add_and_remove_update_the_graph_in_place(docs: list[dict[str, str]]) ->
     base = G2ConSIndex.build(docs[:120], embedder="hash", config=ANN).snapshot
     a0 = base.unit_ann
     graph = a0._shared.graph
-    added = with_added(base, [G2ConSIndex.build(docs[120:], embedder="hash").snapshot.chunk(c["id"]) for c in docs[120:]])
+    new_chunks = G2ConSIndex.build(docs[120:], embedder="hash").chunks
+    added = with_added(base, list(new_chunks))
     a1 = added.unit_ann
     assert a1._shared is a0._shared and a1._shared.graph is graph  # the same graph, not a rebuild
     assert a1._shared.head is a1
@@ -231,3 +231,24 @@ def test_config_validates_the_ann_fields() -> None:
         G2ConSConfig(ann_quantization="i4")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="ann_connectivity"):
         G2ConSConfig(ann_connectivity=1)
+
+
+def test_lexical_postings_equal_the_full_scores(pair: tuple[G2ConSIndex, G2ConSIndex]) -> None:
+    lexical = pair[0].snapshot.lexical
+    for q in _questions(10) + ["Vistula Vistula Baltic", "zzqx unknownword"]:
+        full = lexical.scores(q)
+        units, scores = lexical.postings(q)
+        assert units.tolist() == np.flatnonzero(full).tolist()
+        np.testing.assert_allclose(scores, full[units], rtol=1e-12)
+        want = np.lexsort((np.arange(len(full)), -full))[: min(5, len(units))]
+        assert lexical.top(q, 5).tolist() == want.tolist()
+
+
+def test_hybrid_scores_take_postings(pair: tuple[G2ConSIndex, G2ConSIndex]) -> None:
+    _, ann = pair
+    snap = ann.snapshot
+    for q in _questions(5):
+        qv = snap.embed_query(q)
+        full = retrieval.HybridScores(DenseScores(snap, qv), snap.lexical.scores(q), 0.2)
+        sparse = retrieval.HybridScores(DenseScores(snap, qv), snap.lexical.postings(q), 0.2)
+        assert sparse.top(30).tolist() == full.top(30).tolist()

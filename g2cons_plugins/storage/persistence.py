@@ -14,6 +14,12 @@ Layout of an index directory (format version 3)::
         unit_vectors.npy       float32 (n_units, dim), memory-mapped on load
         derived.npz/.json      the derived state (:mod:`~g2cons_plugins.storage.derived_io`), so a load does not
                                re-derive
+        unit_ann.usearch       only where the snapshot had a unit index (``ann_threshold``): its HNSW graph in
+        unit_ann_keys.npy      usearch's format and the units' keys (uint64); the manifest's ``unit_ann`` entry
+                               names its format (``g2cons-unit-ann/1``), count and parameters. Checksummed like
+                               the rest, read only after every checksum matched, memory-mapped, never rebuilt on
+                               load (:mod:`~g2cons_plugins.vector_index`); a version without them still loads
+                               (the index is then built), and a reader that knows no ``unit_ann`` ignores them
     .lock                    taken by a saving process (``fcntl.flock``); loaders never take it (they pin a
                              version folder with a shared lock on the folder itself)
 
