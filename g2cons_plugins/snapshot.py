@@ -127,7 +127,7 @@ def make_snapshot(
     ids = [c.id for c in stored.chunks]
     if any(a >= b for a, b in zip(ids, ids[1:], strict=False)):
         stored = store(stored.chunks, embedder, tokenizer, config, False, previous=stored)
-        derived = terms = None
+        derived = terms = unit_ann = None  # a given unit index's keys follow the old unit order
     t0 = time.perf_counter()
     dv = derived if derived is not None else derive(stored, config, terms)
     derive_s = time.perf_counter() - t0 if derived is None else 0.0

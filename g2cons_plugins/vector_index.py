@@ -545,9 +545,13 @@ def updated_unit_ann(
 def write_unit_ann(ann: UnitANN, folder: Path, write: Callable[[Path, Callable[[Any], Any]], None]) -> dict[str, Any]:
     """Write ``ann`` into an index version folder (``write(path, fn)`` creates, fills and fsyncs a file): the
     graph in usearch's own format and the keys as ``.npy``. Returns the manifest entry (format, count, params)."""
-    with ann._shared.reading(wait=True):
-        data = ann._own_graph().save()
-    write(folder / UNIT_ANN_GRAPH, lambda fh: fh.write(data))
+    path = folder / UNIT_ANN_GRAPH
+    if path.exists():
+        raise PersistError(f"{path} exists; a unit index is only written into a new version folder")
+    with ann._shared.reading(wait=True):  # no update runs while the graph is written
+        ann._own_graph().save(str(path))
+    with path.open("rb+") as fh:
+        os.fsync(fh.fileno())
     write(folder / UNIT_ANN_KEYS, lambda fh: np.save(fh, np.asarray(ann.keys), allow_pickle=False))
     return {"format": UNIT_ANN_FORMAT, "n": len(ann), "params": asdict(ann.params)}
 

@@ -176,6 +176,10 @@ def test_saved_with_the_snapshot_and_mapped_on_load(
     assert isinstance(la, UnitANN) and la._shared.view and la.keys.tolist() == ann.snapshot.unit_ann.keys.tolist()
     for q in _questions(6):
         assert _key(loaded.retrieve(q, beta=700)) == _key(ann.retrieve(q, beta=700))
+    loaded.save(tmp_path / "again")  # a mapped graph saves as it is
+    again = G2ConSIndex.load(tmp_path / "again")
+    assert again.snapshot.unit_ann.keys.tolist() == la.keys.tolist()
+    assert _key(again.retrieve(_questions(1)[0], beta=700)) == _key(ann.retrieve(_questions(1)[0], beta=700))
     loaded.add([{"id": "new-1", "text": "The Lantern Guild was founded in Ostravel by Mira Quell."}])  # on a copy
     assert not loaded.snapshot.unit_ann._shared.view and len(loaded.snapshot.unit_ann) == len(loaded.units)
     assert la._shared.view and len(la._shared.graph) == len(la)  # the mapped graph is never written
@@ -252,3 +256,37 @@ def test_hybrid_scores_take_postings(pair: tuple[G2ConSIndex, G2ConSIndex]) -> N
         full = retrieval.HybridScores(DenseScores(snap, qv), snap.lexical.scores(q), 0.2)
         sparse = retrieval.HybridScores(DenseScores(snap, qv), snap.lexical.postings(q), 0.2)
         assert sparse.top(30).tolist() == full.top(30).tolist()
+
+
+def test_readers_of_an_older_snapshot_run_while_newer_ones_update(docs: list[dict[str, str]]) -> None:
+    import threading
+
+    old = G2ConSIndex.build(docs[:200], embedder="hash", config=ANN).snapshot
+    chunks = list(G2ConSIndex.build(docs[200:], embedder="hash").chunks)
+    own = {u.id for u in old.units}
+    questions = _questions(8)
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    seen: list[set[str]] = []
+
+    def read() -> None:
+        try:
+            while not stop.is_set():
+                for q in questions:
+                    seen.append({i.unit_id for i in retrieve(old, q, beta=500)})
+        except BaseException as e:  # noqa: BLE001 - reported by the assertion below
+            errors.append(e)
+
+    readers = [threading.Thread(target=read) for _ in range(3)]
+    for t in readers:
+        t.start()
+    head = old
+    for i in range(0, 40, 10):  # each update starts from the graph's head: in place, under the writer gate
+        head = with_added(head, chunks[i : i + 10])
+        head = with_removed(head, [docs[i]["id"]])
+    stop.set()
+    for t in readers:
+        t.join()
+    assert not errors and seen
+    assert all(s <= own for s in seen)
+    assert head.unit_ann._shared is old.unit_ann._shared and len(head.unit_ann._shared.graph) == len(head.units)
