@@ -435,19 +435,22 @@ class UnitANN:
         return order[at[hit]].astype(np.int64)
 
     def search(self, query: np.ndarray, k: int) -> np.ndarray | None:
-        """Positions of up to ``k`` candidate units near ``query`` (unsorted; the caller re-scores them), or None
-        while a newer snapshot updates the shared graph (then scan exactly; see the class doc)."""
+        """Positions of the candidate units near ``query``: at least ``k`` where the snapshot has them, and as many
+        as the search's ef (``expansion_search``) visits anyway, since re-scoring them exactly is cheap and
+        recovers true neighbours the graph's quantised order put below ``k``; or None while a newer snapshot
+        updates the shared graph (then scan exactly; see the class doc). Unsorted: the caller re-scores them."""
         sh = self._shared
         with sh.reading(wait=False) as ok:
             if not ok:
                 return None
             total = len(sh.graph)
-            count = min(total, k if sh.head is self else k + max(0, total - len(self)))
+            want = max(k, self.params.expansion_search)
+            count = min(total, want if sh.head is self else want + max(0, total - len(self)))
             q = np.asarray(query, dtype=np.float32)
             while True:
                 found = self.positions(np.asarray(sh.graph.search(q, max(count, 1), threads=1).keys))
                 if len(found) >= min(k, len(self)) or count >= total:
-                    return found[:k]  # in the graph's order, best first
+                    return found
                 count = min(total, 2 * count)
 
     # ------------------------------------------------------------------ pickling (copies, Ray): the graph as bytes

@@ -22,6 +22,9 @@ pytest.importorskip("usearch")
 EXCERPT = Path(__file__).resolve().parents[1] / "examples" / "data" / "musique_excerpt_corpus.jsonl"
 QUESTIONS = Path(__file__).resolve().parents[1] / "examples" / "data" / "musique_excerpt_questions.jsonl"
 ANN = G2ConSConfig(ann_threshold=1)
+# ef above the unit count: every search returns every unit, so the ANN path must equal the exact one (a graph built
+# with several threads differs from run to run, and on its own may miss a neighbour)
+ANN_ALL = G2ConSConfig(ann_threshold=1, ann_expansion_search=5000)
 
 
 def _excerpt(n: int) -> list[dict[str, str]]:
@@ -45,15 +48,15 @@ def docs() -> list[dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def pair(docs: list[dict[str, str]]) -> tuple[G2ConSIndex, G2ConSIndex]:
-    return G2ConSIndex.build(docs, embedder="hash"), G2ConSIndex.build(docs, embedder="hash", config=ANN)
+    return G2ConSIndex.build(docs, embedder="hash"), G2ConSIndex.build(docs, embedder="hash", config=ANN_ALL)
 
 
 def test_ann_path_equals_the_exact_path_with_the_hybrid_term(
     pair: tuple[G2ConSIndex, G2ConSIndex], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Default config (hybrid term, lexical seeds) with the index forced on: on a corpus this small the graph finds
-    every true neighbour, so every strategy's results equal the exact path's; budgets below the corpus size rank
-    candidates only (no cosine of every unit), budgets above it take every unit."""
+    """Default config (hybrid term, lexical seeds) with the index forced on and returning every unit (ef > n): the
+    results equal the exact path's; budgets below the corpus size rank candidates only (no exact scan of every
+    unit), budgets above it take every unit."""
     exact, ann = pair
     assert exact.snapshot.unit_ann is None and isinstance(ann.snapshot.unit_ann, UnitANN)
     assert ann.config.lexical_weight > 0 and ann.config.lexical_seeds > 0
@@ -92,7 +95,7 @@ def test_hybrid_scores_on_candidates_equal_the_exact_hybrid(pair: tuple[G2ConSIn
 
 
 def test_add_and_remove_update_the_graph_in_place(docs: list[dict[str, str]]) -> None:
-    base = G2ConSIndex.build(docs[:120], embedder="hash", config=ANN).snapshot
+    base = G2ConSIndex.build(docs[:120], embedder="hash", config=ANN_ALL).snapshot
     a0 = base.unit_ann
     graph = a0._shared.graph
     new_chunks = G2ConSIndex.build(docs[120:], embedder="hash").chunks
@@ -131,7 +134,8 @@ def test_an_older_snapshot_sees_only_its_own_units(docs: list[dict[str, str]]) -
     for q in _questions(10):
         qv = old.embed_query(q)
         cand = old.unit_ann.search(qv, 20)
-        assert cand is not None and len(cand) == 20 and len(set(cand.tolist())) == 20
+        assert cand is not None and len(cand) >= 20 and len(set(cand.tolist())) == len(cand)
+        assert set(cand.tolist()) <= set(range(len(old.units)))
         got = retrieve(old, q, beta=600)
         assert {i.unit_id for i in got} <= own
         exact = {i.unit_id: i.score for i in retrieve(exact_old, q, beta=10**7)}
@@ -144,7 +148,7 @@ def test_an_older_snapshot_sees_only_its_own_units(docs: list[dict[str, str]]) -
 
 
 def test_an_update_from_an_older_snapshot_works_on_a_copy(docs: list[dict[str, str]]) -> None:
-    base = G2ConSIndex.build(docs[:100], embedder="hash", config=ANN).snapshot
+    base = G2ConSIndex.build(docs[:100], embedder="hash", config=ANN_ALL).snapshot
     extra = G2ConSIndex.build(docs[100:], embedder="hash").snapshot
     head = with_added(base, list(extra.chunks)[:20])
     branch = with_removed(base, [c["id"] for c in docs[:5]])  # base is no longer the graph's head
