@@ -102,7 +102,7 @@ class G2ConSConfig:
     # From this many units on, dense candidates come from an HNSW index (usearch, extra [ann]); None: always exact.
     # The index is saved with the snapshot and updated in place on add/remove (g2cons_plugins.vector_index).
     ann_threshold: int | None = None
-    ann_quantization: Literal["f32", "f16", "i8"] = "f16"  # the graph's scalar type (candidates re-scored in f32)
+    ann_quantization: Literal["f32", "f16", "i8"] = "i8"  # the graph's scalar type (candidates re-scored in f32)
     ann_connectivity: int = 16  # HNSW M
     ann_expansion_add: int = 64  # HNSW ef_construction
     ann_expansion_search: int = 128  # HNSW ef of a search (widened to the candidates asked for)

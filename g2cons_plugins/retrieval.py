@@ -32,6 +32,7 @@ units; the lexical ``query_concepts`` in each item's reason is then empty.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,12 +154,14 @@ class DenseScores:
 class HybridScores(DenseScores):
     """cos(phi(q), unit) + ``weight`` x BM25(q, unit) / max BM25 (the same interface as :class:`DenseScores`).
 
-    Without a vector index, one exact scan. With one, only candidates are scored: the ``K = 2k`` best units by
-    cosine (from the index), whose k-th best hybrid score is ``s_k``, and every unit with a query word whose
-    lexical term is at least ``s_k`` - the K-th cosine ``c_K`` (BM25 is zero outside the query words' postings).
-    Any other unit scores below ``s_k``, so the top ``k`` of the candidates is the top ``k`` of all units once
-    its k-th score is above ``c_K`` (else ``K`` grows x4): given the index's cosine candidates, the ranking is
-    the exact hybrid ranking, ties included."""
+    Without a vector index, one exact scan. With one, only candidates are scored: the ``K = k + max(32, k/8)``
+    best units by cosine (from the index), whose k-th best hybrid score is ``s_k``, and the units with a query
+    word whose lexical term is at least ``s_k`` - the K-th cosine ``c_K`` (BM25 is zero outside the query words'
+    postings). Any other unit scores below ``s_k``, so the top ``k`` of the candidates is the top ``k`` of all
+    units once its k-th score is above ``c_K`` (else ``K`` grows x4): given the index's cosine candidates, the
+    ranking is the exact hybrid ranking, ties included. Where more than ``EXTRA_MAX`` x k units have such a
+    lexical term (frequent query words in a large corpus), only the best of them by BM25 are scored, to bound
+    the work: a unit with a high BM25 but a low cosine can then be missed, as the index can miss a unit."""
 
     def __init__(
         self, dense: DenseScores, lexical: np.ndarray | tuple[np.ndarray, np.ndarray], weight: float
@@ -213,8 +216,10 @@ class HybridScores(DenseScores):
         self._sorted = best
         return best[:k]
 
+    EXTRA_MAX = 2  # x k: at most this many units with a query word are scored beyond the cosine candidates
+
     def _top_candidates(self, k: int) -> np.ndarray:
-        K = 2 * k
+        K = k + max(32, k // 8)
         while True:
             dense_top = self._dense.top(K)
             if len(dense_top) >= self.n:  # every unit scored
@@ -222,7 +227,10 @@ class HybridScores(DenseScores):
             floor = float(self._dense.of(dense_top[-1:])[0])  # no unit outside dense_top has a higher cosine
             s = self.of(dense_top)
             kth = float(np.partition(s, len(s) - k)[len(s) - k]) if len(s) >= k else floor
-            pool = np.union1d(dense_top, self._hit[self._bonus >= kth - floor])  # all that could still reach kth
+            extra = np.flatnonzero(self._bonus >= kth - floor)  # all units that could still reach kth
+            if len(extra) > self.EXTRA_MAX * k:  # bounded work: the best of them by BM25
+                extra = extra[np.argpartition(-self._bonus[extra], self.EXTRA_MAX * k)[: self.EXTRA_MAX * k]]
+            pool = np.union1d(dense_top, self._hit[extra])
             s = self.of(pool)
             order = np.lexsort((pool, -s))[:k]
             if len(order) == k and s[order[-1]] > floor:
@@ -345,14 +353,23 @@ def _evidence(evidence: Mapping[int, float] | None, scale: float) -> dict[int, f
     return {int(u): float(w) * scale for u, w in (evidence or {}).items() if w > 0}
 
 
+_SAMPLES: weakref.WeakKeyDictionary[Any, np.ndarray] = weakref.WeakKeyDictionary()
+
+
 def score_spread(sc: DenseScores) -> float:
     """Standard deviation of cos(phi(q), unit) over the units (with a vector index, over a strided sample of
-    about ``SPREAD_SAMPLE`` units, so no full scan)."""
+    about ``SPREAD_SAMPLE`` units, so no full scan; the sample's vectors are copied once per index, since
+    gathering them from the memory-mapped matrix cost more than the rest of a query)."""
     if sc.n == 0:
         return 0.0
     if sc.ann is None:
         return float(np.std(sc.full()))
-    return float(np.std(sc.of(np.arange(0, sc.n, max(1, sc.n // SPREAD_SAMPLE)))))
+    sample = _SAMPLES.get(sc.ann)
+    if sample is None or len(sample) != len(range(0, sc.n, max(1, sc.n // SPREAD_SAMPLE))):
+        sample = np.ascontiguousarray(sc.vecs[np.arange(0, sc.n, max(1, sc.n // SPREAD_SAMPLE))])
+        sample.flags.writeable = False
+        _SAMPLES[sc.ann] = sample
+    return float(np.std(sample @ sc.qv))
 
 
 def _ranked(

@@ -309,7 +309,7 @@ class UnitANNParams:
     only steers which candidates are found), ``connectivity`` (M), ``expansion_add`` (ef_construction) and
     ``expansion_search`` (the search's ef; a search for more than ef candidates widens it to their number)."""
 
-    quantization: str = "f16"
+    quantization: str = "i8"
     connectivity: int = 16
     expansion_add: int = 64
     expansion_search: int = 128

@@ -3,7 +3,7 @@ costs: build (all available cores), save, load (memory-mapped, not rebuilt), add
 
     python -c "import sys; sys.path.insert(0, 'benchmarks/scale'); import corpus; from g2cons_plugins import \\
         G2ConSIndex; G2ConSIndex.build(list(corpus.passages(100000)), embedder='wordllama').save('/tmp/ann_wt/idx100k')"
-    nice -n 10 python benchmarks/scale/ann_query.py --index /tmp/ann_wt/idx100k \\
+    OPENBLAS_NUM_THREADS=1 nice -n 10 python benchmarks/scale/ann_query.py --index /tmp/ann_wt/idx100k \\
         --out benchmarks/scale/results/ann_query_100k_wordllama
 
 The saved index is loaded twice: as saved (exact scan) and with ``ann_threshold=1`` (plus ``--quantization`` ...),
