@@ -409,6 +409,11 @@ class UnitANN:
       that needs every unit is exact anyway.
     """
 
+    # a search visits max(OVERFETCH x k, ef) candidates, all re-scored exactly: at 154k wordllama units (i8, M 16)
+    # the default query's context shared 0.951 of its units with the exact path's at 1x, 0.975 at 2x (+1.1 ms),
+    # 0.987 at 4x (+3.5 ms) (benchmarks/scale/results/ann_default.md)
+    OVERFETCH = 2
+
     def __init__(self, shared: _Shared, keys: np.ndarray, params: UnitANNParams) -> None:
         keys = np.ascontiguousarray(keys, dtype=np.uint64)
         keys.flags.writeable = False
@@ -435,16 +440,16 @@ class UnitANN:
         return order[at[hit]].astype(np.int64)
 
     def search(self, query: np.ndarray, k: int) -> np.ndarray | None:
-        """Positions of the candidate units near ``query``: at least ``k`` where the snapshot has them, and as many
-        as the search's ef (``expansion_search``) visits anyway, since re-scoring them exactly is cheap and
-        recovers true neighbours the graph's quantised order put below ``k``; or None while a newer snapshot
+        """Positions of the candidate units near ``query``: at least ``k`` where the snapshot has them, up to
+        ``max(OVERFETCH x k, expansion_search)``, since re-scoring them exactly is cheap and recovers true
+        neighbours the graph's quantised order put below ``k``; or None while a newer snapshot
         updates the shared graph (then scan exactly; see the class doc). Unsorted: the caller re-scores them."""
         sh = self._shared
         with sh.reading(wait=False) as ok:
             if not ok:
                 return None
             total = len(sh.graph)
-            want = max(k, self.params.expansion_search)
+            want = max(self.OVERFETCH * k, self.params.expansion_search)
             count = min(total, want if sh.head is self else want + max(0, total - len(self)))
             q = np.asarray(query, dtype=np.float32)
             while True:
