@@ -112,10 +112,17 @@ class G2ConSConfig:
     e2_max_units: int = 25  # ... tighten h until at most this many local units
     # --- scale ------------------------------------------------------------------------------------------
     # From this many units on, dense candidates come from an HNSW index (usearch, extra [ann]); None: always exact.
-    # Opt-in: the graph is rebuilt single-threaded for every snapshot (build, load, add, remove): 100 s for 62k units
-    # here, more than the whole 40k-passage build, and at recall 0.99 a search took 10.7 ms against 12.2 ms for the
-    # exact scan (benchmarks/scale/results/unit_search_40k_wordllama.md).
-    ann_threshold: int | None = None
+    # The index is saved with the snapshot and updated in place on add/remove (g2cons_plugins.vector_index).
+    # 100k units (~65k wordllama passages): below it the exact scan keeps a query under ~10 ms; at 154k units the
+    # index took the default query from 13.6 to 3.9 ms p50 (context unit recall 0.977), and an i8 graph costs
+    # ~9.6 CPU s per 100k units, ~72 s of a 1M-passage build on 2 cores (~24.4 min in all); on MuSiQue ketrag500
+    # with the index forced on, Context Recall at 1k-4k equals the exact path's within 0.4
+    # (benchmarks/scale/results/ann_default.md).
+    ann_threshold: int | None = 100_000
+    ann_quantization: Literal["f32", "f16", "i8"] = "i8"  # the graph's scalar type (candidates re-scored in f32)
+    ann_connectivity: int = 16  # HNSW M
+    ann_expansion_add: int = 64  # HNSW ef_construction
+    ann_expansion_search: int = 128  # HNSW ef of a search (widened to the candidates asked for)
     # --- fusion -----------------------------------------------------------------------------------------
     # "score" (default): host chunks are evidence on the concept path's unit scores (g2cons_plugins.fusion);
     # "ensemble": the paper's Weighted Context Ensemble with lambda caps (forced by mode="paper")
@@ -158,6 +165,10 @@ class G2ConSConfig:
             (0.0 <= self.theta_sem_percentile <= 100.0, "theta_sem_percentile must be in [0, 100]"),
             (self.unit_tokens is None or self.unit_tokens >= 16, "unit_tokens must be None or >= 16"),
             (self.ann_threshold is None or self.ann_threshold >= 1, "ann_threshold must be None or >= 1"),
+            (self.ann_quantization in ("f32", "f16", "i8"),
+             f"ann_quantization must be 'f32', 'f16' or 'i8', got {self.ann_quantization!r}"),
+            (min(self.ann_connectivity, self.ann_expansion_add, self.ann_expansion_search) >= 2,
+             "ann_connectivity, ann_expansion_add and ann_expansion_search must be >= 2"),
             (self.n_seed_units >= 1 and self.bridge_rounds >= 0, "n_seed_units must be >= 1, bridge_rounds >= 0"),
             (self.bridge_vocab in ("all_words", "concepts"), "bridge_vocab must be 'all_words' or 'concepts'"),
             (self.bridge_link in ("seed_score", "indicator"), "bridge_link must be 'seed_score' or 'indicator'"),
@@ -194,7 +205,8 @@ class G2ConSConfig:
         floats = ("kappa", "max_df", "theta_sem_percentile", "pagerank_damping", "bridge_bonus", "ppr_damping",
                   "lexical_weight", "host_weight", "entity_weight", "entity_head_share")
         ints = ("top_n", "min_df", "ngram_max", "theta_co", "seed", "beta", "k", "n_hops", "n_seed_units",
-                "bridge_rounds", "bridge_max_df", "e2_hops", "e2_max_units", "lexical_seeds", "host_head")
+                "bridge_rounds", "bridge_max_df", "e2_hops", "e2_max_units", "lexical_seeds", "host_head",
+                "ann_connectivity", "ann_expansion_add", "ann_expansion_search")
         for name in floats + ("theta_sem", "lambda_"):
             value = getattr(self, name)
             if value is not None or name in floats:

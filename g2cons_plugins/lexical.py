@@ -71,3 +71,22 @@ class LexicalIndex:
             lo, hi = W.indptr[c], W.indptr[c + 1]
             out[W.indices[lo:hi]] += W.data[lo:hi]  # row indices are unique within a column
         return out
+
+    def postings(self, query: str) -> tuple[np.ndarray, np.ndarray]:
+        """BM25 of the units holding a query word, from the query words' postings only (no array over every
+        unit): ``(units ascending, scores)``; the other units score 0, as in :meth:`scores`."""
+        cols = self.query_columns(query)
+        if not cols:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        W = self.weights
+        rows = np.concatenate([W.indices[W.indptr[c] : W.indptr[c + 1]] for c in cols])
+        vals = np.concatenate([W.data[W.indptr[c] : W.indptr[c + 1]] for c in cols])
+        units, inverse = np.unique(rows, return_inverse=True)
+        return units.astype(np.int64), np.bincount(inverse, weights=vals, minlength=len(units))
+
+    def top(self, query: str, k: int) -> np.ndarray:
+        """The ``k`` units with the highest BM25 (units with a query word only; by score descending, ties by
+        position), from the postings."""
+        units, scores = self.postings(query)
+        order = np.lexsort((units, -scores))[: max(int(k), 0)]
+        return units[order]

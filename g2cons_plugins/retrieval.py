@@ -35,6 +35,7 @@ units; the lexical ``query_concepts`` in each item's reason is then empty.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,7 +117,7 @@ class DenseScores:
     """cos(phi(q), unit) for the units a strategy asks for. Without a vector index (small corpora) one exact scan;
     with one (:attr:`Snapshot.unit_ann`, large corpora), :meth:`top` asks it for candidates and every score is
     computed exactly for the units asked for, so a ranking differs from the exact one only where the index
-    misses a true top unit."""
+    misses a true top unit. While a newer snapshot updates the shared index, :meth:`top` scans exactly."""
 
     TOP_MIN = 256  # the exact path sorts at least this many top units at once; later, smaller asks are prefixes
 
@@ -124,7 +125,7 @@ class DenseScores:
         self.vecs, self.qv, self.ann = snap.stored.unit_vecs, qv, snap.unit_ann
         self.n = len(self.vecs)
         self._full: np.ndarray | None = None if self.ann is not None else self.vecs @ qv
-        self._sorted = _NONE  # exact path: the best units in rank order (a prefix of all), read-only
+        self._sorted = _NONE  # the best units in rank order (a prefix of all on the exact path), read-only
 
     def full(self) -> np.ndarray:
         """Scores of every unit (one exact scan)."""
@@ -141,28 +142,104 @@ class DenseScores:
     def top(self, k: int) -> np.ndarray:
         """The ``k`` best units, by score descending, ties by position (all units when ``k >= n``)."""
         k = min(k, self.n)
-        if self.ann is None or k >= self.n:
-            if k > len(self._sorted):  # one partition of every score serves the seeds and the ranking
-                self._sorted = _top_desc(self.full(), max(k, min(self.TOP_MIN, self.n)))
-                self._sorted.flags.writeable = False  # callers get views of it
+        if k <= len(self._sorted):
             return self._sorted[:k]
-        cand = np.unique(np.asarray(self.ann.search(self.qv, k)[0], dtype=np.int64))
-        s = self.of(cand)
-        return cand[np.lexsort((cand, -s))][:k]
+        cand = None if self.ann is None or k >= self.n else self.ann.search(self.qv, k)
+        if cand is None:  # exact; one partition of every score serves the seeds and the ranking
+            best = _top_desc(self.full(), max(k, min(self.TOP_MIN, self.n)))
+        else:
+            cand = np.unique(np.asarray(cand, dtype=np.int64))
+            best = cand[np.lexsort((cand, -self.of(cand)))][:k]
+        best.flags.writeable = False  # callers get views of it
+        self._sorted = best
+        return best[:k]
 
 
 class HybridScores(DenseScores):
-    """cos(phi(q), unit) + ``weight`` x BM25(q, unit) / max BM25 (the same interface as :class:`DenseScores`;
-    always one exact scan, BM25 needs every unit anyway)."""
+    """cos(phi(q), unit) + ``weight`` x BM25(q, unit) / max BM25 (the same interface as :class:`DenseScores`).
 
-    def __init__(self, dense: DenseScores, lexical: np.ndarray, weight: float) -> None:
-        self.vecs, self.qv, self.ann, self.n = dense.vecs, dense.qv, None, dense.n
+    Without a vector index, one exact scan. With one, only candidates are scored: the ``K = k + max(32, k/8)``
+    best units by cosine (from the index), whose k-th best hybrid score is ``s_k``, and the units with a query
+    word whose lexical term is at least ``s_k`` - the K-th cosine ``c_K`` (BM25 is zero outside the query words'
+    postings). Any other unit scores below ``s_k``, so the top ``k`` of the candidates is the top ``k`` of all
+    units once its k-th score is above ``c_K`` (else ``K`` grows x4): given the index's cosine candidates, the
+    ranking is the exact hybrid ranking, ties included. Where more than ``EXTRA_MAX`` x k units have such a
+    lexical term (frequent query words in a large corpus), only the best of them by BM25 are scored, to bound
+    the work: a unit with a high BM25 but a low cosine can then be missed, as the index can miss a unit."""
+
+    def __init__(
+        self, dense: DenseScores, lexical: np.ndarray | tuple[np.ndarray, np.ndarray], weight: float
+    ) -> None:
+        """``lexical``: BM25 of every unit, or ``(units ascending, BM25)`` of the units with a query word
+        (:meth:`~g2cons_plugins.lexical.LexicalIndex.postings`, no array over every unit)."""
+        self.vecs, self.qv, self.ann, self.n = dense.vecs, dense.qv, dense.ann, dense.n
         self._sorted = _NONE
-        self._full = dense.full().astype(np.float64)
-        hit = np.flatnonzero(lexical)  # BM25 is zero on most units: add the term where it is not
-        top = float(lexical[hit].max(initial=0.0))
-        if top > 0:
-            self._full[hit] += weight * lexical[hit] / top
+        self._dense = dense
+        if isinstance(lexical, tuple):
+            hit, vals = np.asarray(lexical[0], dtype=np.int64), np.asarray(lexical[1], dtype=np.float64)
+        else:  # BM25 is zero on most units: add the term where it is not
+            hit = np.flatnonzero(lexical != 0)  # a boolean mask: 10x faster than flatnonzero of floats
+            vals = lexical[hit]
+        top = float(vals.max(initial=0.0))
+        self._hit = hit  # units with a query word, ascending
+        self._bonus = weight * vals / top if top > 0 else np.zeros(len(hit))
+        self._full = None
+        if self.ann is None:
+            self._full = dense.full().astype(np.float64)
+            self._full[hit] += self._bonus
+
+    def full(self) -> np.ndarray:
+        """Hybrid scores of every unit (one exact scan)."""
+        if self._full is None:
+            self._full = self._dense.full().astype(np.float64)
+            self._full[self._hit] += self._bonus
+        return self._full
+
+    def of(self, units: np.ndarray) -> np.ndarray:
+        """Exact hybrid scores of ``units``."""
+        if self._full is not None:
+            return self._full[units]
+        units = np.asarray(units, dtype=np.int64)
+        out = self._dense.of(units).astype(np.float64)
+        if len(self._hit) and len(units):
+            at = np.minimum(np.searchsorted(self._hit, units), len(self._hit) - 1)
+            on = self._hit[at] == units
+            out[on] += self._bonus[at[on]]
+        return out
+
+    def top(self, k: int) -> np.ndarray:
+        """The ``k`` best units by hybrid score, ties by position (see the class doc)."""
+        k = min(k, self.n)
+        if k <= len(self._sorted):
+            return self._sorted[:k]
+        if self.ann is None or k >= self.n:
+            best = _top_desc(self.full(), max(k, min(self.TOP_MIN, self.n)))
+        else:
+            best = self._top_candidates(k)
+        best.flags.writeable = False
+        self._sorted = best
+        return best[:k]
+
+    EXTRA_MAX = 2  # x k: at most this many units with a query word are scored beyond the cosine candidates
+
+    def _top_candidates(self, k: int) -> np.ndarray:
+        K = k + max(32, k // 8)
+        while True:
+            dense_top = self._dense.top(K)
+            if len(dense_top) >= self.n:  # every unit scored
+                return dense_top[np.lexsort((dense_top, -self.of(dense_top)))][:k]
+            floor = float(self._dense.of(dense_top[-1:])[0])  # no unit outside dense_top has a higher cosine
+            s = self.of(dense_top)
+            kth = float(np.partition(s, len(s) - k)[len(s) - k]) if len(s) >= k else floor
+            extra = np.flatnonzero(self._bonus >= kth - floor)  # all units that could still reach kth
+            if len(extra) > self.EXTRA_MAX * k:  # bounded work: the best of them by BM25
+                extra = extra[np.argpartition(-self._bonus[extra], self.EXTRA_MAX * k)[: self.EXTRA_MAX * k]]
+            pool = np.union1d(dense_top, self._hit[extra])
+            s = self.of(pool)
+            order = np.lexsort((pool, -s))[:k]
+            if len(order) == k and s[order[-1]] > floor:
+                return pool[order]
+            K = min(4 * K, self.n)
 
 
 def _units_of(unit_concepts: sp.csr_matrix, concepts: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -265,9 +342,8 @@ def retrieve(
     if strategy == "e2":
         return _e2(index, query, sc.full(), beta)
     scale = score_spread(sc) / SPREAD_REF if cfg.score_scale == "spread" else 1.0
-    # the hybrid term needs every unit's cosine: with a vector index (large corpora) it is left out, so a query
-    # stays an ANN search (the lexical seed still applies)
-    lw = cfg.lexical_weight if sc.ann is None else 0.0
+    # with a vector index the hybrid term is computed on candidates only (HybridScores), so a query stays a search
+    lw = cfg.lexical_weight
     if strategy == "bridge" and (lw > 0 or cfg.lexical_seeds > 0):
         lex = index.lexical.scores(query)
         hyb = HybridScores(sc, lex, lw * scale) if lw > 0 else sc
@@ -282,14 +358,23 @@ def _evidence(evidence: Mapping[int, float] | None, scale: float) -> dict[int, f
     return {int(u): float(w) * scale for u, w in (evidence or {}).items() if w > 0}
 
 
+_SAMPLES: weakref.WeakKeyDictionary[Any, np.ndarray] = weakref.WeakKeyDictionary()
+
+
 def score_spread(sc: DenseScores) -> float:
     """Standard deviation of cos(phi(q), unit) over the units (with a vector index, over a strided sample of
-    about ``SPREAD_SAMPLE`` units, so no full scan)."""
+    about ``SPREAD_SAMPLE`` units, so no full scan; the sample's vectors are copied once per index, since
+    gathering them from the memory-mapped matrix cost more than the rest of a query)."""
     if sc.n == 0:
         return 0.0
     if sc.ann is None:
         return float(np.std(sc.full()))
-    return float(np.std(sc.of(np.arange(0, sc.n, max(1, sc.n // SPREAD_SAMPLE)))))
+    sample = _SAMPLES.get(sc.ann)
+    if sample is None or len(sample) != len(range(0, sc.n, max(1, sc.n // SPREAD_SAMPLE))):
+        sample = np.ascontiguousarray(sc.vecs[np.arange(0, sc.n, max(1, sc.n // SPREAD_SAMPLE))])
+        sample.flags.writeable = False
+        _SAMPLES[sc.ann] = sample
+    return float(np.std(sample @ sc.qv))
 
 
 def _ranked(

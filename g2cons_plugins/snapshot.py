@@ -125,14 +125,17 @@ def make_snapshot(
     tokenizer: Tokenizer,
     derived: Derived | None = None,
     terms: TermIndex | None = None,
+    previous: Snapshot | None = None,
+    unit_ann: Any = None,
 ) -> Snapshot:
     """A snapshot over ``stored`` (derived state computed unless given, from ``terms`` when given). A
     ``stored`` whose chunks are not sorted by id (saved by an older version, or made by hand) is re-sorted
-    first, reusing its units and vectors."""
+    first, reusing its units and vectors. ``previous``: the snapshot ``stored`` was made from (its unit index is
+    updated, not rebuilt); ``unit_ann``: a unit index loaded with ``stored``."""
     ids = [c.id for c in stored.chunks]
     if any(a >= b for a, b in zip(ids, ids[1:], strict=False)):
         stored = store(stored.chunks, embedder, tokenizer, config, False, previous=stored)
-        derived = terms = None
+        derived = terms = unit_ann = None  # a given unit index's keys follow the old unit order
     t0 = time.perf_counter()
     dv = derived if derived is not None else derive(stored, config, terms)
     derive_s = time.perf_counter() - t0 if derived is None else 0.0
@@ -145,20 +148,23 @@ def make_snapshot(
         derive_s=derive_s,
         chunk_pos={c.id: i for i, c in enumerate(stored.chunks)},
         unit_pos={u.id: i for i, u in enumerate(stored.units)},
-        unit_ann=_unit_ann(stored, config),
+        unit_ann=_unit_ann(stored, config, previous, unit_ann),
     )
 
 
-def _unit_ann(stored: Stored, config: G2ConSConfig) -> Any:
-    """An HNSW index over the unit vectors from ``config.ann_threshold`` units on (usearch, extra ``[ann]``);
-    None below it, or when usearch is not installed (then every query scans exactly, with a warning)."""
+def _unit_ann(stored: Stored, config: G2ConSConfig, previous: Snapshot | None = None, loaded: Any = None) -> Any:
+    """The HNSW index over the unit vectors from ``config.ann_threshold`` units on (usearch, extra ``[ann]``); None
+    below it, or when usearch is not installed (then every query scans exactly, with a warning). ``loaded``: the
+    index read with the snapshot (used as is when its parameters are the config's); ``previous``: the snapshot this
+    one was made from, whose index is updated by the changed units instead of rebuilt
+    (:func:`~g2cons_plugins.vector_index.unit_ann_for`)."""
     n = len(stored.units)
     if config.ann_threshold is None or n < config.ann_threshold:
         return None
-    from .vector_index import VectorIndex
+    from .vector_index import unit_ann_for
 
     try:
-        return VectorIndex(stored.unit_vecs, ann_threshold=config.ann_threshold)
+        return unit_ann_for(stored, config, previous, loaded)
     except ImportError as e:
         warnings.warn(f"{n:,} units but no ANN library ({e}); queries scan every unit", stacklevel=3)
         return None
@@ -184,7 +190,7 @@ def with_added(
         show_progress,
         previous=snap.stored,
     )
-    return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st))
+    return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st), previous=snap)
 
 
 def with_removed(snap: Snapshot, ids: Iterable[Any], exact: bool | None = None) -> Snapshot:
@@ -200,7 +206,7 @@ def with_removed(snap: Snapshot, ids: Iterable[Any], exact: bool | None = None) 
         return _trickle_removed(snap, drop)
     keep = [c for c in snap.stored.chunks if c.id not in drop]
     st = store(keep, snap.embedder, snap.tokenizer, snap.config, False, previous=snap.stored)
-    return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st))
+    return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st), previous=snap)
 
 
 def refreshed(snap: Snapshot) -> Snapshot:
@@ -253,9 +259,7 @@ def _trickled(
         chunk_pos = dict(zip([c.id for c in st.chunks], range(len(st.chunks)), strict=True))
     if unit_pos is None:
         unit_pos = dict(zip([u.id for u in st.units], range(len(st.units)), strict=True))
-    # ---- ANN (trickle spot): the unit ANN index of ``st``. The ANN helper replaces the next line with an
-    # in-place update of ``snap.unit_ann`` (units inserted / removed: compare snap.unit_pos and unit_pos).
-    unit_ann = _unit_ann(st, snap.config)
+    unit_ann = _unit_ann(st, snap.config, previous=snap)  # snap's unit index updated by the changed units
     timings = {**st.timings, "update_trickle": time.perf_counter() - t0}
     return Snapshot(
         stored=replace(st, timings=timings),

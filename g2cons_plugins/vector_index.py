@@ -1,4 +1,16 @@
-"""Top-k inner-product search over unit-length vectors: exact below a size threshold, HNSW (usearch) above.
+"""Approximate nearest-neighbour search over unit vectors (usearch HNSW, extra ``[ann]``).
+
+Two things live here:
+
+- :class:`UnitANN`, a snapshot's index over its unit vectors (``G2ConSConfig.ann_threshold`` units on): every
+  unit has a stable 64-bit key, so ``add`` / ``remove`` update the previous snapshot's graph by the changed units
+  (:func:`updated_unit_ann`) instead of rebuilding it, and a save writes the graph next to the other files
+  (:func:`write_unit_ann`: usearch's own format + the keys as ``.npy``, format ``g2cons-unit-ann/1``) so a load
+  memory-maps it (:func:`read_unit_ann`). Candidates are always re-scored exactly on the float32 unit vectors;
+  the class doc states what readers of an older snapshot see while a newer one updates the shared graph.
+- :class:`VectorIndex`, a stand-alone read-only top-k index over a matrix, described below.
+
+**VectorIndex.** Top-k inner-product search over unit-length vectors: exact below a size threshold, HNSW above.
 
 A :class:`VectorIndex` is built once from an ``n x d`` matrix and then only read. Row ``i`` of the matrix has
 id ``i``. :meth:`VectorIndex.search` returns the ``k`` best ids with their scores, sorted by score descending and,
@@ -23,10 +35,13 @@ written last, so a directory without it is never read as an index.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -277,3 +292,329 @@ def _atomic(path: Path, write: Callable[[Any], Any]) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# ---------------------------------------------------------------------------------------------- unit index
+UNIT_ANN_FORMAT = "g2cons-unit-ann/1"
+UNIT_ANN_GRAPH = "unit_ann.usearch"
+UNIT_ANN_KEYS = "unit_ann_keys.npy"
+UNIT_ANN_FILES = (UNIT_ANN_GRAPH, UNIT_ANN_KEYS)
+QUANTIZATIONS = ("f32", "f16", "i8")
+
+
+@dataclass(frozen=True)
+class UnitANNParams:
+    """HNSW parameters of a snapshot's unit index (from :class:`~g2cons_plugins.config.G2ConSConfig`'s ``ann_*``
+    fields): the graph's scalar type ``quantization`` (candidates are re-scored on the float32 unit vectors, so it
+    only steers which candidates are found), ``connectivity`` (M), ``expansion_add`` (ef_construction) and
+    ``expansion_search`` (the search's ef; a search for more than ef candidates widens it to their number)."""
+
+    quantization: str = "i8"
+    connectivity: int = 16
+    expansion_add: int = 64
+    expansion_search: int = 128
+
+    def __post_init__(self) -> None:
+        if self.quantization not in QUANTIZATIONS:
+            raise InputError(f"ann_quantization must be one of {QUANTIZATIONS}, got {self.quantization!r}")
+        for name in ("connectivity", "expansion_add", "expansion_search"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+                raise InputError(f"ann_{name} must be an integer >= 2, got {value!r}")
+
+
+def available_threads() -> int:
+    """CPU cores this process may run on (the build and update threads of a unit index)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _new_graph(dim: int, p: UnitANNParams) -> Any:
+    graph = _usearch()(
+        ndim=dim, metric="ip", dtype=p.quantization, connectivity=p.connectivity, expansion_add=p.expansion_add
+    )
+    graph.expansion_search = p.expansion_search
+    return graph
+
+
+class _Shared:
+    """One usearch graph shared by a lineage of snapshots, and a gate between its readers and its one writer.
+
+    ``head`` is the :class:`UnitANN` whose key set the graph holds exactly (None while an update runs or after one
+    failed). Readers never wait: one that finds an update running is told so and scans exactly instead. An update
+    waits for the searches already running, then holds new ones off until it is done."""
+
+    def __init__(self, graph: Any, next_key: int, view: bool) -> None:
+        self.graph, self.next_key, self.view = graph, next_key, view
+        self.head: UnitANN | None = None
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._writing = False
+
+    @contextlib.contextmanager
+    def reading(self, wait: bool) -> Iterator[bool]:
+        """Yields True while the graph may be searched (no update runs); False at once when one runs and not
+        ``wait``."""
+        with self._cond:
+            while wait and self._writing:
+                self._cond.wait()
+            ok = not self._writing
+            if ok:
+                self._readers += 1
+        try:
+            yield ok
+        finally:
+            if ok:
+                with self._cond:
+                    self._readers -= 1
+                    self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Exclusive: waits for the running searches, refuses new ones (they scan exactly) until it is left."""
+        with self._cond:
+            while self._writing:
+                self._cond.wait()
+            self._writing = True
+            while self._readers:
+                self._cond.wait()
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._writing = False
+                self._cond.notify_all()
+
+
+class UnitANN:
+    """A snapshot's HNSW index over its unit vectors: candidate unit positions for a query vector.
+
+    Every unit has a stable 64-bit key (``keys[position]``), kept by the unit while it stays in later snapshots,
+    so the next snapshot's index is this one's graph plus the new units' keys minus the removed ones
+    (:func:`updated_unit_ann`), not a rebuild. Snapshots of one lineage share the graph.
+
+    **What an older snapshot's readers see.** The graph is updated in place only from the snapshot whose key set it
+    holds (its ``head``); any other update (from an older snapshot, or from a loaded, memory-mapped graph) works on
+    a copy. Every snapshot keeps its own key set and maps found keys to its own positions, dropping keys it does not
+    hold, and its caller re-scores every candidate on the snapshot's own float32 vectors. So:
+
+    - a snapshot's results only ever name its own units, with exact scores;
+    - while a newer snapshot's update runs, an older snapshot's search does not wait and does not read the graph:
+      :meth:`search` returns None and the caller scans its own vectors exactly;
+    - afterwards an older snapshot searches the updated graph (asking for more candidates to make up for the keys
+      it drops); the units the newer snapshot removed are no longer in it, so they can be missed by the older
+      snapshot's ANN searches (a recall loss confined to those units; nothing wrong is ever returned). A search
+      that needs every unit is exact anyway.
+    """
+
+    # a search visits max(OVERFETCH x k, ef) candidates, all re-scored exactly: at 154k wordllama units (i8, M 16)
+    # the default query's context shared 0.951 of its units with the exact path's at 1x, 0.975 at 2x (+1.1 ms),
+    # 0.987 at 4x (+3.5 ms) (benchmarks/scale/results/ann_default.md)
+    OVERFETCH = 2
+
+    def __init__(self, shared: _Shared, keys: np.ndarray, params: UnitANNParams) -> None:
+        keys = np.ascontiguousarray(keys, dtype=np.uint64)
+        keys.flags.writeable = False
+        self._shared, self.keys, self.params = shared, keys, params
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __repr__(self) -> str:
+        p = self.params
+        return f"UnitANN(n={len(self)}, {p.quantization}, M={p.connectivity}, ef={p.expansion_search})"
+
+    @functools.cached_property
+    def _by_key(self) -> tuple[np.ndarray, np.ndarray]:
+        order = np.argsort(self.keys, kind="stable")
+        return self.keys[order], order
+
+    def positions(self, keys: np.ndarray) -> np.ndarray:
+        """The positions of the ``keys`` this snapshot holds (int64, in the given order; the others dropped)."""
+        sorted_keys, order = self._by_key
+        keys = np.asarray(keys, dtype=np.uint64)
+        at = np.minimum(np.searchsorted(sorted_keys, keys), max(len(sorted_keys) - 1, 0))
+        hit = sorted_keys[at] == keys if len(sorted_keys) else np.zeros(len(keys), bool)
+        return order[at[hit]].astype(np.int64)
+
+    def search(self, query: np.ndarray, k: int) -> np.ndarray | None:
+        """Positions of the candidate units near ``query``: at least ``k`` where the snapshot has them, up to
+        ``max(OVERFETCH x k, expansion_search)``, since re-scoring them exactly is cheap and recovers true
+        neighbours the graph's quantised order put below ``k``; or None while a newer snapshot
+        updates the shared graph (then scan exactly; see the class doc). Unsorted: the caller re-scores them."""
+        sh = self._shared
+        with sh.reading(wait=False) as ok:
+            if not ok:
+                return None
+            total = len(sh.graph)
+            want = max(self.OVERFETCH * k, self.params.expansion_search)
+            count = min(total, want if sh.head is self else want + max(0, total - len(self)))
+            q = np.asarray(query, dtype=np.float32)
+            while True:
+                found = self.positions(np.asarray(sh.graph.search(q, max(count, 1), threads=1).keys))
+                if len(found) >= min(k, len(self)) or count >= total:
+                    return found
+                count = min(total, 2 * count)
+
+    # ------------------------------------------------------------------ pickling (copies, Ray): the graph as bytes
+    def __getstate__(self) -> dict[str, Any]:
+        with self._shared.reading(wait=True):
+            graph = self._own_graph()
+            return {"keys": np.asarray(self.keys), "params": asdict(self.params), "graph": bytes(graph.save())}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        params = UnitANNParams(**state["params"])
+        graph = _usearch().restore(bytearray(state["graph"]))
+        graph.expansion_search = params.expansion_search
+        keys = np.asarray(state["keys"], dtype=np.uint64)
+        shared = _Shared(graph, int(keys.max(initial=0)) + 1, view=False)
+        self.__init__(shared, keys, params)  # type: ignore[misc]
+        shared.head = self
+
+    def _own_graph(self) -> Any:
+        """The graph holding exactly this snapshot's keys (the shared one when it is the head, else a copy brought
+        to its key set); call under :meth:`_Shared.reading`. Vectors of units missing from it cannot be had here,
+        so a copy only drops foreign keys; a key it lacks is a unit a newer snapshot removed."""
+        sh = self._shared
+        if sh.head is self:
+            return sh.graph
+        graph = sh.graph.copy()
+        graph.expansion_search = self.params.expansion_search
+        held = sh.head.keys if sh.head is not None else np.asarray(graph.keys, dtype=np.uint64)
+        stale = np.setdiff1d(held, self.keys)
+        if len(stale):
+            graph.remove(stale)
+        return graph
+
+
+def build_unit_ann(vectors: np.ndarray, params: UnitANNParams, threads: int | None = None) -> UnitANN:
+    """A unit index over ``vectors`` (row i gets key i), built with ``threads`` (default: every available core)."""
+    vecs = np.asarray(vectors, dtype=np.float32)
+    graph = _new_graph(vecs.shape[1], params)
+    if len(vecs):
+        graph.add(np.arange(len(vecs), dtype=np.uint64), vecs, threads=threads or available_threads())
+    shared = _Shared(graph, len(vecs), view=False)
+    ann = UnitANN(shared, np.arange(len(vecs), dtype=np.uint64), params)
+    shared.head = ann
+    return ann
+
+
+def updated_unit_ann(
+    prev: UnitANN,
+    prev_pos: Mapping[str, int],
+    unit_ids: Sequence[str],
+    vectors: np.ndarray,
+    params: UnitANNParams,
+    threads: int | None = None,
+) -> UnitANN:
+    """The unit index of the next snapshot: ``prev``'s graph plus the units of ``unit_ids`` that ``prev_pos``
+    (``prev``'s unit id -> position) does not know, minus ``prev``'s units not in ``unit_ids``. A unit keeps its
+    key; ``vectors`` are the new snapshot's unit vectors (rows of ``unit_ids``). In place when ``prev`` is the head
+    of its graph and the graph is in memory, else on a copy (see :class:`UnitANN`); rebuilt when the parameters
+    changed or a previous update failed."""
+    if params != prev.params or prev.keys.size and prev._shared.head is None:
+        return build_unit_ann(vectors, params, threads)
+    old = np.fromiter((prev_pos.get(u, -1) for u in unit_ids), dtype=np.int64, count=len(unit_ids))
+    reused = old >= 0
+    keys = np.zeros(len(unit_ids), dtype=np.uint64)
+    keys[reused] = prev.keys[old[reused]]
+    added = np.flatnonzero(~reused)
+    removed = np.setdiff1d(prev.keys, keys[reused])
+    vecs = np.asarray(vectors, dtype=np.float32)
+    sh = prev._shared
+    with sh.writing():
+        in_place = sh.head is prev and not sh.view
+        if in_place:
+            sh.head = None  # until the update is done: a failure leaves no head, the next update rebuilds
+            target = sh
+        else:
+            graph = prev._own_graph()  # the writer gate is held: no update runs on ``sh`` meanwhile
+            target = _Shared(graph if graph is not sh.graph else sh.graph.copy(), sh.next_key, view=False)
+            target.graph.expansion_search = params.expansion_search
+            missing = ~target.graph.contains(prev.keys)  # units a newer snapshot removed from the shared graph
+            removed = np.union1d(removed, prev.keys[missing])  # they cannot be re-added from here by key ...
+            revived = np.flatnonzero(reused & np.isin(keys, prev.keys[missing]))
+            added = np.union1d(added, revived)  # ... but their rows are in ``vectors``: added back as new keys
+        keys[added] = np.arange(target.next_key, target.next_key + len(added), dtype=np.uint64)
+        target.next_key += len(added)
+        gone = removed[target.graph.contains(removed)] if len(removed) else removed
+        if len(gone):
+            target.graph.remove(gone)
+        if len(added):
+            target.graph.add(keys[added], vecs[added], threads=threads or available_threads())
+        ann = UnitANN(target, keys, params)
+        target.head = ann
+    return ann
+
+
+# ---------------------------------------------------------------------------------------------- persistence
+def write_unit_ann(ann: UnitANN, folder: Path, write: Callable[[Path, Callable[[Any], Any]], None]) -> dict[str, Any]:
+    """Write ``ann`` into an index version folder (``write(path, fn)`` creates, fills and fsyncs a file): the
+    graph in usearch's own format and the keys as ``.npy``. Returns the manifest entry (format, count, params)."""
+    path = folder / UNIT_ANN_GRAPH
+    if path.exists():
+        raise PersistError(f"{path} exists; a unit index is only written into a new version folder")
+    with ann._shared.reading(wait=True):  # no update runs while the graph is written
+        ann._own_graph().save(str(path))
+    with path.open("rb+") as fh:
+        os.fsync(fh.fileno())
+    write(folder / UNIT_ANN_KEYS, lambda fh: np.save(fh, np.asarray(ann.keys), allow_pickle=False))
+    return {"format": UNIT_ANN_FORMAT, "n": len(ann), "params": asdict(ann.params)}
+
+
+def read_unit_ann(folder: Path, entry: Any, n_units: int, dim: int, mmap: bool = True) -> UnitANN:
+    """The unit index saved by :func:`write_unit_ann` (checksums are checked by the caller), memory-mapped unless
+    ``mmap=False``; every mismatch with the manifest entry or the snapshot raises :class:`PersistError`."""
+    where = folder / "manifest.json"
+    if not isinstance(entry, dict) or entry.get("format") != UNIT_ANN_FORMAT:
+        got = entry.get("format") if isinstance(entry, dict) else entry
+        raise PersistError(f"{where}: field 'unit_ann.format' is {got!r}; this library reads {UNIT_ANN_FORMAT!r}")
+    if entry.get("n") != n_units:
+        raise PersistError(f"{where}: field 'unit_ann.n' is {entry.get('n')!r}, the index holds {n_units} units")
+    try:
+        params = UnitANNParams(**entry["params"])
+    except (InputError, TypeError, KeyError) as e:
+        raise PersistError(f"{where}: field 'unit_ann.params' is invalid ({e})") from None
+    try:
+        keys = np.load(folder / UNIT_ANN_KEYS, allow_pickle=False)
+    except ValueError as e:
+        raise PersistError(f"{folder / UNIT_ANN_KEYS}: not a valid .npy file ({e})") from None
+    if keys.dtype != np.uint64 or keys.shape != (n_units,) or len(np.unique(keys)) != n_units:
+        raise PersistError(f"{folder / UNIT_ANN_KEYS}: expected {n_units} distinct uint64 keys")
+    try:
+        graph = _usearch().restore(str(folder / UNIT_ANN_GRAPH), view=mmap)
+    except (RuntimeError, ValueError) as e:
+        raise PersistError(f"{folder / UNIT_ANN_GRAPH}: not a usearch index ({e})") from None
+    if graph is None or len(graph) != n_units or graph.ndim != dim or not graph.contains(keys).all():
+        raise PersistError(f"{folder / UNIT_ANN_GRAPH}: not a usearch index of these {n_units} units x {dim}")
+    graph.expansion_search = params.expansion_search
+    shared = _Shared(graph, int(keys.max(initial=0)) + 1, view=mmap)
+    ann = UnitANN(shared, keys, params)
+    shared.head = ann
+    return ann
+
+
+def unit_ann_params(config: Any) -> UnitANNParams:
+    """The unit index parameters of a :class:`~g2cons_plugins.config.G2ConSConfig` (its ``ann_*`` fields)."""
+    return UnitANNParams(
+        quantization=config.ann_quantization,
+        connectivity=config.ann_connectivity,
+        expansion_add=config.ann_expansion_add,
+        expansion_search=config.ann_expansion_search,
+    )
+
+
+def unit_ann_for(stored: Any, config: Any, previous: Any = None, loaded: UnitANN | None = None) -> UnitANN:
+    """The unit index of a snapshot over ``stored``: ``loaded`` when it has the config's parameters and one key per
+    unit; else ``previous``'s (a snapshot) updated by the changed units (:func:`updated_unit_ann`); else built."""
+    params = unit_ann_params(config)
+    n = len(stored.units)
+    if isinstance(loaded, UnitANN) and loaded.params == params and len(loaded) == n:
+        return loaded
+    prev = getattr(previous, "unit_ann", None)
+    if isinstance(prev, UnitANN):
+        ids = [u.id for u in stored.units]
+        return updated_unit_ann(prev, previous.unit_pos, ids, stored.unit_vecs, params)
+    return build_unit_ann(stored.unit_vecs, params)

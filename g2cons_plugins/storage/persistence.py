@@ -15,6 +15,12 @@ Layout of an index directory (format version 4)::
         unit_vectors.npy       float32 (n_units, dim), memory-mapped on load
         derived.npz/.json      the derived state (:mod:`~g2cons_plugins.storage.derived_io`), so a load does not
                                re-derive
+        unit_ann.usearch       only where the snapshot had a unit index (``ann_threshold``): its HNSW graph in
+        unit_ann_keys.npy      usearch's format and the units' keys (uint64); the manifest's ``unit_ann`` entry
+                               names its format (``g2cons-unit-ann/1``), count and parameters. Checksummed like
+                               the rest, read only after every checksum matched, memory-mapped, never rebuilt on
+                               load (:mod:`~g2cons_plugins.vector_index`); a version without them still loads
+                               (the index is then built), and a reader that knows no ``unit_ann`` ignores them
     .lock                    taken by a saving process (``fcntl.flock``); loaders never take it (they pin a
                              version folder with a shared lock on the folder itself)
 
@@ -75,6 +81,7 @@ from ..errors import G2ConSError, PersistError
 from ..snapshot import HasSnapshot, Snapshot, as_snapshot, make_snapshot, refreshed
 from ..state import Stored, derive, needs_sentence_vectors
 from ..text import Tokenizer, get_tokenizer
+from ..vector_index import UNIT_ANN_FILES, UnitANN, read_unit_ann, write_unit_ann
 from .derived_io import DERIVED_FILES, differences, read_derived, write_derived
 from .stored_io import (
     SENTENCE_VECTORS,
@@ -289,6 +296,10 @@ def _write_version(snap: Snapshot, folder: Path) -> bytes:
         if arr is not None:
             _write(folder / name, _npy(arr))
     write_derived(folder, snap.derived, snap.config)
+    files, ann = list(_written(st)), {}
+    if isinstance(snap.unit_ann, UnitANN):  # the unit index, so a load maps it instead of rebuilding it
+        ann["unit_ann"] = write_unit_ann(snap.unit_ann, folder, _write)
+        files += UNIT_ANN_FILES
     manifest = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
@@ -296,7 +307,8 @@ def _write_version(snap: Snapshot, folder: Path) -> bytes:
         "embedder": {"name": snap.embedder.name, "dim": int(snap.embedder.dim)},
         "tokenizer": snap.tokenizer.name,
         "counts": {"chunks": len(st.chunks), "units": len(st.units), "sentences": len(st.sentences)},
-        "files": {name: _sha256(folder / name) for name in _written(st)},
+        "files": {name: _sha256(folder / name) for name in files},
+        **ann,
     }
     data = json.dumps(manifest, indent=2).encode("utf-8")
     _write(folder / "manifest.json", lambda fh: fh.write(data))
@@ -446,7 +458,7 @@ def _manifest(folder: Path, digest: str | None) -> dict[str, Any]:
     if digest is not None and unknown:
         raise PersistError(f"{mf}: field 'config' has keys this library does not know: {unknown[:5]} (newer version?)")
     files = need("files", dict)
-    expected = _files(m["version"], files)
+    expected = _files(m["version"], files) + _ann_files(m)
     for f in expected:
         if not isinstance(files.get(f), str) or not _HEX64.match(files[f]):
             raise PersistError(f"{mf}: field 'files.{f}' must be a sha256 hex digest")
@@ -568,7 +580,7 @@ def _read(
     rebuild: bool,
 ) -> Snapshot:
     m = _manifest(folder, digest)
-    files = list(_files(m["version"], m["files"]))
+    files = list(_files(m["version"], m["files"]) + _ann_files(m))
     for name in files:
         f = folder / name
         _no_symlink(f)
@@ -580,7 +592,8 @@ def _read(
         mismatch = pool.submit(_first_mismatch, folder, files, m["files"])
         try:
             with _gc_paused():
-                snap = _parse(folder, digest, m, embedder, tokenizer, verify, rebuild)
+                sums = lambda: _check_sums(folder, mismatch)  # noqa: E731
+                snap = _parse(folder, digest, m, embedder, tokenizer, verify, rebuild, sums)
         except Exception:
             _check_sums(folder, mismatch)
             raise
@@ -599,6 +612,11 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _ann_files(m: dict[str, Any]) -> tuple[str, ...]:
+    """The unit index files a manifest lists (saves of format version 3 on, of a snapshot that had one)."""
+    return UNIT_ANN_FILES if m.get("version", 0) >= 3 and "unit_ann" in m else ()
 
 
 def _files(version: int, listed: dict[str, Any]) -> tuple[str, ...]:
@@ -627,6 +645,7 @@ def _parse(
     tokenizer: str | Tokenizer | None,
     verify: bool,
     rebuild: bool,
+    checked: Callable[[], None] = lambda: None,
 ) -> Snapshot:
     mf = folder / "manifest.json"
     try:
@@ -658,7 +677,22 @@ def _parse(
                     f"{folder / 'derived.npz'}: the stored derived state differs from a fresh derive in "
                     f"{', '.join(differ)} (verify)"
                 )
-    return make_snapshot(stored, cached, config, tok, derived=derived)
+    ann = None if rebuild else _unit_ann(folder, m, config, len(stored.units), dim, checked)
+    return make_snapshot(stored, cached, config, tok, derived=derived, unit_ann=ann)
+
+
+def _unit_ann(
+    folder: Path, m: dict[str, Any], config: G2ConSConfig, n_units: int, dim: int, checked: Callable[[], None]
+) -> UnitANN | None:
+    """The saved unit index when the config uses one at this size (memory-mapped; read only after every checksum
+    matched, so the graph library never parses a modified file), else None."""
+    if not _ann_files(m) or config.ann_threshold is None or n_units < config.ann_threshold:
+        return None
+    checked()
+    try:
+        return read_unit_ann(folder, m["unit_ann"], n_units, dim)
+    except ImportError:  # no usearch here: the snapshot scans exactly (with a warning)
+        return None
 
 
 def _tokenizer(mf: Path, m: dict[str, Any], given: str | Tokenizer | None) -> Tokenizer:
