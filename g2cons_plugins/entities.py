@@ -11,7 +11,10 @@ one at a time; neither asks whether a unit contains the *name*. Here:
   query yields only its quoted spans.
 - :func:`name_matches` finds the units that contain each name as a phrase (case-insensitive, punctuation read as
   a space: "E. B. White" matches "E.B. White"), the candidates first narrowed by the lexical index (the units
-  that hold every word of the name), so a query costs a few column reads and phrase checks.
+  that hold every word of the name), so a query costs a few column reads and phrase checks. The work is bounded:
+  of a name held by more than :data:`NAME_CHECK_MAX` units (a common word in a large corpus) only that many are
+  checked, those where the name's rarest word weighs most in BM25 (titles and short passages about it), and its
+  count is estimated from them.
 - :func:`name_bonus` turns matches into a per-unit bonus for each name: ``weight`` x the name's specificity
   log(N / n) / log(N) (n units of N hold it: a name in one unit counts fully, one in every unit not at all), of
   which the share ``head_share`` only goes to a unit whose first line is the name (a title), half of it to a unit
@@ -45,6 +48,7 @@ LEADING = frozenset({
     "these", "those", "it", "its", "his", "her", "their", "he", "she", "they", "name", "list", "find", "give",
     "tell", "both", "after", "before", "during", "since", "than", "not", "no", "yes", "between", "among",
 })
+NAME_CHECK_MAX = 256  # units checked for one name's phrase (bounded work per query at any corpus size)
 _TOKEN = re.compile(r"\S+")
 _QUOTED = re.compile(r"[\"“”«»「」『』]([^\"“”«»「」『』]{2,80})[\"“”«»「」『』]")
 _NON_WORD = re.compile(r"[\W_]+")
@@ -54,6 +58,17 @@ _EDGE = "\"'“”‘’«»()[]{}¿?¡!,;:"
 def normalize(text: str) -> str:
     """Lower case, every run of non-word characters one space, padded with a space at both ends."""
     return " " + _NON_WORD.sub(" ", text.lower()).strip() + " "
+
+
+def _phrase(name: str, anchored: bool = False, whole: bool = False) -> re.Pattern[str]:
+    """A pattern equal to ``normalize(name) in normalize(text)`` on the raw text (``anchored``: to
+    ``normalize(text).startswith(normalize(name))``; ``whole``: to ``normalize(text) == normalize(name)``), without
+    normalising the text: the words of the name, any run of non-word characters between them, no letter or digit
+    on either side; case-insensitive."""
+    core = r"[\W_]+".join(map(re.escape, normalize(name).split())) + r"(?![^\W_])"
+    if whole:
+        core += r"[\W_]*\Z"
+    return re.compile((r"[\W_]*" if anchored or whole else r"(?<![^\W_])") + core, re.IGNORECASE)
 
 
 def _capitalised(token: str) -> bool:
@@ -106,23 +121,33 @@ def query_names(query: str) -> list[str]:
 
 def name_matches(index: HasSnapshot, names: Sequence[str]) -> dict[str, np.ndarray]:
     """For each name, the positions of the units that contain it as a phrase (a name whose words the lexical
-    index does not know, or that only has stop words, matches nothing)."""
+    index does not know, or that only has stop words, matches nothing; of a name held by more than
+    :data:`NAME_CHECK_MAX` units, the matches among those checked: see module doc)."""
     index = as_snapshot(index)
+    return {name: _matches(index, name)[0] for name in names}
+
+
+def _matches(index: Snapshot, name: str) -> tuple[np.ndarray, float]:
+    """The units (ascending) holding ``name`` as a phrase among the checked candidates, and the estimated number
+    of units holding it (exact where every candidate was checked)."""
     lex = index.lexical
     W = lex.weights
-    units = index.stored.units
-    out: dict[str, np.ndarray] = {}
-    for name in names:
-        cols = sorted(set(lex.query_columns(name)), key=lambda c: W.indptr[c + 1] - W.indptr[c])
-        if not cols:
-            out[name] = np.zeros(0, dtype=np.int64)
-            continue
-        cand = W.indices[W.indptr[cols[0]] : W.indptr[cols[0] + 1]]
-        for c in cols[1:]:
-            cand = np.intersect1d(cand, W.indices[W.indptr[c] : W.indptr[c + 1]], assume_unique=True)
-        phrase = normalize(name)
-        out[name] = np.asarray([u for u in cand.tolist() if phrase in normalize(units[u].text)], dtype=np.int64)
-    return out
+    cols = sorted(set(lex.query_columns(name)), key=lambda c: (W.indptr[c + 1] - W.indptr[c], c))
+    if not cols:
+        return np.zeros(0, dtype=np.int64), 0.0
+    first = W.indices[W.indptr[cols[0]] : W.indptr[cols[0] + 1]]
+    order = np.argsort(first, kind="stable")  # row indices of a csc column: ascending after a build, sorted anyway
+    first, weight = first[order], W.data[W.indptr[cols[0]] : W.indptr[cols[0] + 1]][order]
+    cand = first
+    for c in cols[1:]:
+        cand = np.intersect1d(cand, W.indices[W.indptr[c] : W.indptr[c + 1]], assume_unique=True)
+    n_cand = len(cand)
+    if n_cand > NAME_CHECK_MAX:  # the units where the rarest word weighs most, ties by position
+        w = weight[np.searchsorted(first, cand)]
+        cand = np.sort(cand[np.lexsort((cand, -w))[:NAME_CHECK_MAX]])
+    pattern, units = _phrase(name), index.stored.units
+    hits = np.asarray([u for u in cand.tolist() if pattern.search(units[u].text)], dtype=np.int64)
+    return hits, len(hits) * n_cand / max(len(cand), 1)
 
 
 def _unknown_initial(index: Snapshot, query: str, name: str) -> bool:
@@ -133,9 +158,7 @@ def _unknown_initial(index: Snapshot, query: str, name: str) -> bool:
     return normalize(name).strip() not in index.derived.names
 
 
-def name_bonus(
-    index: HasSnapshot, query: str, weight: float, head_share: float = 0.5
-) -> dict[str, dict[int, float]]:
+def name_bonus(index: HasSnapshot, query: str, weight: float, head_share: float = 0.5) -> dict[str, dict[int, float]]:
     """For each name of the query that occurs in the corpus: unit position -> its bonus (see module doc). A unit
     whose first line is the name (a title) gets the whole head share, one whose text opens with the name half."""
     index = as_snapshot(index)
@@ -148,15 +171,16 @@ def name_bonus(
     log_n = math.log(max(n, 2))
     units = index.stored.units
     out: dict[str, dict[int, float]] = {}
-    for name, hits in name_matches(index, names).items():
-        spec = math.log(n / len(hits)) / log_n if len(hits) else 0.0
+    for name in names:
+        hits, count = _matches(index, name)
+        spec = math.log(n / count) / log_n if len(hits) else 0.0
         if spec <= 0:
             continue
-        phrase = normalize(name)
+        title, opens = _phrase(name, whole=True), _phrase(name, anchored=True)
         per: dict[int, float] = {}
         for u in hits.tolist():
             text = units[u].text
-            head = 1.0 if normalize(text.split("\n", 1)[0]) == phrase else 0.5 * normalize(text).startswith(phrase)
+            head = 1.0 if title.match(text.split("\n", 1)[0]) else 0.5 * bool(opens.match(text))
             per[u] = weight * spec * ((1 - head_share) + head_share * head)
         out[name] = per
     return out

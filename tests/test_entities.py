@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from g2cons_plugins import G2ConSConfig, G2ConSIndex
+from g2cons_plugins import G2ConSConfig, G2ConSIndex, entities
 from g2cons_plugins.entities import entity_bonus, name_bonus, name_matches, normalize, query_names
 from g2cons_plugins.errors import InputError
 from g2cons_plugins.retrieval import retrieve
@@ -102,3 +104,31 @@ def test_entity_fields_are_validated() -> None:
         with pytest.raises(InputError, match=next(iter(bad))):
             G2ConSConfig(**bad)  # type: ignore[arg-type]
     assert G2ConSConfig(mode="paper").strategy == "paper"
+
+
+_ALPHABET = "abcAB  ._-'é\n1"
+
+
+@given(st.text(alphabet=_ALPHABET, min_size=1, max_size=6), st.text(alphabet=_ALPHABET, max_size=40))
+@settings(max_examples=400, deadline=None)
+def test_phrase_pattern_equals_the_normalised_containment(name: str, text: str) -> None:
+    """The name's pattern on the raw text decides exactly what comparing the normalised strings decides (the
+    phrase check runs on the raw text of every candidate, so no text is normalised per query)."""
+    if not normalize(name).strip():
+        return
+    assert bool(entities._phrase(name).search(text)) == (normalize(name) in normalize(text))
+    assert bool(entities._phrase(name, anchored=True).match(text)) == normalize(text).startswith(normalize(name))
+    assert bool(entities._phrase(name, whole=True).match(text)) == (normalize(text) == normalize(name))
+
+
+def test_a_common_name_is_checked_on_a_bounded_number_of_units(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name held by more units than NAME_CHECK_MAX: only that many are checked, the count is estimated from
+    them, and below the cap every candidate is checked (the count is then exact)."""
+    docs = [{"id": f"d{i:03d}", "text": f"Report {i}. The Alpine Club met in Zermatt. {FILLER}"} for i in range(40)]
+    idx = G2ConSIndex.build(docs, embedder="hash")
+    hits, count = entities._matches(idx.snapshot, "Alpine Club")
+    assert len(hits) == 40 and count == 40
+    monkeypatch.setattr(entities, "NAME_CHECK_MAX", 10)
+    hits, count = entities._matches(idx.snapshot, "Alpine Club")
+    assert len(hits) == 10 and count == pytest.approx(40)
+    assert name_matches(idx, ["Alpine Club"])["Alpine Club"].tolist() == hits.tolist()
