@@ -29,7 +29,7 @@ from .terms import TermIndex
 from .terms import update as update_terms
 from .text import Tokenizer, count_tokens_batch
 from .trickle_store import drop_stored, insert_stored
-from .update import Pending, append_terms, derive_added, derive_removed, use_trickle
+from .update import Pending, TrickleTooLarge, append_terms, derive_added, derive_removed, use_trickle
 from .validate import check_text, normalize_id
 
 __all__ = ["HasSnapshot", "Snapshot", "as_snapshot", "make_snapshot", "refreshed", "with_added", "with_removed"]
@@ -181,7 +181,10 @@ def with_added(
     if clash:
         raise InputError(f"chunk ids already in the index: {clash[:5]} (remove them first)")
     if new and use_trickle(len(snap.stored.chunks), len(new), snap.pending, snap.config, exact):
-        return _trickle_added(snap, new)
+        try:
+            return _trickle_added(snap, new, force=exact is False)
+        except TrickleTooLarge:  # the change touches too much of the graph: the exact update is cheaper
+            pass
     st = store(
         list(snap.stored.chunks) + list(new),
         snap.embedder,
@@ -203,7 +206,10 @@ def with_removed(snap: Snapshot, ids: Iterable[Any], exact: bool | None = None) 
     if len(drop) >= len(snap.stored.chunks):
         raise InputError("removing these ids would leave an empty corpus")
     if drop and use_trickle(len(snap.stored.chunks), len(drop), snap.pending, snap.config, exact):
-        return _trickle_removed(snap, drop)
+        try:
+            return _trickle_removed(snap, drop, force=exact is False)
+        except TrickleTooLarge:  # as in with_added
+            pass
     keep = [c for c in snap.stored.chunks if c.id not in drop]
     st = store(keep, snap.embedder, snap.tokenizer, snap.config, False, previous=snap.stored)
     return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st), previous=snap)
@@ -218,7 +224,7 @@ def refreshed(snap: Snapshot) -> Snapshot:
     return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st))
 
 
-def _trickle_added(snap: Snapshot, new: Sequence[Chunk]) -> Snapshot:
+def _trickle_added(snap: Snapshot, new: Sequence[Chunk], force: bool = False) -> Snapshot:
     """A trickle add (:mod:`g2cons_plugins.update`)."""
     t0 = time.perf_counter()
     pd = snap.pending or Pending.start(snap.stored, snap.derived)
@@ -227,21 +233,22 @@ def _trickle_added(snap: Snapshot, new: Sequence[Chunk]) -> Snapshot:
     )
     fresh = st.sentences[len(snap.stored.sentences) :]
     terms, word_map = append_terms(snap.derived.terms, fresh, pd.word_map, snap.config)
-    dv, pd = derive_added(snap.derived, replace(pd, sent_map=sent_map, word_map=word_map), st, ins, terms, snap.config)
+    pd = replace(pd, sent_map=sent_map, word_map=word_map)
+    dv, pd = derive_added(snap.derived, pd, st, ins, terms, snap.config, force)
     at_end = len(ins.chunk_ins) and int(ins.chunk_ins[0]) == len(snap.stored.chunks)
     chunk_pos = {**snap.chunk_pos, **{st.chunks[i].id: i for i in ins.chunk_at.tolist()}} if at_end else None
     unit_pos = {**snap.unit_pos, **{st.units[i].id: i for i in ins.unit_at.tolist()}} if at_end else None
     return _trickled(snap, st, dv, pd, (chunk_pos, unit_pos), t0)
 
 
-def _trickle_removed(snap: Snapshot, drop: set[str]) -> Snapshot:
+def _trickle_removed(snap: Snapshot, drop: set[str], force: bool = False) -> Snapshot:
     """A trickle removal (:mod:`g2cons_plugins.update`)."""
     t0 = time.perf_counter()
     pd = snap.pending or Pending.start(snap.stored, snap.derived)
     keep_chunk = np.ones(len(snap.stored.chunks), bool)
     keep_chunk[[snap.chunk_pos[i] for i in drop]] = False
     st, keep_unit = drop_stored(snap.stored, keep_chunk)
-    dv, pd = derive_removed(snap.derived, pd, snap.stored, st, keep_chunk, keep_unit, snap.config)
+    dv, pd = derive_removed(snap.derived, pd, snap.stored, st, keep_chunk, keep_unit, snap.config, force)
     return _trickled(snap, st, dv, pd, (None, None), t0)
 
 

@@ -45,7 +45,9 @@ __all__ = [
     "DRIFT_BUDGET",
     "MAX_SHARE",
     "MIN_CHUNKS",
+    "PAIR_WORK_MAX",
     "Pending",
+    "TrickleTooLarge",
     "append_terms",
     "derive_added",
     "derive_removed",
@@ -64,6 +66,14 @@ DRIFT_BUDGET = 0.10  # chunks added + removed since the last exact derive, as a 
 # were; an edge decision can then differ from the rule on the current vectors only for a pair whose cosine is
 # within 2 * VECTOR_SLACK of theta_sem (0: every edge follows the rule exactly)
 VECTOR_SLACK = 0.01
+# the pair work a trickle may spend on the recomputed concepts (sum of their df x the mean concepts per chunk, the
+# nonzeros of their co-occurrence product): above it the change touches so much of the graph that an exact update
+# is cheaper and bounded in memory (an add of 1% at 100k passages needed an 18 GB product here)
+PAIR_WORK_MAX = 20_000_000
+
+
+class TrickleTooLarge(Exception):
+    """A trickle update would recompute more pairs than :data:`PAIR_WORK_MAX`: the caller updates exactly."""
 
 
 @dataclass(frozen=True)
@@ -181,10 +191,17 @@ def _share_live(terms: TermIndex, cols: np.ndarray, live: np.ndarray) -> np.ndar
 
 # ---------------------------------------------------------------------------------------------- derived state
 def derive_added(
-    dv: Derived, pd: Pending, st: Stored, ins: Inserted, terms: TermIndex, config: G2ConSConfig
+    dv: Derived,
+    pd: Pending,
+    st: Stored,
+    ins: Inserted,
+    terms: TermIndex,
+    config: G2ConSConfig,
+    force: bool = False,
 ) -> tuple[Derived, Pending]:
     """The derived state of ``st`` (``dv``'s with the chunks of ``ins`` inserted) in time proportional to the new
-    chunks' concepts; ``terms``: the term index with the new sentences' rows (see module doc)."""
+    chunks' concepts; ``terms``: the term index with the new sentences' rows (see module doc). Raises
+    :class:`TrickleTooLarge` past :data:`PAIR_WORK_MAX` unless ``force``."""
     m, width, n_old = len(dv.vocab), len(terms.words), dv.sent_inc.shape[0]
     col2c = _inverse(pd.concept_cols, width)
     k_u, k_c = len(ins.unit_at), len(ins.chunk_at)
@@ -217,7 +234,7 @@ def derive_added(
         terms=terms,
     )
     pd = replace(pd, n_changed=pd.n_changed + k_c)
-    return _regraph(out, dv, pd, st, live, (C_new, 1), np.unique(sent_inc[changed].indices), config)
+    return _regraph(out, dv, pd, st, live, (C_new, 1), np.unique(sent_inc[changed].indices), config, force)
 
 
 def derive_removed(
@@ -228,9 +245,11 @@ def derive_removed(
     keep_chunk: np.ndarray,
     keep_unit: np.ndarray,
     config: G2ConSConfig,
+    force: bool = False,
 ) -> tuple[Derived, Pending]:
     """The derived state of ``st`` (``prev`` without the chunks where ``keep_chunk`` is False); the removed
-    chunks' sentences that no kept unit holds die (module doc)."""
+    chunks' sentences that no kept unit holds die (module doc). Raises :class:`TrickleTooLarge` as
+    :func:`derive_added` does."""
     gone_c, gone_u = np.flatnonzero(~keep_chunk), np.flatnonzero(~keep_unit)
     live = pd.live & (np.diff(st.sent_unit.indptr) > 0)
     died = np.flatnonzero(pd.live & ~live)
@@ -253,7 +272,7 @@ def derive_removed(
         name_df=dv.name_df - np.asarray(name_gone.sum(axis=0)).ravel().astype(np.int64),
     )
     pd = replace(pd, n_changed=pd.n_changed + len(gone_c))
-    return _regraph(out, dv, pd, st, live, (C_gone, -1), np.unique(dv.sent_inc[died].indices), config)
+    return _regraph(out, dv, pd, st, live, (C_gone, -1), np.unique(dv.sent_inc[died].indices), config, force)
 
 
 def _revive(
@@ -303,6 +322,7 @@ def _regraph(
     changed: tuple[sp.csr_matrix, int],
     moved: np.ndarray,
     config: G2ConSConfig,
+    force: bool = False,
 ) -> tuple[Derived, Pending]:
     """Vectors and name shares of the concepts whose sentences changed (``moved``), the edges after the chunks
     ``changed`` (their incidence rows, and +1 added / -1 removed; the pairs of a moved concept are recomputed
@@ -316,6 +336,9 @@ def _regraph(
         vecs[moved], counts[moved] = V, c
         shares[moved] = _share_live(out.terms, pd.concept_cols[moved], live)
     redo = moved[stale[moved] > VECTOR_SLACK]
+    per_chunk = out.chunk_inc.nnz / max(out.chunk_inc.shape[0], 1)
+    if float(out.df[redo].sum()) * per_chunk > PAIR_WORK_MAX and not force:
+        raise TrickleTooLarge(f"{len(redo):,} concepts to recompute, about {out.df[redo].sum() * per_chunk:,.0f} pairs")
     stale[redo] = 0.0
     edges = update_edges(dv.edges, out.chunk_inc, vecs, redo, *changed, config.theta_co, out.df)
     A = adjacency(edges, len(dv.vocab))

@@ -221,6 +221,27 @@ def test_policy_and_drift_budget(docs: list[dict[str, str]], monkeypatch: pytest
     assert idx.refreshed
 
 
+def test_a_change_touching_too_much_of_the_graph_is_updated_exactly(
+    docs: list[dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past PAIR_WORK_MAX pairs to recompute, the default policy falls back to an exact update (equal to a fresh
+    build); a forced trickle (exact=False) still trickles."""
+    monkeypatch.setattr(upd, "MIN_CHUNKS", 50)
+    monkeypatch.setattr(upd, "MAX_SHARE", 0.05)
+    idx = G2ConSIndex.build(docs[:100], embedder="hash", config=CFG)
+    idx.add(docs[100:102])
+    assert not idx.refreshed  # within every limit: a trickle
+    monkeypatch.setattr(upd, "PAIR_WORK_MAX", 0)
+    idx.add(docs[102:104])
+    assert idx.refreshed  # too much pair work: exact
+    fresh = G2ConSIndex.build(docs[:104], embedder="hash", config=CFG)
+    assert differences(idx.derived, fresh.derived) == []
+    idx.remove([docs[3]["id"]])
+    assert idx.refreshed
+    idx.add(docs[104:106], exact=False)
+    assert not idx.refreshed
+
+
 def test_unsupported_configs_refuse_a_forced_trickle(docs: list[dict[str, str]]) -> None:
     """exact=False on a config the trickle path does not support (paper mode, extracted incidence...) raises."""
     for cfg in (G2ConSConfig(mode="paper"), G2ConSConfig(incidence="extracted"), G2ConSConfig(ngram_max=2)):
