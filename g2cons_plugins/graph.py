@@ -170,6 +170,10 @@ def _candidate_blocks(
             yield done
 
 
+class PairWorkExceeded(Exception):
+    """:func:`update_edges` would look up more chunk-pair entries than its ``max_work``."""
+
+
 def update_edges(
     edges: EdgeSet,
     incidence: sp.csr_matrix,
@@ -179,6 +183,7 @@ def update_edges(
     sign: int,
     theta_co: int,
     df: np.ndarray,
+    max_work: float = float("inf"),
 ) -> EdgeSet:
     """``edges`` after a few chunks changed, by :func:`build_edges`' rule with the threshold ``edges.theta_sem``
     kept. ``incidence``: the chunk x concept incidence now; ``changed``: the incidence rows of the chunks added
@@ -188,7 +193,8 @@ def update_edges(
     concept whose vector changed in ``moved`` the result equals ``build_edges(incidence, vectors, theta_co,
     edges.theta_sem, ...)`` (cosines to float rounding). ``n_candidates`` (a statistic) follows the moved pairs
     and the edges, not a non-edge pair whose Co crossed theta_co (exact again at the next full build). The time
-    is that of the moved concepts' chunks and the changed chunks' pairs, plus linear passes over the edges."""
+    is that of the moved concepts' chunks and the changed chunks' pairs, plus linear passes over the edges; raises
+    :class:`PairWorkExceeded` before looking up more than ``max_work`` (chunk, concept) entries for new edges."""
     m = int(incidence.shape[1])
     theta_co = max(int(theta_co), 1)
     mv = np.unique(np.asarray(moved, np.int64))
@@ -209,7 +215,8 @@ def update_edges(
     co[pos[hit]] += dk[hit]  # an edge's Co is known: no lookup
     lost = pos[hit][co[pos[hit]] < theta_co]
     keep[lost] = False
-    r2, c2, k2, cos2 = _new_edges(incidence, df, vectors, (dr[~hit], dc[~hit], dk[~hit]), sign, theta, theta_co)
+    new = (dr[~hit], dc[~hit], dk[~hit])
+    r2, c2, k2, cos2 = _new_edges(incidence, df, vectors, new, sign, theta, theta_co, max_work)
     ok1, ok2 = cos1 >= theta, np.ones(len(r2), bool)
     rows, cols, co, cos = _merge_edges(
         (edges.rows[keep], edges.cols[keep], co[keep], edges.cosine[keep]),
@@ -259,14 +266,19 @@ def _new_edges(
     sign: int,
     theta: float,
     theta_co: int,
+    max_work: float = float("inf"),
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Edges among the pairs ``delta`` (not edges, no moved end) whose Co grew to theta_co: only an add can make
-    one (a removal lowers Co; the cosine is kept), and only a pair with cosine >= theta, whose Co is looked up."""
+    one (a removal lowers Co; the cosine is kept), and only a pair with cosine >= theta, whose Co is looked up
+    (:class:`PairWorkExceeded` past ``max_work`` entries: the rarer ends' chunks x the concepts per chunk)."""
     r, c, d = delta
     if sign < 0 or len(r) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
     cos = _cosines(vectors, r, c)
     hot = np.flatnonzero(cos >= theta)
+    work = float(np.minimum(df[r[hot]], df[c[hot]]).sum()) * csr.nnz / max(csr.shape[0], 1)
+    if work > max_work:
+        raise PairWorkExceeded(f"{len(hot):,} pairs to look up, about {work:,.0f} entries")
     k = _co_of_pairs(csr, df, r[hot], c[hot])
     became = hot[(k >= theta_co) & (k - d[hot] < theta_co)]
     k = k[(k >= theta_co) & (k - d[hot] < theta_co)]

@@ -36,7 +36,7 @@ import scipy.sparse as sp
 
 from .config import G2ConSConfig
 from .errors import InputError
-from .graph import GraphStats, adjacency, degree_stats, pagerank, update_edges
+from .graph import GraphStats, PairWorkExceeded, adjacency, degree_stats, pagerank, update_edges
 from .state import Derived, Stored, binary, freeze, level_vectors
 from .terms import TermIndex, analyze
 from .trickle_store import Inserted, RowMap, insert_rows
@@ -340,7 +340,19 @@ def _regraph(
     if float(out.df[redo].sum()) * per_chunk > PAIR_WORK_MAX and not force:
         raise TrickleTooLarge(f"{len(redo):,} concepts to recompute, about {out.df[redo].sum() * per_chunk:,.0f} pairs")
     stale[redo] = 0.0
-    edges = update_edges(dv.edges, out.chunk_inc, vecs, redo, *changed, config.theta_co, out.df)
+    try:
+        edges = update_edges(
+            dv.edges,
+            out.chunk_inc,
+            vecs,
+            redo,
+            *changed,
+            config.theta_co,
+            out.df,
+            float("inf") if force else PAIR_WORK_MAX,
+        )
+    except PairWorkExceeded as e:
+        raise TrickleTooLarge(str(e)) from e
     A = adjacency(edges, len(dv.vocab))
     isolated, mean_deg, max_deg = degree_stats(A)
     stats = GraphStats(
