@@ -221,7 +221,8 @@ def refreshed(snap: Snapshot) -> Snapshot:
     if snap.pending is None:
         return snap
     st = store(snap.stored.chunks, snap.embedder, snap.tokenizer, snap.config, False, previous=snap.stored)
-    return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st))
+    # previous=snap: the same units, so the unit index is kept as it is (not rebuilt)
+    return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st), previous=snap)
 
 
 def _trickle_added(snap: Snapshot, new: Sequence[Chunk], force: bool = False) -> Snapshot:

@@ -320,6 +320,8 @@ def test_trickle_updates_update_the_unit_index_in_place() -> None:
     assert len(after) == len(idx.units)
     shared = set(before.keys.tolist()) & set(after.keys.tolist())  # the units both hold keep their keys
     assert len(shared) >= len(before) - 10
+    idx.refresh()  # the refresh keeps the graph too
+    assert idx.refreshed and idx.snapshot.unit_ann._shared is before._shared
     exact = G2ConSIndex.build(docs[:50], embedder="hash", config=cfg)
     exact.add(docs[50:52], exact=True)
     exact.remove([docs[3]["id"]], exact=True)
