@@ -442,7 +442,8 @@ class UnitANN:
     def search(self, query: np.ndarray, k: int) -> np.ndarray | None:
         """Positions of the candidate units near ``query``: at least ``k`` where the snapshot has them, up to
         ``max(OVERFETCH x k, expansion_search)``, since re-scoring them exactly is cheap and recovers true
-        neighbours the graph's quantised order put below ``k``; or None while a newer snapshot
+        neighbours the graph's quantised order put below ``k``; every position when that would be the whole graph
+        (after removals a graph search can miss a node even then); or None while a newer snapshot
         updates the shared graph (then scan exactly; see the class doc). Unsorted: the caller re-scores them."""
         sh = self._shared
         with sh.reading(wait=False) as ok:
@@ -452,11 +453,12 @@ class UnitANN:
             want = max(self.OVERFETCH * k, self.params.expansion_search)
             count = min(total, want if sh.head is self else want + max(0, total - len(self)))
             q = np.asarray(query, dtype=np.float32)
-            while True:
+            while count < total:  # asked for every node: every unit (an HNSW search may not reach them all)
                 found = self.positions(np.asarray(sh.graph.search(q, max(count, 1), threads=1).keys))
-                if len(found) >= min(k, len(self)) or count >= total:
+                if len(found) >= min(k, len(self)):
                     return found
                 count = min(total, 2 * count)
+            return np.arange(len(self), dtype=np.int64)
 
     # ------------------------------------------------------------------ pickling (copies, Ray): the graph as bytes
     def __getstate__(self) -> dict[str, Any]:
