@@ -440,6 +440,20 @@ class GraphStats:
         )
 
 
+def graph_stats(sizes: tuple[int, int, int, int], edges: EdgeSet, A: sp.csr_matrix) -> GraphStats:
+    """The statistics of a graph: ``sizes`` (chunks, units, sentences, concepts), its edges and adjacency."""
+    isolated, mean_deg, max_deg = degree_stats(A)
+    return GraphStats(
+        *sizes,
+        n_candidate_pairs=edges.n_candidates,
+        n_edges=len(edges.rows),
+        theta_sem=edges.theta_sem,
+        isolated_share=isolated,
+        mean_degree=mean_deg,
+        max_degree=max_deg,
+    )
+
+
 def degree_stats(A: sp.csr_matrix) -> tuple[float, float, int]:
     deg = np.diff(A.indptr)
     n = max(len(deg), 1)

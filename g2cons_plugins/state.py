@@ -32,7 +32,7 @@ from .chunks import Chunk, Unit, check_unit_ids, split_units
 from .config import G2ConSConfig
 from .embedders import Embedder, validate_embeddings
 from .errors import InputError
-from .graph import EdgeSet, GraphStats, adjacency, build_edges, concept_vectors, degree_stats, pagerank
+from .graph import EdgeSet, GraphStats, adjacency, build_edges, concept_vectors, graph_stats, pagerank
 from .storage.memory import release_free_memory
 from .terms import TermIndex, analyze, share, top_concepts
 from .text import Tokenizer, count_tokens_batch
@@ -146,19 +146,7 @@ def _derive(
     pr = pagerank(A, damping=config.pagerank_damping)
     names, unit_names, name_df = names_job.result()
     release_free_memory()  # what the threads and the temporaries freed (see g2cons_plugins.storage.memory)
-    isolated, mean_deg, max_deg = degree_stats(A)
-    stats = GraphStats(
-        n_chunks=len(st.chunks),
-        n_units=len(st.units),
-        n_sentences=len(st.sentences),
-        n_concepts=len(vocab),
-        n_candidate_pairs=edges.n_candidates,
-        n_edges=len(edges.rows),
-        theta_sem=edges.theta_sem,
-        isolated_share=isolated,
-        mean_degree=mean_deg,
-        max_degree=max_deg,
-    )
+    stats = graph_stats((len(st.chunks), len(st.units), len(st.sentences), len(vocab)), edges, A)
     return freeze(
         Derived(
             vocab=vocab,

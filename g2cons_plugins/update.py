@@ -36,7 +36,7 @@ import scipy.sparse as sp
 
 from .config import G2ConSConfig
 from .errors import InputError
-from .graph import GraphStats, PairWorkExceeded, adjacency, degree_stats, pagerank, update_edges
+from .graph import PairWorkExceeded, adjacency, graph_stats, pagerank, update_edges
 from .state import Derived, Stored, binary, freeze, level_vectors
 from .terms import TermIndex, analyze
 from .trickle_store import Inserted, RowMap, insert_rows
@@ -354,19 +354,7 @@ def _regraph(
     except PairWorkExceeded as e:
         raise TrickleTooLarge(str(e)) from e
     A = adjacency(edges, len(dv.vocab))
-    isolated, mean_deg, max_deg = degree_stats(A)
-    stats = GraphStats(
-        n_chunks=len(st.chunks),
-        n_units=len(st.units),
-        n_sentences=int(live.sum()),
-        n_concepts=len(dv.vocab),
-        n_candidate_pairs=edges.n_candidates,
-        n_edges=len(edges.rows),
-        theta_sem=edges.theta_sem,
-        isolated_share=isolated,
-        mean_degree=mean_deg,
-        max_degree=max_deg,
-    )
+    stats = graph_stats((len(st.chunks), len(st.units), int(live.sum()), len(dv.vocab)), edges, A)
     dv_new = freeze(
         replace(
             out,

@@ -36,7 +36,7 @@ import scipy.sparse as sp
 
 from ..config import G2ConSConfig
 from ..errors import PersistError
-from ..graph import EdgeSet, GraphStats, degree_stats
+from ..graph import EdgeSet, GraphStats, graph_stats
 from ..state import Derived, Stored, freeze
 from ..terms import TermIndex
 from .npz_view import NpzView
@@ -387,17 +387,7 @@ def _stats(r: _Reader, A: sp.csr_matrix, edges: EdgeSet, sizes: tuple[int, int, 
         raise PersistError(f"{r.json_path}: field 'stats' must be an object with the keys {sorted(want)}")
     for name, kind in want.items():
         r.number("stats", name, raw[name], integer=kind in (int, "int"))
-    isolated, mean_deg, max_deg = degree_stats(A)
-    expect: dict[str, float] = dict(zip(("n_chunks", "n_units", "n_sentences", "n_concepts"), sizes, strict=True))
-    expect.update(
-        n_candidate_pairs=edges.n_candidates,
-        n_edges=len(edges.rows),
-        theta_sem=edges.theta_sem,
-        isolated_share=isolated,
-        mean_degree=mean_deg,
-        max_degree=max_deg,
-    )
-    for name, value in expect.items():
+    for name, value in graph_stats(sizes, edges, A).to_dict().items():
         if not math.isclose(raw[name], value, rel_tol=1e-9, abs_tol=1e-12):
             raise PersistError(f"{r.json_path}: field 'stats.{name}' is {raw[name]}, the stored state gives {value}")
     return GraphStats(**raw)
