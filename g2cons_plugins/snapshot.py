@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Protocol
 
@@ -24,6 +24,7 @@ from .embedders import Embedder, validate_embeddings
 from .errors import InputError
 from .graph import GraphStats
 from .lexical import LexicalIndex
+from .positions import ChunkPositions, UnitPositions
 from .state import Derived, Stored, derive, store
 from .terms import TermIndex
 from .terms import update as update_terms
@@ -45,10 +46,18 @@ class Snapshot:
     tokenizer: Tokenizer
     embedder: Embedder
     derive_s: float = 0.0
-    chunk_pos: Mapping[str, int] = field(default_factory=dict)
-    unit_pos: Mapping[str, int] = field(default_factory=dict)
     unit_ann: Any = None  # approximate nearest-neighbour index over unit vectors (large corpora), else None
     pending: Pending | None = None  # trickle state since the last exact derive (g2cons_plugins.update), else None
+
+    @cached_property
+    def chunk_pos(self) -> ChunkPositions:
+        """Chunk id -> position (:mod:`g2cons_plugins.positions`)."""
+        return ChunkPositions(self.stored.chunks)
+
+    @cached_property
+    def unit_pos(self) -> UnitPositions:
+        """Unit id -> position (:mod:`g2cons_plugins.positions`)."""
+        return UnitPositions(self.stored.units, self.stored.unit_parent, self.chunk_pos)
 
     @cached_property
     def lexical(self) -> LexicalIndex:
@@ -146,8 +155,6 @@ def make_snapshot(
         tokenizer=tokenizer,
         embedder=embedder,
         derive_s=derive_s,
-        chunk_pos={c.id: i for i, c in enumerate(stored.chunks)},
-        unit_pos={u.id: i for i, u in enumerate(stored.units)},
         unit_ann=_unit_ann(stored, config, previous, unit_ann),
     )
 
@@ -200,7 +207,7 @@ def with_removed(snap: Snapshot, ids: Iterable[Any], exact: bool | None = None) 
     """The next snapshot: ``snap`` without the chunks ``ids`` (each must be known); ``exact`` as in
     :func:`with_added`."""
     drop = {normalize_id(i) for i in ids}
-    unknown = sorted(drop - set(snap.chunk_pos))
+    unknown = sorted(i for i in drop if i not in snap.chunk_pos)
     if unknown:
         raise InputError(f"unknown chunk ids: {unknown[:5]}")
     if len(drop) >= len(snap.stored.chunks):
@@ -236,10 +243,7 @@ def _trickle_added(snap: Snapshot, new: Sequence[Chunk], force: bool = False) ->
     terms, word_map = append_terms(snap.derived.terms, fresh, pd.word_map, snap.config)
     pd = replace(pd, sent_map=sent_map, word_map=word_map)
     dv, pd = derive_added(snap.derived, pd, st, ins, terms, snap.config, force)
-    at_end = len(ins.chunk_ins) and int(ins.chunk_ins[0]) == len(snap.stored.chunks)
-    chunk_pos = {**snap.chunk_pos, **{st.chunks[i].id: i for i in ins.chunk_at.tolist()}} if at_end else None
-    unit_pos = {**snap.unit_pos, **{st.units[i].id: i for i in ins.unit_at.tolist()}} if at_end else None
-    return _trickled(snap, st, dv, pd, (chunk_pos, unit_pos), t0)
+    return _trickled(snap, st, dv, pd, t0)
 
 
 def _trickle_removed(snap: Snapshot, drop: set[str], force: bool = False) -> Snapshot:
@@ -250,7 +254,7 @@ def _trickle_removed(snap: Snapshot, drop: set[str], force: bool = False) -> Sna
     keep_chunk[[snap.chunk_pos[i] for i in drop]] = False
     st, keep_unit = drop_stored(snap.stored, keep_chunk)
     dv, pd = derive_removed(snap.derived, pd, snap.stored, st, keep_chunk, keep_unit, snap.config, force)
-    return _trickled(snap, st, dv, pd, (None, None), t0)
+    return _trickled(snap, st, dv, pd, t0)
 
 
 def _trickled(
@@ -258,15 +262,9 @@ def _trickled(
     st: Stored,
     dv: Derived,
     pd: Pending,
-    positions: tuple[dict[str, int] | None, dict[str, int] | None],
     t0: float,
 ) -> Snapshot:
-    """The snapshot after a trickle update (id -> position maps rebuilt where not given)."""
-    chunk_pos, unit_pos = positions
-    if chunk_pos is None:
-        chunk_pos = dict(zip([c.id for c in st.chunks], range(len(st.chunks)), strict=True))
-    if unit_pos is None:
-        unit_pos = dict(zip([u.id for u in st.units], range(len(st.units)), strict=True))
+    """The snapshot after a trickle update."""
     unit_ann = _unit_ann(st, snap.config, previous=snap)  # snap's unit index updated by the changed units
     timings = {**st.timings, "update_trickle": time.perf_counter() - t0}
     return Snapshot(
@@ -276,8 +274,6 @@ def _trickled(
         tokenizer=snap.tokenizer,
         embedder=snap.embedder,
         derive_s=snap.derive_s,
-        chunk_pos=chunk_pos,
-        unit_pos=unit_pos,
         unit_ann=unit_ann,
         pending=pd,
     )

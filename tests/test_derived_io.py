@@ -55,3 +55,34 @@ def test_corruption_names_file_and_field(index: G2ConSIndex, tmp_path: Path) -> 
     (tmp_path / "derived.json").write_text("[1, 2", encoding="utf-8")
     with pytest.raises(PersistError, match="derived.json"):
         read_derived(tmp_path, index.stored, index.embedder.dim, index.config)
+
+
+def test_transposes_are_saved_mapped_and_checked(index: G2ConSIndex, tmp_path: Path) -> None:
+    """The units' concept lists and the names' unit lists are read from the file (not rebuilt in memory), checked
+    equal to the transposes; a save without them (older versions) still reads."""
+    import json
+
+    write_derived(tmp_path, index.derived, index.config)
+    dv = read_derived(tmp_path, index.stored, index.embedder.dim, index.config)
+    for name, of in (("unit_concepts", "unit_inc"), ("name_units", "unit_names")):
+        assert (getattr(dv, name) != getattr(dv, of).T).nnz == 0
+        base = getattr(dv, name).indices
+        while isinstance(base, np.ndarray):
+            base = base.base
+        assert isinstance(base, memoryview), f"{name} was copied, not mapped"
+    arrays = dict(np.load(tmp_path / "derived.npz", allow_pickle=False))
+    flipped = arrays["unit_concepts.indices"].copy()
+    row = np.flatnonzero(np.diff(arrays["unit_concepts.indptr"]) >= 2)[0]
+    lo = arrays["unit_concepts.indptr"][row]
+    flipped[lo] = next(u for u in range(index.stored.unit_parent.size) if u not in set(flipped[lo : lo + 2]))
+    flipped[lo : arrays["unit_concepts.indptr"][row + 1]].sort()
+    (tmp_path / "derived.npz").unlink()
+    np.savez(tmp_path / "derived.npz", **{**arrays, "unit_concepts.indices": flipped})
+    with pytest.raises(PersistError, match="unit_concepts"):
+        read_derived(tmp_path, index.stored, index.embedder.dim, index.config)
+    meta = json.loads((tmp_path / "derived.json").read_text(encoding="utf-8"))
+    for name in ("unit_concepts", "name_units"):
+        del meta["shapes"][name]
+    (tmp_path / "derived.json").write_text(json.dumps(meta), encoding="utf-8")
+    old = read_derived(tmp_path, index.stored, index.embedder.dim, index.config)
+    assert (old.unit_concepts != index.derived.unit_concepts).nnz == 0

@@ -46,6 +46,8 @@ __all__ = ["DERIVED_FILES", "differences", "read_derived", "write_derived"]
 
 DERIVED_FILES = ("derived.npz", "derived.json")
 _SPARSE = ("extracted", "sent_inc", "unit_inc", "chunk_inc", "A", "unit_names")
+# transposes written too (from format version 5 on), so a load maps them instead of holding a fresh copy in memory
+_TRANSPOSES = {"unit_concepts": "unit_inc", "name_units": "unit_names"}
 _DENSE = ("concept_vecs", "sentence_counts", "df", "pagerank", "name_share", "name_df")
 _EDGE = ("rows", "cols", "co", "cosine", "dice")
 _TERMS = ("counts", "noninit", "caps")
@@ -107,7 +109,7 @@ def write_derived(folder: Path, dv: Derived, config: G2ConSConfig) -> None:
         arrays[f"{name}.indptr"] = np.ascontiguousarray(M.indptr)
         shapes[name] = [int(M.shape[0]), int(M.shape[1])]
 
-    for name in _SPARSE:
+    for name in (*_SPARSE, *_TRANSPOSES):
         put_sparse(name, getattr(dv, name))
     for name in _TERMS:
         put_sparse(f"terms.{name}", getattr(dv.terms, name))
@@ -290,7 +292,7 @@ def _read(r: _Reader, st: Stored, dim: int, config: G2ConSConfig) -> Derived:
     r.check("pagerank", (pr > 0).all() and (n_v == 0 or abs(float(pr.sum()) - 1.0) <= 1e-6), "is not a distribution")
     share = r.array("name_share", (n_v,), "f")
     r.check("name_share", ((share >= 0) & (share <= 1)).all(), "must lie in [0, 1]")
-    name_units = inc["unit_names"].T.tocsr()
+    name_units = _transpose(r, "name_units", inc["unit_names"])
     name_df = r.array("name_df", (n_n,), "iu")
     r.check(
         "name_df", np.array_equal(name_df, _chunks_per_row(name_units, st.unit_parent, n_c)), "differs from unit_names"
@@ -307,7 +309,7 @@ def _read(r: _Reader, st: Stored, dim: int, config: G2ConSConfig) -> Derived:
         sent_inc=inc["sent_inc"],
         unit_inc=inc["unit_inc"],
         chunk_inc=inc["chunk_inc"],
-        unit_concepts=inc["unit_inc"].T.tocsr(),
+        unit_concepts=_transpose(r, "unit_concepts", inc["unit_inc"]),
         concept_vecs=vecs,
         sentence_counts=counts,
         df=df,
@@ -322,6 +324,19 @@ def _read(r: _Reader, st: Stored, dim: int, config: G2ConSConfig) -> Derived:
         stats=stats,
         terms=terms,
     )
+
+
+def _transpose(r: _Reader, name: str, M: sp.csr_matrix) -> sp.csr_matrix:
+    """The saved transpose ``name`` of ``M`` (memory-mapped), checked equal to ``M.T``; computed where an older
+    save has none."""
+    T = M.T.tocsr()  # counting sort: canonical, linear time
+    shapes = r.field("shapes")
+    if not isinstance(shapes, dict) or name not in shapes:
+        return T
+    saved = r.sparse(name, (M.shape[1], M.shape[0]), binary=True)
+    same = np.array_equal(saved.indptr, T.indptr) and np.array_equal(saved.indices, T.indices)
+    r.check(name, same, f"is not the transpose of {_TRANSPOSES[name]!r}")
+    return saved
 
 
 def _chunks_per_row(M: sp.csr_matrix, unit_parent: np.ndarray, n_chunks: int) -> np.ndarray:

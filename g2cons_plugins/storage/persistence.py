@@ -69,7 +69,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import fields
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +83,7 @@ from ..state import Stored, derive, needs_sentence_vectors
 from ..text import Tokenizer, get_tokenizer
 from ..vector_index import UNIT_ANN_FILES, UnitANN, read_unit_ann, write_unit_ann
 from .derived_io import DERIVED_FILES, differences, read_derived, write_derived
+from .memory import drop_mapped_pages
 from .stored_io import (
     SENTENCE_VECTORS,
     STORED_FILES,
@@ -678,7 +679,20 @@ def _parse(
                     f"{', '.join(differ)} (verify)"
                 )
     ann = None if rebuild else _unit_ann(folder, m, config, len(stored.units), dim, checked)
-    return make_snapshot(stored, cached, config, tok, derived=derived, unit_ann=ann)
+    snap = make_snapshot(stored, cached, config, tok, derived=derived, unit_ann=ann)
+    drop_mapped_pages(_arrays(snap.stored, snap.derived))  # read once by the checks; queries map what they use
+    return snap
+
+
+def _arrays(*states: Any) -> Iterator[Any]:
+    """The arrays and sparse matrices of dataclass instances ``states``, one level of nested dataclasses down."""
+    for obj in states:
+        for f in fields(obj):
+            v = getattr(obj, f.name)
+            if is_dataclass(v) and not isinstance(v, type):
+                yield from (getattr(v, g.name) for g in fields(v))
+            else:
+                yield v
 
 
 def _unit_ann(

@@ -30,6 +30,7 @@ import scipy.sparse as sp
 
 from ..chunks import Chunk, Unit
 from ..errors import PersistError
+from ..positions import first_mismatch
 from ..state import Stored, binary, freeze
 
 __all__ = [
@@ -258,6 +259,9 @@ def _read_columns(folder: Path, sentences: list[str]) -> _Read:
         for t, p, one, ss in zip(u["text"], plist, (per_chunk[parent] == 1).tolist(), unit_sents, strict=True)
     ]
     unit_tokens = _token_counts(uf, u["n_tokens"], unit_texts)
+    bad_id = first_mismatch(u["id"], ids, parent)
+    if bad_id is not None:
+        raise PersistError(f"{uf}: record {bad_id + 1}: id {u['id'][bad_id]!r} is not its chunk's unit id")
     units = list(map(Unit, u["id"], [ids[p] for p in plist], unit_texts, u["n_tokens"], unit_sents))
     return chunks, chunk_tokens, units, parent, unit_tokens, flat, np.repeat(np.arange(len(units)), counts)
 
@@ -370,6 +374,9 @@ def _read_jsonl(folder: Path, sentences: list[str]) -> _Read:
         cols.extend([len(units) - 1] * len(sent))
     if {u.parent_id for u in units} != set(pos):
         raise PersistError(f"{uf}: some chunks of {cf.name} have no retrieval unit")
+    bad_id = first_mismatch([u.id for u in units], [c.id for c in chunks], np.asarray(parents, dtype=np.int64))
+    if bad_id is not None:
+        raise PersistError(f"{uf}: record {bad_id + 1}: id {units[bad_id].id!r} is not its chunk's unit id")
     return (
         chunks,
         np.asarray(chunk_tokens, dtype=np.int64),
