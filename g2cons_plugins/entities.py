@@ -34,6 +34,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .snapshot import HasSnapshot, Snapshot, as_snapshot
+from .tables import unit_text
 
 __all__ = ["entity_bonus", "name_bonus", "name_matches", "normalize", "query_names"]
 
@@ -146,7 +147,7 @@ def _matches(index: Snapshot, name: str) -> tuple[np.ndarray, float]:
         w = weight[np.searchsorted(first, cand)]
         cand = np.sort(cand[np.lexsort((cand, -w))[:NAME_CHECK_MAX]])
     pattern, units = _phrase(name), index.stored.units
-    hits = np.asarray([u for u in cand.tolist() if pattern.search(units[u].text)], dtype=np.int64)
+    hits = np.asarray([u for u in cand.tolist() if pattern.search(unit_text(units, u))], dtype=np.int64)
     return hits, len(hits) * n_cand / max(len(cand), 1)
 
 
@@ -179,7 +180,7 @@ def name_bonus(index: HasSnapshot, query: str, weight: float, head_share: float 
         title, opens = _phrase(name, whole=True), _phrase(name, anchored=True)
         per: dict[int, float] = {}
         for u in hits.tolist():
-            text = units[u].text
+            text = unit_text(units, u)
             head = 1.0 if title.match(text.split("\n", 1)[0]) else 0.5 * bool(opens.match(text))
             per[u] = weight * spec * ((1 - head_share) + head_share * head)
         out[name] = per

@@ -48,6 +48,7 @@ from .errors import InputError
 from .graph import pagerank
 from .language_check import check_query
 from .snapshot import HasSnapshot, Snapshot, as_snapshot
+from .tables import unit_fields
 from .validate import positive_int
 
 STRATEGIES = ("bridge", "paper", "dense", "ppr", "e2")
@@ -277,10 +278,10 @@ class _Filler:
                 self.full = True
             return
         self.misses = 0
-        unit = st.units[u]
+        uid, parent, text = unit_fields(st.units, u)
         self.seen.add(u)
         self.used += n
-        self.items.append(RetrievedItem(unit.id, unit.parent_id, unit.text, float(score), n, reason))
+        self.items.append(RetrievedItem(uid, parent, text, float(score), n, reason))
 
 
 def fill_ranked(

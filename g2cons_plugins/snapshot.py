@@ -26,6 +26,7 @@ from .graph import GraphStats
 from .lexical import LexicalIndex
 from .positions import ChunkPositions, UnitPositions
 from .state import Derived, Stored, derive, store
+from .tables import ChunkTable
 from .terms import TermIndex
 from .terms import update as update_terms
 from .text import Tokenizer, count_tokens_batch
@@ -85,14 +86,14 @@ class Snapshot:
         return {**self.stored.timings, "derive": self.derive_s}
 
     @property
-    def chunks(self) -> tuple[Chunk, ...]:
-        """All chunks, sorted by id."""
-        return tuple(self.stored.chunks)
+    def chunks(self) -> Sequence[Chunk]:
+        """All chunks, sorted by id (read-only: a tuple, or the columns of a loaded index)."""
+        return _read_only(self.stored.chunks)
 
     @property
-    def units(self) -> tuple[Unit, ...]:
-        """All retrieval units, in chunk-id order."""
-        return tuple(self.stored.units)
+    def units(self) -> Sequence[Unit]:
+        """All retrieval units, in chunk-id order (read-only, as :attr:`chunks`)."""
+        return _read_only(self.stored.units)
 
     def chunk(self, chunk_id: Any) -> Chunk:
         """The chunk with this id (InputError if unknown)."""
@@ -141,8 +142,8 @@ def make_snapshot(
     ``stored`` whose chunks are not sorted by id (saved by an older version, or made by hand) is re-sorted
     first, reusing its units and vectors. ``previous``: the snapshot ``stored`` was made from (its unit index is
     updated, not rebuilt); ``unit_ann``: a unit index loaded with ``stored``."""
-    ids = [c.id for c in stored.chunks]
-    if any(a >= b for a, b in zip(ids, ids[1:], strict=False)):
+    ids = stored.chunks.ids if isinstance(stored.chunks, ChunkTable) else [c.id for c in stored.chunks]
+    if not isinstance(stored.chunks, ChunkTable) and any(a >= b for a, b in zip(ids, ids[1:], strict=False)):
         stored = store(stored.chunks, embedder, tokenizer, config, False, previous=stored)
         derived = terms = unit_ann = None  # a given unit index's keys follow the old unit order
     t0 = time.perf_counter()
@@ -239,7 +240,7 @@ def _trickle_added(snap: Snapshot, new: Sequence[Chunk], force: bool = False) ->
     st, ins, sent_map = insert_stored(
         snap.stored, new, snap.embedder, snap.tokenizer, snap.config, (snap.chunk_pos, snap.unit_pos), pd.sent_map
     )
-    fresh = st.sentences[len(snap.stored.sentences) :]
+    fresh = list(st.sentences[len(snap.stored.sentences) :])
     terms, word_map = append_terms(snap.derived.terms, fresh, pd.word_map, snap.config)
     pd = replace(pd, sent_map=sent_map, word_map=word_map)
     dv, pd = derive_added(snap.derived, pd, st, ins, terms, snap.config, force)
@@ -282,6 +283,11 @@ def _trickled(
 def _terms(snap: Snapshot, st: Stored) -> TermIndex:
     """The term index of ``st``: ``snap``'s rows re-used, only new sentences analysed."""
     return update_terms(snap.derived.terms, snap.stored.sentences, st.sentences, snap.config)
+
+
+def _read_only(seq: Sequence[Any]) -> Sequence[Any]:
+    """A list as a tuple (a caller cannot change the snapshot); columns and ropes are read-only already."""
+    return tuple(seq) if isinstance(seq, list) else seq
 
 
 class HasSnapshot(Protocol):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
@@ -86,12 +86,12 @@ class Derived:
 class Stored:
     """Chunks (sorted by id), units, distinct sentences and their vectors; see module doc."""
 
-    chunks: list[Chunk]
+    chunks: Sequence[Chunk]  # a list, or columns (g2cons_plugins.tables) for a loaded index
     chunk_tokens: np.ndarray
-    units: list[Unit]
+    units: Sequence[Unit]
     unit_parent: np.ndarray
     unit_tokens: np.ndarray
-    sentences: list[str]
+    sentences: Sequence[str]
     sent_unit: sp.csr_matrix  # sentences x units membership
     sent_vecs: np.ndarray | None  # None: not embedded (the concept vectors come from the unit vectors)
     unit_vecs: np.ndarray
@@ -302,7 +302,7 @@ def with_vectors(st: Stored, emb: Embedder, config: G2ConSConfig, show_progress:
     if st.sent_vecs is not None or not needs_sentence_vectors(config):
         return st
     t0 = time.perf_counter()
-    vecs = _frozen(_embed(emb, st.sentences, "sentences", show_progress))
+    vecs = _frozen(_embed(emb, list(st.sentences), "sentences", show_progress))
     timings = {**st.timings, "embed_sentences": time.perf_counter() - t0}
     return replace(st, sent_vecs=vecs, timings=timings)
 
@@ -316,7 +316,7 @@ def _vectors(
     if what == "units":
         old_texts, old_vecs = [u.text for u in previous.units], previous.unit_vecs
     elif previous.sent_vecs is not None:
-        old_texts, old_vecs = previous.sentences, previous.sent_vecs
+        old_texts, old_vecs = list(previous.sentences), previous.sent_vecs
     else:
         old_texts, old_vecs = [], np.zeros((0, emb.dim), np.float32)
     return _reuse_or_embed(emb, texts, old_texts, old_vecs, what, show_progress, engine)

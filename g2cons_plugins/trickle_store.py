@@ -20,11 +20,13 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import TypeVar
 
 import numpy as np
 import scipy.sparse as sp
 
 from .chunks import Chunk, Unit, split_units
+from .columns import concat, inserted, kept
 from .config import G2ConSConfig
 from .embedders import Embedder, validate_embeddings
 from .errors import InputError
@@ -34,6 +36,7 @@ from .text import Tokenizer, count_tokens_batch
 __all__ = ["Inserted", "RowMap", "drop_stored", "insert_rows", "insert_stored"]
 
 _LOCK = threading.Lock()
+T = TypeVar("T")
 
 
 class RowMap:
@@ -101,15 +104,9 @@ def insert_rows(M: sp.spmatrix, ins: np.ndarray, R: sp.spmatrix) -> sp.csr_matri
     return sp.csr_matrix((np.concatenate(dat), np.concatenate(idx), indptr), shape=(n + k, M.shape[1]))
 
 
-def _merge(old: list, ins: Sequence[int], new: Sequence) -> list:  # type: ignore[type-arg]
-    out: list = []  # type: ignore[type-arg]
-    last = 0
-    for p, x in zip(ins, new, strict=True):
-        out.extend(old[last:p])
-        out.append(x)
-        last = p
-    out.extend(old[last:])
-    return out
+def _merge(old: Sequence[T], ins: Sequence[int], new: Sequence[T]) -> Sequence[T]:
+    """``old`` with ``new`` inserted at ``ins``: a :class:`~g2cons_plugins.columns.Rope` of slices, no copy."""
+    return inserted(old, ins, new)
 
 
 def _split_new(
@@ -166,7 +163,7 @@ def insert_stored(
         units=_merge(prev.units, unit_ins.tolist(), units),
         unit_parent=_ro(np.insert(old_parent, unit_ins, chunk_at[unit_chunk])),
         unit_tokens=_ro(np.insert(prev.unit_tokens, unit_ins, [u.n_tokens for u in units])),
-        sentences=list(prev.sentences) + [s for _, s in fresh],
+        sentences=concat([(prev.sentences, 0, n_s), ([s for _, s in fresh], 0, len(fresh))]),
         sent_unit=_sent_unit(prev.sent_unit, unit_ins, unit_at, unit_sents, n_s + len(fresh)),
         sent_vecs=None
         if prev.sent_vecs is None
@@ -210,9 +207,9 @@ def drop_stored(prev: Stored, keep_chunk: np.ndarray) -> tuple[Stored, np.ndarra
     keep_unit = keep_chunk[prev.unit_parent]
     new_pos = np.cumsum(keep_chunk) - 1
     st = Stored(
-        chunks=[c for c, k in zip(prev.chunks, keep_chunk.tolist(), strict=True) if k],
+        chunks=kept(prev.chunks, keep_chunk),
         chunk_tokens=_ro(prev.chunk_tokens[keep_chunk]),
-        units=[u for u, k in zip(prev.units, keep_unit.tolist(), strict=True) if k],
+        units=kept(prev.units, keep_unit),
         unit_parent=_ro(new_pos[prev.unit_parent[keep_unit]].astype(np.int64)),
         unit_tokens=_ro(prev.unit_tokens[keep_unit]),
         sentences=prev.sentences,

@@ -84,3 +84,11 @@ def context_answerer(monkeypatch: pytest.MonkeyPatch) -> None:
     client = SimpleNamespace(chat=SimpleNamespace(completions=SimpleNamespace(create=create)))
     real = answering.Answerer
     monkeypatch.setattr(answering, "Answerer", lambda model: real(model=model, client=client))
+
+
+@pytest.fixture
+def format_4(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Saves in this test write index format version 4 (texts as JSON columns), to test that reader."""
+    from g2cons_plugins.storage import persistence
+
+    monkeypatch.setattr(persistence, "WRITE_VERSION", 4)

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, PersistError
+from g2cons_plugins.storage import persistence
 from g2cons_plugins.storage.persistence import FORMAT_VERSION, POINTER
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -131,8 +132,14 @@ def test_loads_racing_saves_from_another_process(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------- corrupted files
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An index in format version 4 (texts as JSON columns): the forgeries below test that reader; format 5's
+    ``stored.npz`` has its own in test_stored_npz.py."""
     path = tmp_path_factory.mktemp("fi") / "idx"
-    _build(DOCS).save(path)
+    was, persistence.WRITE_VERSION = persistence.WRITE_VERSION, 4
+    try:
+        _build(DOCS).save(path)
+    finally:
+        persistence.WRITE_VERSION = was
     return path
 
 
@@ -229,6 +236,7 @@ CASES = [
     ("chunks.json", _col_edit(lambda o: o.update(metadata={"\u00b2": {}})), "metadata"),
     ("chunks.json", _col_edit(_cell("n_tokens", 0, 10**30)), "n_tokens"),
     ("chunks.json", lambda b: b"[]", "object"),
+    ("chunks.json", _col_edit(lambda o: o.update(metadata={"0": {"a": 1}, "00": {"a": 2}})), "'00'"),
     ("units.json", _col_edit(_cell("parent", 0, 10**6)), "parent"),
     ("units.json", _col_edit(_cell("parent", 0, -1)), "parent"),
     ("units.json", _col_edit(_cell("parent", 0, 10**30)), "parent"),
@@ -453,5 +461,5 @@ def test_version_2_layout_loads_and_next_save_writes_the_current_version(copy: P
     assert [i.unit_id for i in got.retrieve(q)] == [i.unit_id for i in want.retrieve(q)]
     got.save(copy)
     assert json.loads((copy / POINTER).read_text(encoding="utf-8"))["version"] == FORMAT_VERSION
-    assert (V(copy) / "chunks.json").is_file() and v2.is_dir() and V(copy) != v2
+    assert (V(copy) / "stored.npz").is_file() and v2.is_dir() and V(copy) != v2
     assert G2ConSIndex.load(copy).units == want.units

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from g2cons_plugins.storage.derived_io import _savez
+from g2cons_plugins.storage.derived_io import savez
 from g2cons_plugins.storage.npz_view import NpzView
 
 ARRAYS = {
@@ -29,7 +29,7 @@ def test_members_equal_np_load(tmp_path: Path, writer: str) -> None:
     path = tmp_path / "a.npz"
     if writer == "ours":
         with path.open("wb") as fh:
-            _savez(fh, {k: np.asarray(v) for k, v in ARRAYS.items()})
+            savez(fh, {k: np.asarray(v) for k, v in ARRAYS.items()})
     else:
         (np.savez if writer == "savez" else np.savez_compressed)(path, **ARRAYS)
     view, ref = NpzView(path), np.load(path, allow_pickle=False)

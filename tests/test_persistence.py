@@ -341,10 +341,10 @@ def test_flipped_bytes_in_vectors(copy: Path) -> None:
 
 
 def test_truncated_chunks(copy: Path) -> None:
-    f = V(copy) / "chunks.json"
+    f = V(copy) / "stored.npz"
     data = f.read_bytes()
     f.write_bytes(data[: len(data) // 2])
-    with pytest.raises(PersistError, match="chunks.json"):
+    with pytest.raises(PersistError, match="stored.npz"):
         G2ConSIndex.load(copy)
 
 
@@ -363,7 +363,7 @@ def test_modified_file(copy: Path, name: str) -> None:
         G2ConSIndex.load(copy)
 
 
-@pytest.mark.parametrize("name", ["chunks.json", "units.json", "sentences.json"])
+@pytest.mark.parametrize("name", ["stored.npz", "derived.json", "derived.npz"])
 def test_checksum_is_reported_before_the_parse_error_it_causes(copy: Path, name: str) -> None:
     # the checksums run on a thread while the files are parsed: the corruption, not its symptom, is reported
     f = V(copy) / name
@@ -387,15 +387,17 @@ def test_load_restores_the_garbage_collector_state(saved: Path, enabled: bool) -
 
 
 def test_unit_texts_splitting_does_not_make_are_written_out(original: G2ConSIndex, tmp_path: Path) -> None:
-    # units.json leaves a text out (null) only where splitting makes it from the chunk or the sentences
+    # stored.npz writes a unit's text out where it is not its chunk's (an edited text, a chunk of several units)
     snap = original.snapshot
     units = list(snap.stored.units)
     units[0] = dataclasses.replace(units[0], text=units[0].text + "  (edited)")
     units[-1] = dataclasses.replace(units[-1], text=units[-1].text + "\n")
     odd = dataclasses.replace(snap, stored=dataclasses.replace(snap.stored, units=units))
     save_index(odd, tmp_path / "odd")
-    written = json.loads((V(tmp_path / "odd") / "units.json").read_text(encoding="utf-8"))["text"]
-    assert [i for i, t in enumerate(written) if t is not None] == [0, len(units) - 1]
+    parent = snap.stored.unit_parent
+    multi = [j for j, p in enumerate(parent.tolist()) if (parent == p).sum() > 1]
+    with np.load(V(tmp_path / "odd") / "stored.npz") as npz:
+        assert npz["unit.text_at"].tolist() == sorted({0, len(units) - 1, *multi})
     assert list(G2ConSIndex.load(tmp_path / "odd").units) == units
 
 
@@ -454,7 +456,7 @@ def test_not_a_directory(tmp_path: Path, saved: Path) -> None:
 
 
 def test_errors_are_oserrors(copy: Path) -> None:
-    (V(copy) / "units.json").unlink()
+    (V(copy) / "stored.npz").unlink()
     with pytest.raises(OSError):
         G2ConSIndex.load(copy)
 

@@ -264,7 +264,7 @@ def _resum(path: Path, name: str) -> None:
 
 
 def _forge_npz(path: Path, edit: Callable[[dict[str, np.ndarray]], object]) -> None:
-    from g2cons_plugins.storage.derived_io import _savez
+    from g2cons_plugins.storage.derived_io import savez
 
     f = V(path) / "derived.npz"
     with np.load(f, allow_pickle=False) as z:
@@ -272,7 +272,7 @@ def _forge_npz(path: Path, edit: Callable[[dict[str, np.ndarray]], object]) -> N
     edit(arrays)
     f.unlink()
     with f.open("xb") as fh:
-        _savez(fh, arrays)
+        savez(fh, arrays)
     _resum(path, "derived.npz")
 
 
@@ -389,7 +389,6 @@ JSON_CASES: list[tuple[str, str, Callable[[dict[str, Any]], object], str]] = [
     ("stats-extra", "derived.json", lambda m: m["stats"].update(extra=1), "'stats'"),
     ("theta-string", "derived.json", lambda m: m["edges"].update(theta_sem="0.5"), "'edges.theta_sem'"),
     ("candidates-below-edges", "derived.json", lambda m: m["edges"].update(n_candidates=0), "n_candidates"),
-    ("metadata-0-and-00", "chunks.json", lambda c: c.update(metadata={"0": {"a": 1}, "00": {"a": 2}}), "'00'"),
 ]
 
 

@@ -88,7 +88,7 @@ def test_cli_build_on_ray_equals_local(engine: RayEngine, tmp_path) -> None:  # 
     assert main(["build", str(src), "--graph", str(tmp_path / "local"), *opts]) == 0
     ray_opts = ["--engine", "ray", "--num-workers", "1", *opts]
     assert main(["build", str(src), "--graph", str(tmp_path / "ray"), *ray_opts]) == 0
-    for name in ("chunks.json", "units.json", "unit_vectors.npy", "derived.npz"):
+    for name in ("stored.npz", "unit_vectors.npy", "derived.npz"):
         a = next((tmp_path / "local").glob(f"v-*/{name}")).read_bytes()
         b = next((tmp_path / "ray").glob(f"v-*/{name}")).read_bytes()
         assert a == b, name

@@ -239,7 +239,7 @@ def test_ray_build_equals_a_local_build(docs: list[dict[str, str]], tmp_path: Pa
     local.save(tmp_path / "a")
     remote.save(tmp_path / "b")
     assert not list(tmp_path.glob("*/v-*/sentence_vectors.npy"))  # the default embeds no sentence
-    for name in ("chunks.json", "units.json", "unit_vectors.npy", "derived.npz"):
+    for name in ("stored.npz", "unit_vectors.npy", "derived.npz"):
         va = next((tmp_path / "a").glob("v-*")) / name
         vb = next((tmp_path / "b").glob("v-*")) / name
         assert va.read_bytes() == vb.read_bytes(), name

@@ -146,7 +146,7 @@ def test_save_load_round_trip(mode: str, tmp_path: Path) -> None:
     idx.save(tmp_path / "idx")
     folder = version(tmp_path / "idx")
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    assert manifest["version"] == FORMAT_VERSION == 4
+    assert manifest["version"] == FORMAT_VERSION == 5
     has = mode == "paper"
     assert (folder / "sentence_vectors.npy").is_file() is has
     assert ("sentence_vectors.npy" in manifest["files"]) is has

@@ -88,7 +88,7 @@ def _legacy_digest(saved_config: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(saved_config, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-def _savez(fh: Any, arrays: dict[str, np.ndarray]) -> None:
+def savez(fh: Any, arrays: dict[str, np.ndarray]) -> None:
     """``np.savez`` with fixed zip timestamps, so equal state gives equal bytes."""
     with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         for name, arr in arrays.items():
@@ -126,7 +126,7 @@ def write_derived(folder: Path, dv: Derived, config: G2ConSConfig) -> None:
         "stats": dv.stats.to_dict(),
         "config_sha256": config_digest(config),
     }
-    fsync_write(folder / "derived.npz", lambda fh: _savez(fh, arrays))
+    fsync_write(folder / "derived.npz", lambda fh: savez(fh, arrays))
     fsync_write(folder / "derived.json", lambda fh: fh.write(json.dumps(meta, ensure_ascii=False).encode("utf-8")))
 
 

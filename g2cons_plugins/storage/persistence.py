@@ -91,20 +91,24 @@ from .stored_io import (
     encode_json,
     fsync_write,
     read_stored,
+    read_vectors,
     write_stored,
 )
+from .stored_npz import STORED_NPZ, read_stored_npz, write_stored_npz
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "load_snapshot", "read_manifest", "save_index"]
 
 FORMAT = "g2cons-index"
-FORMAT_VERSION = 4  # 4: sentence_vectors.npy optional (listed in the manifest's files where it is written)
+FORMAT_VERSION = 5  # 5: the texts as columns in stored.npz (read in place); 4: sentence_vectors.npy optional
+WRITE_VERSION = FORMAT_VERSION  # what a save writes (4 still can be written, for tests of the older reader)
 POINTER = "CURRENT"
 LOCK = ".lock"
-FILES = STORED_FILES + DERIVED_FILES  # what a version folder holds besides its manifest (format version 3)
-OPTIONAL_FILES = (SENTENCE_VECTORS,)  # format version 4: written where there is something to write
+FILES = (STORED_NPZ, SENTENCE_VECTORS, "unit_vectors.npy") + DERIVED_FILES  # a version folder (format version 5)
+FILES_V3 = STORED_FILES + DERIVED_FILES  # format versions 3 and 4: the texts as JSON columns
+OPTIONAL_FILES = (SENTENCE_VECTORS,)  # from format version 4 on: written where there is something to write
 FILES_V2 = STORED_FILES_JSONL + DERIVED_FILES  # format version 2: records as JSON lines
 LEGACY_FILES = ("manifest.json",) + STORED_FILES_JSONL  # what format version 1 wrote into the folder itself
-READ_VERSIONS = (2, 3, FORMAT_VERSION)  # versioned layouts this library reads (and version 1, files in the folder)
+READ_VERSIONS = (2, 3, 4, FORMAT_VERSION)  # versioned layouts this library reads (and version 1, files in the folder)
 BUNDLED_TOKENIZERS = ("cl100k_base", "o200k_base")
 _VERSION = re.compile(r"^v-\d{8}T\d{6}-[0-9a-f]{12}$")
 _TMP = re.compile(r"^\.tmp-(v-\d{8}T\d{6}-[0-9a-f]{12}|CURRENT-[0-9a-f]{12})$")
@@ -291,8 +295,12 @@ def _check_serialisable(snap: Snapshot) -> None:
 
 def _write_version(snap: Snapshot, folder: Path) -> bytes:
     st = snap.stored
-    write_stored(folder, st)
-    _write(folder / "sentences.json", lambda fh: fh.write(json.dumps(st.sentences, ensure_ascii=False).encode("utf-8")))
+    if WRITE_VERSION >= 5:
+        write_stored_npz(folder, st)
+    else:
+        write_stored(folder, st)
+        sentences = list(st.sentences)
+        _write(folder / "sentences.json", lambda fh: fh.write(json.dumps(sentences, ensure_ascii=False).encode()))
     for name, arr in ((SENTENCE_VECTORS, st.sent_vecs), ("unit_vectors.npy", st.unit_vecs)):
         if arr is not None:
             _write(folder / name, _npy(arr))
@@ -303,7 +311,7 @@ def _write_version(snap: Snapshot, folder: Path) -> bytes:
         files += UNIT_ANN_FILES
     manifest = {
         "format": FORMAT,
-        "version": FORMAT_VERSION,
+        "version": WRITE_VERSION,
         "config": snap.config.to_dict(),
         "embedder": {"name": snap.embedder.name, "dim": int(snap.embedder.dim)},
         "tokenizer": snap.tokenizer.name,
@@ -318,7 +326,8 @@ def _write_version(snap: Snapshot, folder: Path) -> bytes:
 
 def _written(st: Stored) -> tuple[str, ...]:
     """The data files a save writes for ``st``: :data:`FILES`, the sentence vectors only where there are some."""
-    return tuple(f for f in FILES if f != SENTENCE_VECTORS or st.sent_vecs is not None)
+    files = FILES if WRITE_VERSION >= 5 else FILES_V3
+    return tuple(f for f in files if f != SENTENCE_VECTORS or st.sent_vecs is not None)
 
 
 def _current_name(path: Path) -> str | None:
@@ -624,8 +633,9 @@ def _files(version: int, listed: dict[str, Any]) -> tuple[str, ...]:
     """The files of a version folder (format version 1: of the index folder) besides the manifest; from format
     version 4 on, the :data:`OPTIONAL_FILES` are there only where the manifest's ``listed`` files name them."""
     if version >= 4:
-        return tuple(f for f in FILES if f not in OPTIONAL_FILES or f in listed)
-    return FILES if version == 3 else FILES_V2 if version == 2 else STORED_FILES_JSONL
+        files = FILES if version >= 5 else FILES_V3
+        return tuple(f for f in files if f not in OPTIONAL_FILES or f in listed)
+    return FILES_V3 if version == 3 else FILES_V2 if version == 2 else STORED_FILES_JSONL
 
 
 def _first_mismatch(folder: Path, files: list[str], sums: dict[str, str]) -> str | None:
@@ -656,7 +666,11 @@ def _parse(
     dim = int(m["embedder"]["dim"])
     tok = _tokenizer(mf, m, tokenizer)
     with_sentences = SENTENCE_VECTORS in _files(m["version"], m["files"])
-    stored = read_stored(folder, dim, columns=m["version"] >= 3, sentence_vectors=with_sentences)
+    if m["version"] >= 5:
+        sent_vecs = read_vectors(folder / SENTENCE_VECTORS, None, dim) if with_sentences else None
+        stored = read_stored_npz(folder, read_vectors(folder / "unit_vectors.npy", None, dim), sent_vecs)
+    else:
+        stored = read_stored(folder, dim, columns=m["version"] >= 3, sentence_vectors=with_sentences)
     if stored.sent_vecs is None and needs_sentence_vectors(config):
         raise PersistError(
             f"{mf}: field 'config' has vector_level {config.vector_level!r} (Eq. 1 on sentence vectors) but the "

@@ -40,6 +40,7 @@ __all__ = [
     "encode_json",
     "fsync_write",
     "read_stored",
+    "read_vectors",
     "write_stored",
 ]
 
@@ -206,8 +207,8 @@ def read_stored(folder: Path, dim: int, columns: bool = True, sentence_vectors: 
         unit_tokens=unit_tokens,
         sentences=sentences,
         sent_unit=sent_unit,
-        sent_vecs=_vectors(folder / SENTENCE_VECTORS, len(sentences), dim) if sentence_vectors else None,
-        unit_vecs=_vectors(folder / "unit_vectors.npy", len(units), dim),
+        sent_vecs=read_vectors(folder / SENTENCE_VECTORS, len(sentences), dim) if sentence_vectors else None,
+        unit_vecs=read_vectors(folder / "unit_vectors.npy", len(units), dim),
     )
 
 
@@ -312,12 +313,15 @@ def _tokens(path: Path, k: int, row: dict[str, Any], text: str) -> int:
     return int(n)
 
 
-def _vectors(path: Path, n: int, dim: int) -> np.ndarray:
+def read_vectors(path: Path, n: int | None, dim: int) -> np.ndarray:
+    """The float32 ``(n, dim)`` vectors of ``path`` (``n`` None: any number of rows), memory-mapped read-only,
+    checked finite and non-zero (streamed)."""
     try:
         a = np.load(path, allow_pickle=False, mmap_mode="r")
     except (OSError, ValueError) as e:
         raise PersistError(f"{path}: unreadable vector file ({e})") from None
-    if a.dtype != np.float32 or a.shape != (n, dim):
+    n = a.shape[0] if n is None and a.ndim == 2 else n
+    if n is None or a.dtype != np.float32 or a.shape != (n, dim):
         raise PersistError(f"{path}: vectors of dtype {a.dtype} and shape {a.shape}; expected float32 ({n}, {dim})")
     for s in range(0, n, 65_536):  # streamed: a memory-mapped file is not read into memory at once
         block = np.asarray(a[s : s + 65_536])

@@ -1,0 +1,157 @@
+"""Chunks and retrieval units as columns (:mod:`g2cons_plugins.columns`), read as :class:`~g2cons_plugins.chunks.Chunk`
+and :class:`~g2cons_plugins.chunks.Unit` one at a time.
+
+A loaded index holds its chunks and units this way (:mod:`g2cons_plugins.storage.stored_npz`): the texts stay in
+the mapped file, and an item is made when it is read. A unit's id, text and parent follow from its chunk (as
+:func:`~g2cons_plugins.chunks.split_units` makes them): the id by :func:`~g2cons_plugins.positions.unit_id`; the
+text is its chunk's where the chunk is one unit, else its sentences joined by one space, unless the unit is one of
+the few written out (``text_at``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, overload
+
+import numpy as np
+
+from .chunks import Chunk, Unit
+from .columns import Rope, SequenceEq
+from .errors import PersistError
+from .positions import unit_id
+
+__all__ = ["ChunkTable", "UnitTable", "unit_fields", "unit_text"]
+
+
+class ChunkTable(SequenceEq, Sequence[Chunk]):
+    """Chunks from an id column, a text column and a metadata column (JSON objects; ``""`` for none)."""
+
+    __slots__ = ("ids", "metadata", "texts")
+
+    def __init__(self, ids: Sequence[str], texts: Sequence[str], metadata: Sequence[str]) -> None:
+        self.ids, self.texts, self.metadata = ids, texts, metadata
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, i: int) -> Chunk: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Chunk]: ...
+    def __getitem__(self, i: int | slice) -> Chunk | list[Chunk]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        return Chunk(self.ids[i], self.texts[i], self.meta(i))
+
+    def __iter__(self) -> Iterator[Chunk]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def meta(self, i: int) -> dict[str, Any]:
+        """The metadata of chunk ``i`` (a new dict each call)."""
+        raw = self.metadata[i]
+        if not raw:
+            return {}
+        try:
+            out = json.loads(raw)
+        except ValueError:
+            out = None
+        if not isinstance(out, dict):
+            raise PersistError(f"chunk {self.ids[i]!r}: stored metadata is not a JSON object")
+        return out
+
+
+class UnitTable(SequenceEq, Sequence[Unit]):
+    """Units from their chunks' columns, ``parent`` (chunk positions, ascending), token counts, sentence positions
+    (``sent_flat`` cut by ``sent_off``) and the texts written out (``text_at`` ascending, ``texts``)."""
+
+    __slots__ = ("_starts", "chunk_ids", "chunk_texts", "n_tokens", "parent", "sent_flat", "sent_off", "sentences", "slot", "text_at", "texts")  # noqa: E501
+
+    def __init__(
+        self,
+        chunks: ChunkTable,
+        parent: np.ndarray,
+        n_tokens: np.ndarray,
+        sentences: Sequence[str],
+        sent: tuple[np.ndarray, np.ndarray],
+        written: tuple[np.ndarray, Sequence[str]],
+    ) -> None:
+        self.chunk_ids, self.chunk_texts = chunks.ids, chunks.texts
+        self.parent, self.n_tokens, self.sentences = parent, n_tokens, sentences
+        self.sent_off, self.sent_flat = sent
+        self.text_at, self.texts = written
+        self._starts = np.searchsorted(parent, np.arange(len(chunks) + 1), side="left")
+        self.slot = np.full(len(parent), -1, np.int32 if len(self.text_at) < 2**31 else np.int64)
+        self.slot[self.text_at] = np.arange(len(self.text_at))  # unit -> its written text, or -1
+
+    def __len__(self) -> int:
+        return len(self.parent)
+
+    @overload
+    def __getitem__(self, j: int) -> Unit: ...
+    @overload
+    def __getitem__(self, j: slice) -> list[Unit]: ...
+    def __getitem__(self, j: int | slice) -> Unit | list[Unit]:
+        if isinstance(j, slice):
+            return [self[k] for k in range(*j.indices(len(self)))]
+        n = len(self)
+        if j < 0:
+            j += n
+        if not 0 <= j < n:
+            raise IndexError(f"unit {j} of {n}")
+        p = int(self.parent[j])
+        lo, hi = int(self._starts[p]), int(self._starts[p + 1])
+        cid = self.chunk_ids[p]
+        sents = tuple(self.sentences[k] for k in self.sent_flat[self.sent_off[j] : self.sent_off[j + 1]].tolist())
+        return Unit(unit_id(cid, j - lo, hi - lo), cid, self.text(j, sents), int(self.n_tokens[j]), sents)
+
+    def fields(self, j: int) -> tuple[str, str, str]:
+        """Id, parent id and text of unit ``j``, without making the unit."""
+        p = int(self.parent[j])
+        lo, hi = int(self._starts[p]), int(self._starts[p + 1])
+        cid = self.chunk_ids[p]
+        return unit_id(cid, j - lo, hi - lo), cid, self.text(j)
+
+    def text(self, j: int, sents: tuple[str, ...] | None = None) -> str:
+        """The text of unit ``j`` (see module doc)."""
+        k = int(self.slot[j])
+        if k >= 0:
+            return self.texts[k]
+        p = int(self.parent[j])
+        if int(self._starts[p + 1]) - int(self._starts[p]) == 1:
+            return self.chunk_texts[p]
+        if sents is None:
+            sents = tuple(self.sentences[k] for k in self.sent_flat[self.sent_off[j] : self.sent_off[j + 1]].tolist())
+        return " ".join(sents)
+
+    def __iter__(self) -> Iterator[Unit]:
+        for j in range(len(self)):
+            yield self[j]
+
+
+def metadata_json(meta: Mapping[str, Any]) -> str:
+    """The metadata column's entry for ``meta`` (``""`` for none)."""
+    return json.dumps(dict(meta), ensure_ascii=False, sort_keys=False) if meta else ""
+
+
+def _where(units: Sequence[Unit], j: int) -> tuple[Sequence[Unit], int]:
+    """The sequence that holds item ``j`` of ``units`` (through a Rope's pieces) and its position there."""
+    while isinstance(units, Rope):
+        units, j = units.locate(j)
+    return units, j
+
+
+def unit_text(units: Sequence[Unit], j: int) -> str:
+    """``units[j].text``, without making the unit where ``units`` are columns."""
+    seq, k = _where(units, j)
+    return seq.text(k) if isinstance(seq, UnitTable) else seq[k].text
+
+
+def unit_fields(units: Sequence[Unit], j: int) -> tuple[str, str, str]:
+    """Id, parent id and text of ``units[j]``, without making the unit where ``units`` are columns."""
+    seq, k = _where(units, j)
+    if isinstance(seq, UnitTable):
+        return seq.fields(k)
+    u = seq[k]
+    return u.id, u.parent_id, u.text

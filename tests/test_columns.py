@@ -1,0 +1,70 @@
+"""Text columns and ropes (g2cons_plugins.columns) behave as the lists they replace."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from g2cons_plugins.columns import Rope, TextColumn, check_utf8, concat, inserted, kept, text_column
+
+_texts = st.lists(st.text(max_size=12), max_size=30)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_texts)
+def test_a_column_reads_back_its_texts(texts: list[str]) -> None:
+    col = text_column(texts)
+    assert len(col) == len(texts) and list(col) == texts and col == texts and texts == col
+    assert [col[i] for i in range(-len(texts), len(texts))] == texts + texts
+    assert col[1:4] == texts[1:4] and check_utf8(col.buf, col.off) is None
+    with pytest.raises(IndexError):
+        col[len(texts)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(_texts, st.data())
+def test_ropes_insert_and_keep_like_lists(texts: list[str], data: st.DataObject) -> None:
+    base = text_column(texts)
+    at = sorted(data.draw(st.lists(st.integers(0, len(texts)), max_size=6)))
+    new = [f"new{k}" for k in range(len(at))]
+    want = list(texts)
+    for k, p in reversed(list(enumerate(at))):
+        want.insert(p, new[k])
+    r = inserted(base, at, new)
+    assert list(r) == want and len(r) == len(want) and [r[i] for i in range(len(r))] == want
+    mask = np.asarray(data.draw(st.lists(st.booleans(), min_size=len(want), max_size=len(want))), dtype=bool)
+    k = kept(r, mask)  # a rope of a rope stays flat: pieces point into the base column and the new list
+    assert list(k) == [t for t, m in zip(want, mask.tolist(), strict=True) if m]
+    assert all(not isinstance(s, Rope) for s, _, _ in k.pieces) and len(k.pieces) <= 2 * len(at) + 1 + int(mask.sum())
+    a, b = sorted(data.draw(st.tuples(st.integers(0, len(want)), st.integers(0, len(want)))))
+    assert list(r[a:b]) == want[a:b]
+
+
+def test_adjacent_pieces_merge() -> None:
+    base = text_column(["a", "b", "c", "d"])
+    r = concat([(base, 0, 2), (base, 2, 4)])
+    assert len(r.pieces) == 1 and list(r) == ["a", "b", "c", "d"]
+    assert len(Rope([])) == 0 and list(Rope([])) == []
+
+
+@pytest.mark.parametrize(
+    ("buf", "off", "why"),
+    [
+        (b"abc", [0, 2], "from 0 to 3"),
+        (b"abc", [1, 3], "from 0 to 3"),
+        (b"abc", [0, 2, 1, 3], "decrease"),
+        ("é".encode(), [0, 1, 2], "inside a character"),
+        (b"a\xffb", [0, 3], "not UTF-8"),
+    ],
+)
+def test_bad_columns_are_named(buf: bytes, off: list[int], why: str) -> None:
+    msg = check_utf8(np.frombuffer(buf, np.uint8), np.asarray(off, np.int64))
+    assert msg is not None and why in msg
+
+
+def test_non_ascii_and_empty_texts() -> None:
+    texts = ["", "Zürich", "北京", "", "😀 ok"]
+    col = text_column(texts)
+    assert list(col) == texts and isinstance(col, TextColumn) and col.nbytes(2) == 6

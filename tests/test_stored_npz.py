@@ -1,0 +1,135 @@
+"""The texts as columns in stored.npz (index format version 5): a loaded index holds its chunks and units as
+columns equal to the built ones, and every forged column is refused naming the file and the column."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from g2cons_plugins import G2ConSConfig, G2ConSIndex, PersistError
+from g2cons_plugins.storage.derived_io import savez
+from g2cons_plugins.storage.persistence import POINTER
+from g2cons_plugins.tables import ChunkTable, UnitTable, unit_fields, unit_text
+
+DOCS = [
+    {"id": f"d{i:02d}", "title": f"Title {i}", "text": f"Alice Moreau{i % 3} met Bob in Paris. " * (1 + 2 * (i % 4))}
+    for i in range(14)
+] + [{"id": "m", "text": "Ünïcode text: 北京 is a city. It is large.", "metadata": {"k": [1, "x"], "é": None}}]
+
+
+@pytest.fixture(scope="module")
+def built() -> G2ConSIndex:
+    return G2ConSIndex.build(DOCS, embedder="hash", config=G2ConSConfig(theta_co=1, unit_tokens=16))
+
+
+@pytest.fixture(scope="module")
+def saved(built: G2ConSIndex, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("npz") / "idx"
+    built.save(path)
+    return path
+
+
+def V(path: Path) -> Path:
+    return path / json.loads((path / POINTER).read_text(encoding="utf-8"))["data"]
+
+
+def test_loaded_columns_equal_the_built_lists(built: G2ConSIndex, saved: Path) -> None:
+    got = G2ConSIndex.load(saved)
+    assert isinstance(got.stored.chunks, ChunkTable) and isinstance(got.stored.units, UnitTable)
+    assert any(u.id != u.parent_id for u in built.units)  # chunks of several units are in the test
+    assert got.chunks == built.chunks and got.units == built.units and got.stored.sentences == built.stored.sentences
+    assert got.chunk("m").metadata == {"k": [1, "x"], "é": None}
+    for j in range(len(built.units)):
+        u = built.units[j]
+        assert unit_text(got.stored.units, j) == u.text
+        assert unit_fields(got.stored.units, j) == (u.id, u.parent_id, u.text)
+    q = "Where did Alice Moreau1 meet Bob?"
+    key = lambda idx: [(r.unit_id, r.text, r.score) for r in idx.retrieve(q)]  # noqa: E731
+    assert key(got) == key(built)
+    assert all(got.snapshot.unit_pos[u.id] == j for j, u in enumerate(built.units))
+
+
+def test_updates_of_a_loaded_index_equal_updates_of_the_built_one(built: G2ConSIndex, saved: Path) -> None:
+    got = G2ConSIndex.load(saved)
+    new = [{"id": "d05a", "text": "Carol Diaz went to Rome. She met Alice Moreau1 there."}]
+    for idx in (got, built):
+        idx.add(new)
+        idx.remove(["d03"])
+    ref = G2ConSIndex.build([d for d in DOCS if d["id"] != "d03"] + new, embedder="hash", config=built.config)
+    assert got.chunks == ref.chunks and got.units == ref.units
+    assert got.derived.vocab == ref.derived.vocab and got.stats == ref.stats
+
+
+def _forge(path: Path, edit: Callable[[dict[str, np.ndarray]], None]) -> None:
+    """Rewrite stored.npz with ``edit`` applied to its arrays, and every checksum above it."""
+    f = V(path) / "stored.npz"
+    with np.load(f, allow_pickle=False) as npz:
+        arrays = {k: npz[k].copy() for k in npz.files}
+    edit(arrays)
+    buf = io.BytesIO()
+    savez(buf, arrays)
+    f.write_bytes(buf.getvalue())
+    mf = V(path) / "manifest.json"
+    manifest = json.loads(mf.read_text(encoding="utf-8"))
+    manifest["files"]["stored.npz"] = hashlib.sha256(f.read_bytes()).hexdigest()
+    data = json.dumps(manifest).encode("utf-8")
+    mf.write_bytes(data)
+    ptr = json.loads((path / POINTER).read_text(encoding="utf-8"))
+    ptr["manifest_sha256"] = hashlib.sha256(data).hexdigest()
+    (path / POINTER).write_text(json.dumps(ptr), encoding="utf-8")
+
+
+def _set(name: str, i: int, value: int) -> Callable[[dict[str, np.ndarray]], None]:
+    def edit(a: dict[str, np.ndarray]) -> None:
+        a[name][i] = value
+
+    return edit
+
+
+def _swap_ids(a: dict[str, np.ndarray]) -> None:
+    b = a["chunk.id.buf"]
+    b[0:3], b[3:6] = b[3:6].copy(), b[0:3].copy()  # "d00" "d01" -> "d01" "d00"
+
+
+FORGERIES = [
+    ("chunk.id", _swap_ids, "out of order"),
+    ("chunk.id.off", _set("chunk.id.off", 1, 0), "empty id"),
+    ("chunk.text.buf", _set("chunk.text.buf", 0, 0xFF), "not UTF-8"),
+    ("chunk.text.off", _set("chunk.text.off", -1, 10**6), "offsets"),
+    ("chunk.meta", lambda a: a.update({"chunk.meta.buf": np.full_like(a["chunk.meta.buf"], ord("x"))}), "JSON object"),
+    ("chunk.n_tokens", _set("chunk.n_tokens", 0, 0), "chunk.n_tokens"),
+    ("chunk.n_tokens-big", _set("chunk.n_tokens", 0, 10**9), "impossible"),
+    ("unit.parent", _set("unit.parent", 0, 10**6), "unit.parent"),
+    ("unit.parent-order", _set("unit.parent", 0, 5), "ascending"),
+    ("unit.sent.off", _set("unit.sent.off", 1, 0), "at least one sentence"),
+    ("unit.sent.flat", _set("unit.sent.flat", 0, 10**6), "sentence positions"),
+    ("unit.text_at", _set("unit.text_at", 0, 10**6), "unit.text_at"),
+    ("missing", lambda a: a.pop("unit.n_tokens"), "unit.n_tokens is missing"),
+    ("dtype", lambda a: a.update({"unit.parent": a["unit.parent"].astype(np.float64)}), "expected integers"),
+]
+
+
+@pytest.mark.parametrize(("edit", "what"), [f[1:] for f in FORGERIES], ids=[f[0] for f in FORGERIES])
+def test_forged_columns_name_file_and_column(
+    saved: Path, tmp_path: Path, edit: Callable[[dict[str, np.ndarray]], None], what: str
+) -> None:
+    import shutil
+
+    copy = tmp_path / "idx"
+    shutil.copytree(saved, copy)
+    _forge(copy, edit)
+    with pytest.raises(PersistError, match="stored.npz") as exc:
+        G2ConSIndex.load(copy)
+    assert what in str(exc.value)
+
+
+def test_stored_npz_is_a_plain_zip_of_npy(saved: Path) -> None:
+    with zipfile.ZipFile(V(saved) / "stored.npz") as zf:
+        assert all(i.compress_type == zipfile.ZIP_STORED and i.filename.endswith(".npy") for i in zf.infolist())
