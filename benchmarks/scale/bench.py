@@ -4,15 +4,16 @@ latency, memory and embedded texts per unit, per corpus size.
     nice -n 10 python benchmarks/scale/bench.py --sizes 10000,100000,1000000 --embedder wordllama \\
         --out benchmarks/scale/results/scale_wordllama
 
-Corpora come from ``corpus.py`` (seeded recombinations of real sentences). Each size runs in two fresh processes:
-``build`` (build, save, add 1%, remove 1%) and ``load`` (load the saved index, then queries), so every peak-RSS
-figure belongs to that size alone. Peak RSS per phase is sampled every 20 ms by a thread (``/proc/self/statm``);
-``ru_maxrss`` is the process-wide peak; "resident after load" is the RSS right after ``load`` returns. Query
-latency includes embedding the question (real MuSiQue questions, default ``retrieve`` settings). The build job
-counts every text the embedder receives ("embedded texts per unit"), then adds 1, 10 and 100 new chunks one call
-each (the trickle row; then ``refresh()`` where the index has one), then 1%, then removes 1%. Writes ``OUT.json``,
-``OUT.md`` (a table, each size's update and query ratios, and the scale targets at 80k and 1M where those sizes
-were run) and ``OUT.png`` (a plot); ``--render OUT.json`` re-writes the last two from saved results.
+Corpora come from ``corpus.py`` (seeded recombinations of real sentences). Each size runs in three fresh
+processes, so every peak-RSS figure belongs to that size and that job alone: ``build`` (build, save; counts every
+text the embedder receives: "embedded texts per unit"), ``load`` (load the saved index, then queries: latency
+includes embedding the question; real MuSiQue questions, default ``retrieve`` settings) and ``update`` (load the
+saved index as a serving process would, add 1, 10 and 100 new chunks one call each: the trickle row; then the next
+1%, then remove 1% of the original ids, then ``refresh()``, which every save does first). Peak RSS per phase is
+sampled every 20 ms by a thread (``/proc/self/statm``); ``ru_maxrss`` is the process-wide peak; "resident after
+load" is the RSS right after ``load`` returns. Writes ``OUT.json``, ``OUT.md`` (a table, each size's update and
+query ratios, and the scale targets at 80k and 1M where those sizes were run) and ``OUT.png`` (a plot);
+``--render OUT.json`` re-writes the last two from saved results.
 """
 
 from __future__ import annotations
@@ -97,20 +98,15 @@ def _timed(fn: Any, *args: Any) -> float:
 
 
 def job_build(n: int, embedder: str, seed: int, path: Path) -> dict[str, Any]:
-    """Build on ``n`` passages, save to ``path``, add 1, 10 and 100 new chunks (one call each), refresh where the
-    index has it, add the next 1%, remove 1% of the original ids."""
-    import random
-
+    """Build on ``n`` passages and save to ``path``; counts what the embedder received."""
     from g2cons_plugins import G2ConSIndex
 
     mem = PeakRSS()
-    delta = max(1, n // 100)
-    rows = list(corpus.passages(n + 111 + delta, seed))
-    base, trickle, extra = rows[:n], rows[n : n + 111], rows[n + 111 :]
+    rows = list(corpus.passages(n, seed))
     out: dict[str, Any] = {"n_passages": n, "embedder": embedder, "seed": seed, "rss_inputs_mb": mem.phase()}
     counting = CountingEmbedder(embedder)
     t0 = time.perf_counter()
-    idx = G2ConSIndex.build(base, embedder=counting)
+    idx = G2ConSIndex.build(rows, embedder=counting)
     out["build_s"] = round(time.perf_counter() - t0, 2)
     out["build_stages_s"] = {k: round(v, 2) for k, v in idx.timings.items()}
     out["peak_rss_build_mb"] = mem.phase()
@@ -120,25 +116,45 @@ def job_build(n: int, embedder: str, seed: int, path: Path) -> dict[str, Any]:
     out["n_tokens"] = int(idx.stored.chunk_tokens.sum())
     out["n_sentences"] = len(idx.stored.sentences)
     out["graph"] = idx.stats.to_dict()
+    del rows
     t0 = time.perf_counter()
     idx.save(path)
     out["save_s"] = round(time.perf_counter() - t0, 2)
     out["save_bytes"] = _dir_bytes(path)
     out["peak_rss_save_mb"] = mem.phase()
+    out["ru_maxrss_build_process_mb"] = _ru_maxrss_mb()
+    return out
+
+
+def job_update(n: int, seed: int, path: Path) -> dict[str, Any]:
+    """Load the saved index (as a serving process would), add 1, 10 and 100 new chunks (one call each), the next
+    1%, remove 1% of the original ids, then ``refresh()`` (what a save does first); peak RSS per phase."""
+    import random
+
+    from g2cons_plugins import G2ConSIndex
+
+    mem = PeakRSS()
+    delta = max(1, n // 100)
+    rows = list(corpus.passages(111 + delta, seed, start=n))
+    trickle, extra = rows[:111], rows[111:]
+    drop = random.Random(seed).sample([f"g{i:08d}" for i in range(n)], delta)  # corpus.passages' ids
+    idx = G2ConSIndex.load(path)
+    out: dict[str, Any] = {"update_rss_after_load_mb": round(mem.now() / 2**20, 1)}
+    out["peak_rss_update_load_mb"] = mem.phase()
     out["trickle_add_s"] = {
         "1": _timed(idx.add, trickle[:1]),
         "10": _timed(idx.add, trickle[1:11]),
         "100": _timed(idx.add, trickle[11:111]),
     }
-    if callable(getattr(idx, "refresh", None)):
-        out["refresh_s"] = _timed(idx.refresh)
     out["peak_rss_trickle_mb"] = mem.phase()
     out["add_1pct_s"] = _timed(idx.add, extra)
     out["peak_rss_add_mb"] = mem.phase()
-    drop = random.Random(seed).sample([r["id"] for r in base], delta)
     out["remove_1pct_s"] = _timed(idx.remove, drop)
     out["peak_rss_remove_mb"] = mem.phase()
-    out["ru_maxrss_build_process_mb"] = _ru_maxrss_mb()
+    out["refreshed_before_refresh"] = bool(idx.snapshot.refreshed)
+    out["refresh_s"] = _timed(idx.refresh)
+    out["peak_rss_refresh_mb"] = mem.phase()
+    out["ru_maxrss_update_process_mb"] = _ru_maxrss_mb()
     return out
 
 
@@ -185,6 +201,7 @@ def run_size(n: int, embedder: str, seed: int, n_queries: int, workdir: Path) ->
         ["--job", "build", "--n", str(n), "--embedder", embedder, "--seed", str(seed), "--path", str(path)]
     )
     row.update(_subprocess(["--job", "load", "--path", str(path), "--queries", str(n_queries)]))
+    row.update(_subprocess(["--job", "update", "--n", str(n), "--seed", str(seed), "--path", str(path)]))
     row["loadavg_1min_after"] = round(os.getloadavg()[0], 2)  # other work on the machine skews every timing
     shutil.rmtree(path, ignore_errors=True)
     return row
@@ -200,7 +217,7 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         f"1-min load average after each size: {', '.join(str(r.get('loadavg_1min_after', '?')) for r in rows)}).",
         "",
         "| passages | tokens | build s (split+count / embed / derive) | save MB | load s | add 1% s | remove 1% s "
-        "| query p50 / p95 ms | peak RSS MB (build / add / load+query) |",
+        "| query p50 / p95 ms | peak RSS MB (build / load+query / load+updates) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -210,20 +227,22 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"| {r['n_passages']:,} | {r['n_tokens']:,} | {_fmt(r['build_s'])} ({stages}) | "
             f"{_fmt(r['save_bytes'] / 2**20)} | {_fmt(r['load_s'])} | {_fmt(r['add_1pct_s'])} | "
             f"{_fmt(r['remove_1pct_s'])} | {_fmt(r['query_p50_ms'])} / {_fmt(r['query_p95_ms'])} | "
-            f"{r['peak_rss_build_mb']:,.0f} / {r['peak_rss_add_mb']:,.0f} / "
-            f"{max(r['peak_rss_load_mb'], r['peak_rss_query_mb']):,.0f} |"
+            f"{r['peak_rss_build_mb']:,.0f} / {max(r['peak_rss_load_mb'], r['peak_rss_query_mb']):,.0f} / "
+            f"{_update_peak_mb(r):,.0f} |"
         )
     lines += [
         "",
-        "| passages | add 1 / 10 / 100 chunks s | refresh s | embedded texts per unit | resident after load MB |",
+        "| passages | add 1 / 10 / 100 chunks s | refresh s (peak RSS MB) | embedded texts per unit "
+        "| resident after load / after queries MB |",
         "|---|---|---|---|---|",
     ]
     for r in rows:
         tr = r.get("trickle_add_s") or {}
         trickle = " / ".join(_get(tr, k, 2) for k in ("1", "10", "100"))
         lines.append(
-            f"| {r['n_passages']:,} | {trickle} | {_get(r, 'refresh_s', 2)} | {_get(r, 'embedded_per_unit', 2)} | "
-            f"{_get(r, 'rss_after_load_mb', 0)} |"
+            f"| {r['n_passages']:,} | {trickle} | {_get(r, 'refresh_s', 2)} ({_get(r, 'peak_rss_refresh_mb', 0)}) | "
+            f"{_get(r, 'embedded_per_unit', 2)} | {_get(r, 'rss_after_load_mb', 0)} / "
+            f"{_get(r, 'rss_after_queries_mb', 0)} |"
         )
     return "\n".join(lines) + "\n" + targets(rows)
 
@@ -237,10 +256,10 @@ def _get(r: dict[str, Any], key: str, digits: int) -> str:
 TARGETS: tuple[tuple[int, str, Any, float], ...] = (
     (80_000, "query p50 / the 10k query p50", lambda r, b: r["query_p50_ms"] / b["query_p50_ms"], 2.0),
     (80_000, "add 1% s / build s", lambda r, b: r["add_1pct_s"] / r["build_s"], 0.05),
-    (80_000, "peak RSS of build + add + remove, GB", lambda r, b: _peak_gb(r), 1.2),
+    (80_000, "peak RSS of load + adds + remove, GB", lambda r, b: _update_peak_mb(r) / 1024, 1.2),
     (1_000_000, "build min", lambda r, b: r["build_s"] / 60, 25),
     (1_000_000, "query p50 ms", lambda r, b: r["query_p50_ms"], 10),
-    (1_000_000, "peak RSS of build + add + remove, GB", lambda r, b: _peak_gb(r), 8),
+    (1_000_000, "peak RSS of load + adds + remove, GB", lambda r, b: _update_peak_mb(r) / 1024, 8),
     (1_000_000, "resident after load, GB", lambda r, b: r["rss_after_load_mb"] / 1024, 4),
     (1_000_000, "add 1% s / build s", lambda r, b: r["add_1pct_s"] / r["build_s"], 0.05),
     (1_000_000, "remove 1% s / build s", lambda r, b: r["remove_1pct_s"] / r["build_s"], 0.05),
@@ -249,8 +268,13 @@ TARGETS: tuple[tuple[int, str, Any, float], ...] = (
 )
 
 
-def _peak_gb(r: dict[str, Any]) -> float:
-    return max(r["peak_rss_build_mb"], r["peak_rss_add_mb"], r.get("peak_rss_remove_mb", 0)) / 1024
+def _update_peak_mb(r: dict[str, Any]) -> float:
+    """Peak RSS of the update process: load, the trickle adds, add 1%, remove 1% (results of older versions, which
+    updated in the build process: of build, add and remove)."""
+    if "peak_rss_update_load_mb" not in r:
+        return float(max(r["peak_rss_build_mb"], r["peak_rss_add_mb"], r.get("peak_rss_remove_mb", 0)))
+    keys = ("peak_rss_update_load_mb", "peak_rss_trickle_mb", "peak_rss_add_mb", "peak_rss_remove_mb")
+    return float(max(r[k] for k in keys))
 
 
 def targets(rows: list[dict[str, Any]]) -> str:
@@ -304,7 +328,7 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     a.set(xscale="log", yscale="log", xlabel="passages", ylabel="seconds", title=title)
     a.legend()
     b.plot(n, [r["peak_rss_build_mb"] for r in rows], marker="o", label="build")
-    b.plot(n, [r["peak_rss_add_mb"] for r in rows], marker="o", label="add 1%")
+    b.plot(n, [_update_peak_mb(r) for r in rows], marker="o", label="load + adds + remove")
     b.plot(n, [max(r["peak_rss_load_mb"], r["peak_rss_query_mb"]) for r in rows], marker="o", label="load + query")
     b.set(xscale="log", yscale="log", xlabel="passages", ylabel="peak RSS (MB)", title="memory")
     b.legend()
@@ -334,7 +358,7 @@ def main() -> None:
     )
     ap.add_argument("--workdir", type=Path, help="where indexes are saved (default: a temporary directory)")
     ap.add_argument("--render", type=Path, help="only re-write OUT.md and OUT.png from this saved OUT.json")
-    ap.add_argument("--job", choices=("build", "load"), help=argparse.SUPPRESS)
+    ap.add_argument("--job", choices=("build", "load", "update"), help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--path", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -343,6 +367,9 @@ def main() -> None:
         return
     if args.job == "load":
         print(json.dumps(job_load(args.path, args.queries)))
+        return
+    if args.job == "update":
+        print(json.dumps(job_update(args.n, args.seed, args.path)))
         return
     if args.render:
         saved = json.loads(args.render.read_text(encoding="utf-8"))
