@@ -1,15 +1,14 @@
 """Save and load an index snapshot: JSON + .npy/.npz (no pickle), versioned, atomic, verified.
 
-Layout of an index directory (format version 4)::
+Layout of an index directory (format version 5)::
 
     CURRENT                  {"format", "version", "data": "v-...", "manifest_sha256"}: the one pointer
     v-<utc time>-<random>/   one immutable version, never modified after it is published:
         manifest.json          format, version, config, embedder name/dim, tokenizer, counts, sha256 of each file
-        chunks.json            the chunks as columns: id, text, n_tokens, metadata
-                               (:mod:`~g2cons_plugins.storage.stored_io`)
-        units.json             the retrieval units as columns: id, parent, text (null where splitting makes it),
-                               n_tokens, their sentences' positions
-        sentences.json         the distinct sentences, in order
+        stored.npz             chunks (ids, texts, metadata, token counts), units (parents, token counts, sentence
+                               positions, the texts of units that are not their chunk's only one) and the distinct
+                               sentences as UTF-8 columns; read in place, no object per text
+                               (:mod:`~g2cons_plugins.storage.stored_npz`)
         sentence_vectors.npy   float32 (n_sentences, dim), memory-mapped on load; only where the sentences were
                                embedded (``vector_level="sentence"``: Eq. 1), listed in the manifest's files then
         unit_vectors.npy       float32 (n_units, dim), memory-mapped on load
@@ -24,8 +23,13 @@ Layout of an index directory (format version 4)::
     .lock                    taken by a saving process (``fcntl.flock``); loaders never take it (they pin a
                              version folder with a shared lock on the folder itself)
 
-Format versions 3 (the same, ``sentence_vectors.npy`` always there) and 2 (with ``chunks.jsonl`` and
-``units.jsonl``: one JSON object per record) are still read; the next save writes version 4.
+Format versions 4 and 3 (the texts as JSON columns ``chunks.json``, ``units.json``, ``sentences.json``; in 3
+``sentence_vectors.npy`` always there) and 2 (``chunks.jsonl`` and ``units.jsonl``: one JSON object per record) are
+still read; the next save writes version 5.
+
+**Mapped, not held.** Every array of a loaded index is a read-only view of its file's memory map; the checks read
+every page once, then those pages are unmapped again (:func:`~g2cons_plugins.storage.memory.drop_mapped_pages`),
+so after a load the process holds only what it built in memory, and queries map back the pages they read.
 
 **Atomic.** A save writes a new version folder under a temporary name, fsyncs every file, renames the folder
 into place, then replaces ``CURRENT`` in one ``os.replace`` (write, fsync, rename, fsync the directory). The
