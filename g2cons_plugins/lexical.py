@@ -9,7 +9,8 @@ A query costs one column slice per query word. The concept path uses it for lexi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import bisect
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,7 +20,7 @@ from .config import G2ConSConfig
 from .state import Stored
 from .terms import TermIndex
 
-__all__ = ["LexicalIndex"]
+__all__ = ["LexicalIndex", "SortedColumns"]
 
 K1 = 1.5
 B = 0.75
@@ -30,7 +31,7 @@ class LexicalIndex:
     """Per-unit BM25 term weights (units x words, csc) and the word -> column map."""
 
     weights: sp.csc_matrix  # units x words: idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avglen))
-    column: dict[str, int]
+    column: Mapping[str, int]  # word -> column
     analyze: Callable[[str], Sequence[str]]
 
     @classmethod
@@ -48,12 +49,19 @@ class LexicalIndex:
         norm = K1 * (1 - B + B * lengths[rows] / avg)
         data = idf[tf.indices] * tf.data * (K1 + 1) / (tf.data + norm)
         W = sp.csr_matrix((data, tf.indices, tf.indptr), shape=tf.shape).tocsc()
+        return cls.from_weights(W, terms, config)
+
+    @classmethod
+    def from_weights(cls, weights: sp.csc_matrix, terms: TermIndex, config: G2ConSConfig) -> LexicalIndex:
+        """The index over ``weights`` computed by :meth:`build` (e.g. read from a saved index)."""
         from sklearn.feature_extraction.text import CountVectorizer
 
         from .concepts import _vectorizer_kwargs
 
         analyze = CountVectorizer(**_vectorizer_kwargs(config.with_(ngram_max=1))).build_analyzer()  # type: ignore[arg-type]
-        return cls(W, {w: j for j, w in enumerate(terms.words)}, analyze)
+        words = terms.words  # sorted after a derive; a trickle update appends its new words after the known ones
+        ordered = all(a < b for a, b in zip(words, words[1:], strict=False))
+        return cls(weights, SortedColumns(words) if ordered else {w: j for j, w in enumerate(words)}, analyze)
 
     def query_columns(self, query: str) -> list[int]:
         """Columns of the query's words (the corpus analyzer; a repeated word counts once per occurrence)."""
@@ -90,3 +98,25 @@ class LexicalIndex:
         units, scores = self.postings(query)
         order = np.lexsort((units, -scores))[: max(int(k), 0)]
         return units[order]
+
+
+class SortedColumns(Mapping[str, int]):
+    """Word -> column over the sorted term words (binary search; no dict of every word of the corpus)."""
+
+    def __init__(self, words: Sequence[str]) -> None:
+        self._words = words
+
+    def __getitem__(self, word: str) -> int:
+        i = bisect.bisect_left(self._words, word)
+        if i < len(self._words) and self._words[i] == word:
+            return i
+        raise KeyError(word)
+
+    def __contains__(self, word: object) -> bool:
+        return isinstance(word, str) and self.get(word) is not None
+
+    def __len__(self) -> int:
+        return len(self._words)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._words)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Protocol
 
@@ -49,6 +49,7 @@ class Snapshot:
     derive_s: float = 0.0
     unit_ann: Any = None  # approximate nearest-neighbour index over unit vectors (large corpora), else None
     pending: Pending | None = None  # trickle state since the last exact derive (g2cons_plugins.update), else None
+    bm25: Any = field(default=None, repr=False)  # the units' BM25 weights read with a saved index, else None
 
     @cached_property
     def chunk_pos(self) -> ChunkPositions:
@@ -62,7 +63,10 @@ class Snapshot:
 
     @cached_property
     def lexical(self) -> LexicalIndex:
-        """BM25 over the units (built on first use from the term index; :mod:`g2cons_plugins.lexical`)."""
+        """BM25 over the units (read with a saved index, else built on first use from the term index;
+        :mod:`g2cons_plugins.lexical`)."""
+        if self.bm25 is not None:
+            return LexicalIndex.from_weights(self.bm25, self.derived.terms, self.config)
         return LexicalIndex.build(self.stored, self.derived.terms, self.config)
 
     @property
@@ -137,6 +141,7 @@ def make_snapshot(
     terms: TermIndex | None = None,
     previous: Snapshot | None = None,
     unit_ann: Any = None,
+    bm25: Any = None,
 ) -> Snapshot:
     """A snapshot over ``stored`` (derived state computed unless given, from ``terms`` when given). A
     ``stored`` whose chunks are not sorted by id (saved by an older version, or made by hand) is re-sorted
@@ -145,7 +150,7 @@ def make_snapshot(
     ids = stored.chunks.ids if isinstance(stored.chunks, ChunkTable) else [c.id for c in stored.chunks]
     if not isinstance(stored.chunks, ChunkTable) and any(a >= b for a, b in zip(ids, ids[1:], strict=False)):
         stored = store(stored.chunks, embedder, tokenizer, config, False, previous=stored)
-        derived = terms = unit_ann = None  # a given unit index's keys follow the old unit order
+        derived = terms = unit_ann = bm25 = None  # a given unit index's keys follow the old unit order
     t0 = time.perf_counter()
     dv = derived if derived is not None else derive(stored, config, terms)
     derive_s = time.perf_counter() - t0 if derived is None else 0.0
@@ -157,6 +162,7 @@ def make_snapshot(
         embedder=embedder,
         derive_s=derive_s,
         unit_ann=_unit_ann(stored, config, previous, unit_ann),
+        bm25=bm25 if derived is not None else None,
     )
 
 

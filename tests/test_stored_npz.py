@@ -133,3 +133,60 @@ def test_forged_columns_name_file_and_column(
 def test_stored_npz_is_a_plain_zip_of_npy(saved: Path) -> None:
     with zipfile.ZipFile(V(saved) / "stored.npz") as zf:
         assert all(i.compress_type == zipfile.ZIP_STORED and i.filename.endswith(".npy") for i in zf.infolist())
+
+
+def test_bm25_weights_are_saved_and_mapped(saved: Path) -> None:
+    from g2cons_plugins.lexical import LexicalIndex, SortedColumns
+
+    got = G2ConSIndex.load(saved)
+    assert got.snapshot.bm25 is not None
+    want = LexicalIndex.build(got.stored, got.derived.terms, got.config)
+    weights = got.snapshot.lexical.weights
+    for part in ("data", "indices", "indptr"):  # the same bits
+        assert np.array_equal(getattr(weights, part), getattr(want.weights, part)), part
+    assert isinstance(got.snapshot.lexical.column, SortedColumns)
+    assert dict(got.snapshot.lexical.column) == want.column
+    q = "Alice Moreau2 Paris"
+    assert np.array_equal(got.snapshot.lexical.scores(q), want.scores(q))
+
+
+@pytest.mark.parametrize(
+    ("edit", "what"),
+    [
+        (lambda a: a.update(shape=np.asarray([1, 1])), "shape"),
+        (lambda a: a.update(data=-a["data"]), "positive"),
+        (lambda a: a.update(indices=a["indices"][::-1].copy()), "lexical.npz"),
+    ],
+)
+def test_forged_bm25_weights_are_refused(saved: Path, tmp_path: Path, edit: Callable[..., None], what: str) -> None:
+    import shutil
+
+    copy = tmp_path / "idx"
+    shutil.copytree(saved, copy)
+    f = V(copy) / "lexical.npz"
+    with np.load(f) as npz:
+        arrays = {k: npz[k].copy() for k in npz.files}
+    edit(arrays)
+    buf = io.BytesIO()
+    savez(buf, arrays)
+    f.write_bytes(buf.getvalue())
+    mf = V(copy) / "manifest.json"
+    manifest = json.loads(mf.read_text(encoding="utf-8"))
+    manifest["files"]["lexical.npz"] = hashlib.sha256(f.read_bytes()).hexdigest()
+    data = json.dumps(manifest).encode("utf-8")
+    mf.write_bytes(data)
+    ptr = json.loads((copy / POINTER).read_text(encoding="utf-8"))
+    ptr["manifest_sha256"] = hashlib.sha256(data).hexdigest()
+    (copy / POINTER).write_text(json.dumps(ptr), encoding="utf-8")
+    with pytest.raises(PersistError, match=what):
+        G2ConSIndex.load(copy)
+
+
+def test_a_trickled_term_index_maps_words_by_dict(built: G2ConSIndex) -> None:
+    from g2cons_plugins.lexical import LexicalIndex
+    from g2cons_plugins.terms import TermIndex
+
+    t = built.derived.terms
+    shuffled = TermIndex(tuple(reversed(t.words)), t.counts, t.noninit, t.caps)
+    lex = LexicalIndex.from_weights(built.snapshot.lexical.weights, shuffled, built.config)
+    assert isinstance(lex.column, dict) and lex.column[t.words[0]] == len(t.words) - 1

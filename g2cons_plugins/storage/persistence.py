@@ -87,6 +87,7 @@ from ..state import Stored, derive, needs_sentence_vectors
 from ..text import Tokenizer, get_tokenizer
 from ..vector_index import UNIT_ANN_FILES, UnitANN, read_unit_ann, write_unit_ann
 from .derived_io import DERIVED_FILES, differences, read_derived, write_derived
+from .lexical_io import LEXICAL_NPZ, read_lexical, write_lexical
 from .memory import drop_mapped_pages
 from .stored_io import (
     SENTENCE_VECTORS,
@@ -107,9 +108,9 @@ FORMAT_VERSION = 5  # 5: the texts as columns in stored.npz (read in place); 4: 
 WRITE_VERSION = FORMAT_VERSION  # what a save writes (4 still can be written, for tests of the older reader)
 POINTER = "CURRENT"
 LOCK = ".lock"
-FILES = (STORED_NPZ, SENTENCE_VECTORS, "unit_vectors.npy") + DERIVED_FILES  # a version folder (format version 5)
+FILES = (STORED_NPZ, SENTENCE_VECTORS, "unit_vectors.npy") + DERIVED_FILES + (LEXICAL_NPZ,)  # format version 5
 FILES_V3 = STORED_FILES + DERIVED_FILES  # format versions 3 and 4: the texts as JSON columns
-OPTIONAL_FILES = (SENTENCE_VECTORS,)  # from format version 4 on: written where there is something to write
+OPTIONAL_FILES = (SENTENCE_VECTORS, LEXICAL_NPZ)  # from format version 4 on: written where there is something to write
 FILES_V2 = STORED_FILES_JSONL + DERIVED_FILES  # format version 2: records as JSON lines
 LEGACY_FILES = ("manifest.json",) + STORED_FILES_JSONL  # what format version 1 wrote into the folder itself
 READ_VERSIONS = (2, 3, 4, FORMAT_VERSION)  # versioned layouts this library reads (and version 1, files in the folder)
@@ -309,6 +310,8 @@ def _write_version(snap: Snapshot, folder: Path) -> bytes:
         if arr is not None:
             _write(folder / name, _npy(arr))
     write_derived(folder, snap.derived, snap.config)
+    if WRITE_VERSION >= 5:
+        write_lexical(folder, snap.lexical.weights)
     files, ann = list(_written(st)), {}
     if isinstance(snap.unit_ann, UnitANN):  # the unit index, so a load maps it instead of rebuilding it
         ann["unit_ann"] = write_unit_ann(snap.unit_ann, folder, _write)
@@ -697,8 +700,11 @@ def _parse(
                     f"{', '.join(differ)} (verify)"
                 )
     ann = None if rebuild else _unit_ann(folder, m, config, len(stored.units), dim, checked)
-    snap = make_snapshot(stored, cached, config, tok, derived=derived, unit_ann=ann)
-    drop_mapped_pages(_arrays(snap.stored, snap.derived))  # read once by the checks; queries map what they use
+    bm25 = None
+    if derived is not None and LEXICAL_NPZ in _files(m["version"], m["files"]):
+        bm25 = read_lexical(folder, len(stored.units), len(derived.terms.words))
+    snap = make_snapshot(stored, cached, config, tok, derived=derived, unit_ann=ann, bm25=bm25)
+    drop_mapped_pages([*_arrays(snap.stored, snap.derived), bm25])  # read once by the checks; queries map what they use
     return snap
 
 
