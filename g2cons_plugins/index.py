@@ -191,14 +191,14 @@ class G2ConSIndex:
         return self._snapshot.timings
 
     @property
-    def chunks(self) -> list[Chunk]:
-        """All chunks, sorted by id."""
-        return list(self._snapshot.stored.chunks)
+    def chunks(self) -> Sequence[Chunk]:
+        """All chunks, sorted by id (read-only: a tuple, or the columns of a loaded index; ``list()`` it to edit)."""
+        return self._snapshot.chunks
 
     @property
-    def units(self) -> list[Unit]:
-        """All retrieval units, in chunk-id order."""
-        return list(self._snapshot.stored.units)
+    def units(self) -> Sequence[Unit]:
+        """All retrieval units, in chunk-id order (read-only, as :attr:`chunks`)."""
+        return self._snapshot.units
 
     @property
     def stored(self) -> Stored:
