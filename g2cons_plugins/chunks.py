@@ -44,6 +44,11 @@ class Unit:
     sentences: tuple[str, ...]
 
 
+def unit_id(chunk_id: str, i: int, n_units: int) -> str:
+    """The id of unit ``i`` of ``n_units`` of chunk ``chunk_id`` (see module doc)."""
+    return chunk_id if n_units == 1 else f"{chunk_id}::{i}"
+
+
 def content_id(text: str) -> str:
     """Stable id of a text: ``h:`` + the first 16 hex digits of its sha1."""
     return "h:" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
@@ -146,7 +151,7 @@ def split_units(chunk: Chunk, tokenizer: Tokenizer, unit_tokens: int | None) -> 
     units = []
     for i, group in enumerate(groups):
         text = " ".join(s for s, _ in group)
-        uid = chunk.id if len(groups) == 1 else f"{chunk.id}::{i}"
+        uid = unit_id(chunk.id, i, len(groups))
         units.append(Unit(uid, chunk.id, text, len(tokenizer.encode(text)), tuple(s for s, _ in group)))
     if len(units) == 1:  # keep the chunk's own text (whitespace, line breaks) when it is one unit
         u = units[0]

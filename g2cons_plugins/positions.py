@@ -12,21 +12,14 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
-from operator import attrgetter
 
 import numpy as np
 
-from .chunks import Chunk, Unit
+from .chunks import Chunk, Unit, unit_id
+from .tables import chunk_id_view, unit_id_view
 
-__all__ = ["ChunkPositions", "UnitPositions", "first_mismatch", "unit_id", "unit_ids"]
+__all__ = ["ChunkPositions", "UnitPositions", "first_mismatch", "positions_of", "unit_id", "unit_ids"]
 
-_id = attrgetter("id")
-
-
-def unit_id(chunk_id: str, i: int, n_units: int) -> str:
-    """The id of unit ``i`` of ``n_units`` of chunk ``chunk_id`` (what :func:`~g2cons_plugins.chunks.split_units`
-    gives)."""
-    return chunk_id if n_units == 1 else f"{chunk_id}::{i}"
 
 
 def unit_ids(chunk_ids: Sequence[str], unit_parent: np.ndarray) -> list[str]:
@@ -49,16 +42,17 @@ def first_mismatch(ids: Sequence[str], chunk_ids: Sequence[str], unit_parent: np
 
 
 class ChunkPositions(Mapping[str, int]):
-    """Chunk id -> position over chunks sorted by id (binary search)."""
+    """Chunk id -> position over chunks sorted by id (binary search over their ids)."""
 
     def __init__(self, chunks: Sequence[Chunk]) -> None:
         self._chunks = chunks
+        self._ids = chunk_id_view(chunks)
 
     def __getitem__(self, key: str) -> int:
         if not isinstance(key, str):
             raise KeyError(key)
-        i = bisect.bisect_left(self._chunks, key, key=_id)
-        if i < len(self._chunks) and self._chunks[i].id == key:
+        i = bisect.bisect_left(self._ids, key)
+        if i < len(self._ids) and self._ids[i] == key:
             return i
         raise KeyError(key)
 
@@ -73,7 +67,7 @@ class ChunkPositions(Mapping[str, int]):
         return len(self._chunks)
 
     def __iter__(self) -> Iterator[str]:
-        return map(_id, self._chunks)
+        return iter(self._ids)
 
 
 class UnitPositions(Mapping[str, int]):
@@ -81,6 +75,7 @@ class UnitPositions(Mapping[str, int]):
 
     def __init__(self, units: Sequence[Unit], unit_parent: np.ndarray, chunks: ChunkPositions) -> None:
         self._units, self._parent, self._chunks = units, unit_parent, chunks
+        self._ids = unit_id_view(units)
 
     @cached_property
     def _starts(self) -> np.ndarray:
@@ -93,7 +88,7 @@ class UnitPositions(Mapping[str, int]):
             return None
         lo, hi = int(self._starts[c]), int(self._starts[c + 1])
         j = lo + i
-        return j if j < hi and self._units[j].id == key else None
+        return j if j < hi and self._ids[j] == key else None
 
     def __getitem__(self, key: str) -> int:
         if not isinstance(key, str):
@@ -121,4 +116,13 @@ class UnitPositions(Mapping[str, int]):
         return len(self._units)
 
     def __iter__(self) -> Iterator[str]:
-        return map(_id, self._units)
+        return iter(self._ids)
+
+
+def positions_of(positions: Mapping[str, int], ids: Sequence[str]) -> np.ndarray:
+    """The position of each of ``ids`` in ``positions`` (-1 where unknown). Many ids at once read every known id
+    once into a temporary dict (one pass instead of a binary search each)."""
+    if len(ids) > max(len(positions) // 32, 64):
+        table = {k: i for i, k in enumerate(positions)}
+        return np.fromiter((table.get(k, -1) for k in ids), dtype=np.int64, count=len(ids))
+    return np.fromiter((positions.get(k, -1) for k in ids), dtype=np.int64, count=len(ids))

@@ -34,6 +34,7 @@ from .embedders import Embedder, validate_embeddings
 from .errors import InputError
 from .graph import EdgeSet, GraphStats, adjacency, build_edges, concept_vectors, graph_stats, pagerank
 from .storage.memory import release_free_memory
+from .tables import chunk_id_view, unit_text_view
 from .terms import TermIndex, analyze, share, top_concepts
 from .text import Tokenizer, count_tokens_batch
 
@@ -314,7 +315,7 @@ def _vectors(
     if previous is None:
         return _embed(emb, texts, what, show_progress, engine)
     if what == "units":
-        old_texts, old_vecs = [u.text for u in previous.units], previous.unit_vecs
+        old_texts, old_vecs = list(unit_text_view(previous.units)), previous.unit_vecs
     elif previous.sent_vecs is not None:
         old_texts, old_vecs = list(previous.sentences), previous.sent_vecs
     else:
@@ -374,7 +375,7 @@ def _chunk_tokens(chunks: list[Chunk], tok: Tokenizer, previous: Stored | None, 
     """Token count of each chunk; a chunk ``previous`` holds keeps its count."""
     if previous is None:
         return np.array(_count(engine, tok, [c.text for c in chunks]), dtype=np.int64)
-    old_tok = dict(zip((c.id for c in previous.chunks), previous.chunk_tokens.tolist(), strict=True))
+    old_tok = dict(zip(chunk_id_view(previous.chunks), previous.chunk_tokens.tolist(), strict=True))
     missing = [c.text for c in chunks if c.id not in old_tok]
     fresh = iter(_count(engine, tok, missing))
     return np.array([old_tok[c.id] if c.id in old_tok else next(fresh) for c in chunks], dtype=np.int64)

@@ -16,12 +16,11 @@ from typing import Any, overload
 
 import numpy as np
 
-from .chunks import Chunk, Unit
-from .columns import Rope, SequenceEq
+from .chunks import Chunk, Unit, unit_id
+from .columns import Rope, SequenceEq, concat
 from .errors import PersistError
-from .positions import unit_id
 
-__all__ = ["ChunkTable", "UnitTable", "unit_fields", "unit_text"]
+__all__ = ["ChunkTable", "UnitTable", "chunk_id_view", "unit_fields", "unit_id_view", "unit_text", "unit_text_view"]
 
 
 class ChunkTable(SequenceEq, Sequence[Chunk]):
@@ -106,6 +105,12 @@ class UnitTable(SequenceEq, Sequence[Unit]):
         sents = tuple(self.sentences[k] for k in self.sent_flat[self.sent_off[j] : self.sent_off[j + 1]].tolist())
         return Unit(unit_id(cid, j - lo, hi - lo), cid, self.text(j, sents), int(self.n_tokens[j]), sents)
 
+    def ident(self, j: int) -> str:
+        """The id of unit ``j``, without making the unit."""
+        p = int(self.parent[j])
+        lo, hi = int(self._starts[p]), int(self._starts[p + 1])
+        return unit_id(self.chunk_ids[p], j - lo, hi - lo)
+
     def fields(self, j: int) -> tuple[str, str, str]:
         """Id, parent id and text of unit ``j``, without making the unit."""
         p = int(self.parent[j])
@@ -155,3 +160,52 @@ def unit_fields(units: Sequence[Unit], j: int) -> tuple[str, str, str]:
         return seq.fields(k)
     u = seq[k]
     return u.id, u.parent_id, u.text
+
+
+class _Field(SequenceEq, Sequence[str]):
+    """One string field of a sequence of chunks or units, read one item at a time (a unit table reads it without
+    making the unit)."""
+
+    __slots__ = ("_get", "_n")
+
+    def __init__(self, items: Sequence[Any], name: str) -> None:
+        self._n = len(items)
+        if isinstance(items, UnitTable):
+            self._get: Any = items.ident if name == "id" else items.text
+        else:
+            self._get = lambda i: getattr(items[i], name)
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self._n))]
+        return self._get(i)  # type: ignore[no-any-return]
+
+
+def _view(seq: Sequence[Any], name: str) -> Sequence[str]:
+    if isinstance(seq, ChunkTable):
+        return seq.ids if name == "id" else seq.texts
+    if isinstance(seq, Rope):
+        return concat((_view(s, name), a, b) for s, a, b in seq.pieces)
+    return _Field(seq, name)
+
+
+def chunk_id_view(chunks: Sequence[Chunk]) -> Sequence[str]:
+    """``[c.id for c in chunks]`` as a sequence read one id at a time (a table's id column; no chunk is made)."""
+    return _view(chunks, "id")
+
+
+def unit_id_view(units: Sequence[Unit]) -> Sequence[str]:
+    """``[u.id for u in units]`` as a sequence read one id at a time (no unit is made from a table)."""
+    return _view(units, "id")
+
+
+def unit_text_view(units: Sequence[Unit]) -> Sequence[str]:
+    """``[u.text for u in units]`` as a sequence read one text at a time (no unit is made from a table)."""
+    return _view(units, "text")

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError, PersistError
+from .positions import positions_of
 
 FORMAT = "g2cons-vector-index/1"
 MANIFEST = "vector_index.json"
@@ -518,7 +519,7 @@ def updated_unit_ann(
     changed or a previous update failed."""
     if params != prev.params or prev.keys.size and prev._shared.head is None:
         return build_unit_ann(vectors, params, threads)
-    old = np.fromiter((prev_pos.get(u, -1) for u in unit_ids), dtype=np.int64, count=len(unit_ids))
+    old = positions_of(prev_pos, unit_ids)
     reused = old >= 0
     keys = np.zeros(len(unit_ids), dtype=np.uint64)
     keys[reused] = prev.keys[old[reused]]
