@@ -79,10 +79,19 @@ class LexicalIndex:
         if not cols:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         W = self.weights
+        if len(cols) == 1 and W.has_sorted_indices:  # one word: its column as it is
+            lo, hi = W.indptr[cols[0]], W.indptr[cols[0] + 1]
+            return W.indices[lo:hi].astype(np.int64), W.data[lo:hi].astype(np.float64)
         rows = np.concatenate([W.indices[W.indptr[c] : W.indptr[c + 1]] for c in cols])
         vals = np.concatenate([W.data[W.indptr[c] : W.indptr[c + 1]] for c in cols])
-        units, inverse = np.unique(rows, return_inverse=True)
-        return units.astype(np.int64), np.bincount(inverse, weights=vals, minlength=len(units))
+        # a stable sort of the concatenated columns (sorted runs: timsort merges them) keeps each unit's terms in
+        # query-word order, so the sums below add them in the order :meth:`scores` does (the same float64 bits)
+        order = np.argsort(rows, kind="stable")
+        rows, vals = rows[order], vals[order]
+        new = np.empty(len(rows), dtype=bool)
+        new[:1], new[1:] = True, rows[1:] != rows[:-1]
+        inverse = np.cumsum(new) - 1
+        return rows[new].astype(np.int64), np.bincount(inverse, weights=vals, minlength=int(new.sum()))
 
     def top(self, query: str, k: int) -> np.ndarray:
         """The ``k`` units with the highest BM25 (units with a query word only; by score descending, ties by

@@ -122,10 +122,18 @@ class DenseScores:
     TOP_MIN = 256  # the exact path sorts at least this many top units at once; later, smaller asks are prefixes
 
     def __init__(self, snap: Snapshot, qv: np.ndarray) -> None:
-        self.vecs, self.qv, self.ann = snap.stored.unit_vecs, qv, snap.unit_ann
+        # a plain view of a memory-mapped matrix: np.memmap's own indexing costs ~30 us a call
+        self.vecs, self.qv, self.ann = np.asarray(snap.stored.unit_vecs), qv, snap.unit_ann
         self.n = len(self.vecs)
         self._full: np.ndarray | None = None if self.ann is not None else self.vecs @ qv
         self._sorted = _NONE  # the best units in rank order (a prefix of all on the exact path), read-only
+        self.reserve = 0  # with a vector index: the fewest units one search asks for (see :meth:`expect`)
+        self._cand, self._cand_scores = _NONE, np.zeros(0, np.float32)
+
+    def expect(self, k: int) -> None:
+        """Tell the scores that ``top(k)`` will be asked for later: the first search with a vector index then asks
+        for at least ``k`` units, so the later ask is a prefix of it instead of a second search."""
+        self.reserve = max(self.reserve, int(k))
 
     def full(self) -> np.ndarray:
         """Scores of every unit (one exact scan)."""
@@ -134,22 +142,38 @@ class DenseScores:
         return self._full
 
     def of(self, units: np.ndarray) -> np.ndarray:
-        """Exact scores of ``units``."""
+        """Exact scores of ``units`` (with a vector index, the candidates of the last search are scored once and
+        looked up after that)."""
         if self._full is not None:
             return self._full[units]
-        return self.vecs[units] @ self.qv if len(units) else np.zeros(0, np.float32)
+        if not len(units):
+            return np.zeros(0, np.float32)
+        cand = self._cand
+        if not len(cand):
+            return self.vecs[units] @ self.qv
+        units = np.asarray(units, dtype=np.int64)
+        at = np.minimum(np.searchsorted(cand, units), len(cand) - 1)
+        on = cand[at] == units
+        if on.all():
+            return self._cand_scores[at]
+        out = np.empty(len(units), dtype=self._cand_scores.dtype)
+        out[on] = self._cand_scores[at[on]]
+        out[~on] = self.vecs[units[~on]] @ self.qv
+        return out
 
     def top(self, k: int) -> np.ndarray:
         """The ``k`` best units, by score descending, ties by position (all units when ``k >= n``)."""
         k = min(k, self.n)
         if k <= len(self._sorted):
             return self._sorted[:k]
-        cand = None if self.ann is None or k >= self.n else self.ann.search(self.qv, k)
+        want = min(max(k, self.reserve), self.n)
+        cand = None if self.ann is None or k >= self.n else self.ann.search(self.qv, want)
         if cand is None:  # exact; one partition of every score serves the seeds and the ranking
             best = _top_desc(self.full(), max(k, min(self.TOP_MIN, self.n)))
         else:
             cand = np.unique(np.asarray(cand, dtype=np.int64))
-            best = cand[np.lexsort((cand, -self.of(cand)))][:k]
+            self._cand, self._cand_scores = cand, self.vecs[cand] @ self.qv  # ascending, and their scores
+            best = cand[np.lexsort((cand, -self._cand_scores))][:want]
         best.flags.writeable = False  # callers get views of it
         self._sorted = best
         return best[:k]
@@ -175,6 +199,7 @@ class HybridScores(DenseScores):
         self.vecs, self.qv, self.ann, self.n = dense.vecs, dense.qv, dense.ann, dense.n
         self._sorted = _NONE
         self._dense = dense
+        self.reserve = 0
         if isinstance(lexical, tuple):
             hit, vals = np.asarray(lexical[0], dtype=np.int64), np.asarray(lexical[1], dtype=np.float64)
         else:  # BM25 is zero on most units: add the term where it is not
@@ -220,6 +245,10 @@ class HybridScores(DenseScores):
         self._sorted = best
         return best[:k]
 
+    def expect(self, k: int) -> None:
+        """Tell the scores that ``top(k)`` will be asked for later (one search of the vector index serves both)."""
+        self._dense.expect(k + max(32, k // 8))
+
     EXTRA_MAX = 2  # x k: at most this many units with a query word are scored beyond the cosine candidates
 
     def _top_candidates(self, k: int) -> np.ndarray:
@@ -248,6 +277,17 @@ def _units_of(unit_concepts: sp.csr_matrix, concepts: Sequence[int] | np.ndarray
     return np.unique(unit_concepts[np.asarray(concepts)].indices)
 
 
+_MIN_TOKENS: weakref.WeakKeyDictionary[Snapshot, int] = weakref.WeakKeyDictionary()
+
+
+def _min_tokens(index: Snapshot) -> int:
+    """The smallest unit's token count (1 without units), once per snapshot: a minimum over every unit."""
+    n = _MIN_TOKENS.get(index)
+    if n is None:
+        n = _MIN_TOKENS[index] = int(index.stored.unit_tokens.min(initial=1))
+    return n
+
+
 class _Filler:
     """Appends units in order until beta. ``stop_on_overflow``: the paper's rule, the walk ends at the first unit
     that would exceed beta. Otherwise a unit that does not fit is skipped and the next tried, until the room left
@@ -263,7 +303,7 @@ class _Filler:
         self.used = 0
         self.misses = 0
         self.full = False
-        self.min_tokens = int(index.stored.unit_tokens.min(initial=1))
+        self.min_tokens = _min_tokens(index)
 
     def add(self, u: int, score: float, reason: dict[str, Any]) -> None:
         if self.full or u in self.seen:
@@ -345,7 +385,7 @@ def retrieve(
     # with a vector index the hybrid term is computed on candidates only (HybridScores), so a query stays a search
     lw = cfg.lexical_weight
     if strategy == "bridge" and (lw > 0 or cfg.lexical_seeds > 0):
-        lex = index.lexical.scores(query)
+        lex = index.lexical.postings(query)  # the units with a query word only: no array over every unit
         hyb = HybridScores(sc, lex, lw * scale) if lw > 0 else sc
         return _bridge(
             index, hyb, beta, lex, seed_sc=hyb if cfg.hybrid_seeds else sc, scale=scale, evidence=evidence,
@@ -480,11 +520,21 @@ def _row(M: sp.csr_matrix, i: int) -> np.ndarray:
     return M.indices[M.indptr[i] : M.indptr[i + 1]]
 
 
+def _lexical_seeds(lexical: tuple[np.ndarray, np.ndarray], seeds: list[int], n: int) -> list[int]:
+    """The ``n`` best units by BM25 that are not ``seeds`` (``lexical``: units ascending with a query word and
+    their BM25, :meth:`~g2cons_plugins.lexical.LexicalIndex.postings`; by score descending, ties by position)."""
+    units, vals = lexical
+    hit = np.flatnonzero(vals > 0)  # only units with a query word can be lexical seeds
+    have = set(seeds)
+    lex_top = units[hit[_top_desc(vals[hit], n + len(seeds))]].tolist()
+    return [u for u in lex_top if u not in have][:n]
+
+
 def _bridge(
     index: Snapshot,
     sc: DenseScores,
     beta: int,
-    lexical: np.ndarray | None = None,
+    lexical: tuple[np.ndarray, np.ndarray] | None = None,
     seed_sc: DenseScores | None = None,
     scale: float = 1.0,
     evidence: Mapping[int, float] | None = None,
@@ -497,13 +547,13 @@ def _bridge(
     else:
         vocab, unit_x, x_units, df = dv.vocab, dv.unit_inc, dv.unit_concepts, dv.df
         is_name = dv.name_share >= 0.5
+    # the ranking (_ranked) asks for at most this many best units later: one search of a vector index serves both
+    n_first = cfg.n_seed_units * (2 if cfg.entity_weight > 0 and query else 1) + cfg.lexical_seeds
+    sc.expect(_first(index, beta) + n_first)
     seeds = (seed_sc or sc).top(cfg.n_seed_units).tolist()
     n_dense = len(seeds)
     if lexical is not None and cfg.lexical_seeds > 0:  # the best BM25 units seed bridges too
-        have = set(seeds)
-        hit = np.flatnonzero(lexical > 0)  # only units with a query word can be lexical seeds
-        lex_top = hit[_top_desc(lexical[hit], cfg.lexical_seeds + len(seeds))].tolist()
-        seeds += [u for u in lex_top if u not in have][: cfg.lexical_seeds]
+        seeds += _lexical_seeds(lexical, seeds, cfg.lexical_seeds)
     seed_scores = sc.of(np.asarray(seeds, dtype=np.int64))
     ref = max(float(seed_scores.max()), 1e-6) if seeds else 1.0
     score_of: dict[int, float] = dict(zip(seeds, seed_scores.tolist(), strict=True))
@@ -588,15 +638,31 @@ def _covering(sc: DenseScores, n: int, per_name: dict[str, dict[int, float]]) ->
     ent_units = {u for per in per_name.values() for u in per}
     pool = np.union1d(sc.top(n), np.fromiter(ent_units, dtype=np.int64, count=len(ent_units)))
     base = sc.of(pool).astype(np.float64)
+    of_name = {nm: _on(pool, per) for nm, per in per_name.items()}  # each name's bonus over the pool
     left = dict(per_name)
     seeds: list[int] = []
+    taken = np.zeros(len(pool), dtype=bool)
     for _ in range(min(n, len(pool))):
-        s = base + np.asarray([sum(per.get(int(u), 0.0) for per in left.values()) for u in pool])
-        s[np.isin(pool, seeds)] = -np.inf
-        u = int(pool[np.lexsort((pool, -s))][0])
+        held = np.zeros(len(pool))
+        for nm in left:  # summed name by name in the names' order, as sum() over them did
+            held += of_name[nm]
+        s = base + held
+        s[taken] = -np.inf
+        at = int(np.argmax(s))  # the first of the best: the pool is ascending, so ties go to the lowest position
+        taken[at] = True
+        u = int(pool[at])
         seeds.append(u)
         left = {nm: per for nm, per in left.items() if u not in per}
     return seeds
+
+
+def _on(pool: np.ndarray, per: dict[int, float]) -> np.ndarray:
+    """``per`` (unit -> value) as an array over ``pool`` (ascending, holding every unit of ``per``), 0 elsewhere."""
+    out = np.zeros(len(pool))
+    if per:
+        units = np.fromiter(per, dtype=np.int64, count=len(per))
+        out[np.searchsorted(pool, units)] = np.fromiter(per.values(), dtype=np.float64, count=len(per))
+    return out
 
 
 def _ppr(index: Snapshot, query: str, dense: np.ndarray, beta: int) -> list[RetrievedItem]:
