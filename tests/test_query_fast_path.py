@@ -166,3 +166,24 @@ def test_the_smallest_unit_is_measured_once_per_snapshot() -> None:
     assert retrieval._Filler(snap, 100, stop_on_overflow=False).min_tokens == want + 5
     del retrieval._MIN_TOKENS[snap]
     assert retrieval._Filler(snap, 100, stop_on_overflow=False).min_tokens == want
+
+
+_TEXT_CHARS = st.sampled_from(list("abAB  \n\n_.-,é É1'\"(") + ["ab", "Ab", "ba"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_TEXT_CHARS, min_size=0, max_size=14).map("".join), st.lists(_TEXT_CHARS, min_size=1, max_size=6))
+def test_the_head_of_a_match_equals_the_title_and_opening_patterns(text: str, name_parts: list[str]) -> None:
+    """``_head`` from the name's first match equals the two patterns it replaced: the first line is the name
+    (1), the text opens with it (0.5), neither (0)."""
+    from g2cons_plugins.entities import _head, _phrase, normalize
+
+    name = "".join(name_parts)
+    if not normalize(name).strip():
+        return
+    m = _phrase(name).search(text)
+    if m is None:
+        return
+    title, opens = _phrase(name, whole=True), _phrase(name, anchored=True)
+    want = 1.0 if title.match(text.split("\n", 1)[0]) else 0.5 * bool(opens.match(text))
+    assert _head(text, m) == want

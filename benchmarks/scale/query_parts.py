@@ -49,7 +49,7 @@ PARTS: dict[str, tuple[str, str]] = {  # part -> (module, attribute path)
     "hybrid_top": ("g2cons_plugins.retrieval", "HybridScores.top"),
     "bridge": ("g2cons_plugins.retrieval", "_bridge"),
     "names": ("g2cons_plugins.retrieval", "_name_head"),
-    "name_matches": ("g2cons_plugins.entities", "_matches"),
+    "name_matches": ("g2cons_plugins.entities", "_found"),
     "ranked": ("g2cons_plugins.retrieval", "_ranked"),
 }
 
