@@ -148,6 +148,17 @@ def _head(text: str, m: re.Match[str]) -> float:
     return 1.0 if m.end() <= line_end and _LEAD.fullmatch(text, m.end(), line_end) else 0.5
 
 
+def _holding(cand: np.ndarray, column: np.ndarray, column_sorted: bool) -> np.ndarray:
+    """The units of ``cand`` (ascending, unique) that ``column`` (unique row indices) holds, ascending: equal to
+    ``np.intersect1d(cand, column, assume_unique=True)``, in O(len(cand) log len(column)) for a sorted column."""
+    if not column_sorted:
+        return np.intersect1d(cand, column, assume_unique=True)
+    if not len(column) or not len(cand):
+        return cand[:0]
+    at = np.minimum(np.searchsorted(column, cand), len(column) - 1)
+    return cand[column[at] == cand]
+
+
 def _found(index: Snapshot, name: str) -> tuple[np.ndarray, float, list[float]]:
     """:func:`_matches` and, for each unit found, :func:`_head`."""
     lex = index.lexical
@@ -156,11 +167,13 @@ def _found(index: Snapshot, name: str) -> tuple[np.ndarray, float, list[float]]:
     if not cols:
         return np.zeros(0, dtype=np.int64), 0.0, []
     first = W.indices[W.indptr[cols[0]] : W.indptr[cols[0] + 1]]
-    order = np.argsort(first, kind="stable")  # row indices of a csc column: ascending after a build, sorted anyway
-    first, weight = first[order], W.data[W.indptr[cols[0]] : W.indptr[cols[0] + 1]][order]
+    weight = W.data[W.indptr[cols[0]] : W.indptr[cols[0] + 1]]
+    if not W.has_sorted_indices:  # row indices of a csc column: ascending after a build
+        order = np.argsort(first, kind="stable")
+        first, weight = first[order], weight[order]
     cand = first
-    for c in cols[1:]:
-        cand = np.intersect1d(cand, W.indices[W.indptr[c] : W.indptr[c + 1]], assume_unique=True)
+    for c in cols[1:]:  # the rarest word's units that the others hold too (a look-up in each longer column)
+        cand = _holding(cand, W.indices[W.indptr[c] : W.indptr[c + 1]], W.has_sorted_indices)
     n_cand = len(cand)
     if n_cand > NAME_CHECK_MAX:  # the units where the rarest word weighs most, ties by position
         w = weight[np.searchsorted(first, cand)]

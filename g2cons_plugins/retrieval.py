@@ -47,6 +47,7 @@ from .entities import name_bonus
 from .errors import InputError
 from .graph import pagerank
 from .language_check import check_query
+from .lexical import QueryBM25
 from .snapshot import HasSnapshot, Snapshot, as_snapshot
 from .validate import positive_int
 
@@ -188,34 +189,54 @@ class HybridScores(DenseScores):
     postings). Any other unit scores below ``s_k``, so the top ``k`` of the candidates is the top ``k`` of all
     units once its k-th score is above ``c_K`` (else ``K`` grows x4): given the index's cosine candidates, the
     ranking is the exact hybrid ranking, ties included. Where more than ``EXTRA_MAX`` x k units have such a
-    lexical term (frequent query words in a large corpus), only the best of them by BM25 are scored, to bound
-    the work: a unit with a high BM25 but a low cosine can then be missed, as the index can miss a unit."""
+    lexical term (frequent query words in a large corpus), only the best of them by BM25 (ties by position) are
+    scored, to bound the work: a unit with a high BM25 but a low cosine can then be missed, as the index can miss
+    a unit. Given a :class:`~g2cons_plugins.lexical.QueryBM25` and a vector index, the BM25 of a unit is read
+    when it is scored and those best units are found without summing every posting (the same scores)."""
 
     def __init__(
-        self, dense: DenseScores, lexical: np.ndarray | tuple[np.ndarray, np.ndarray], weight: float
+        self, dense: DenseScores, lexical: np.ndarray | tuple[np.ndarray, np.ndarray] | QueryBM25, weight: float
     ) -> None:
-        """``lexical``: BM25 of every unit, or ``(units ascending, BM25)`` of the units with a query word
-        (:meth:`~g2cons_plugins.lexical.LexicalIndex.postings`, no array over every unit)."""
+        """``lexical``: BM25 of every unit, ``(units ascending, BM25)`` of the units with a query word
+        (:meth:`~g2cons_plugins.lexical.LexicalIndex.postings`, no array over every unit), or the query's
+        :class:`~g2cons_plugins.lexical.QueryBM25`."""
         self.vecs, self.qv, self.ann, self.n = dense.vecs, dense.qv, dense.ann, dense.n
         self._sorted = _NONE
         self._dense = dense
         self.reserve = 0
+        self._weight = weight
+        self._lex: QueryBM25 | None = None
+        self._full = None
+        if isinstance(lexical, QueryBM25):
+            if self.ann is not None:  # BM25 read per unit scored (see the class doc)
+                self._lex = lexical
+                best = lexical.best(1)[1]
+                self._top = float(best[0]) if len(best) else 0.0
+                return
+            lexical = lexical.postings()
         if isinstance(lexical, tuple):
             hit, vals = np.asarray(lexical[0], dtype=np.int64), np.asarray(lexical[1], dtype=np.float64)
         else:  # BM25 is zero on most units: add the term where it is not
             hit = np.flatnonzero(lexical != 0)  # a boolean mask: 10x faster than flatnonzero of floats
             vals = lexical[hit]
         top = float(vals.max(initial=0.0))
+        self._top = top
         self._hit = hit  # units with a query word, ascending
         self._bonus = weight * vals / top if top > 0 else np.zeros(len(hit))
-        self._full = None
         if self.ann is None:
             self._full = dense.full().astype(np.float64)
             self._full[hit] += self._bonus
 
+    def _all_postings(self) -> None:
+        if self._lex is not None:  # every posting after all (a search that needs every unit)
+            hit, vals = self._lex.postings()
+            self._hit, self._lex = hit, None
+            self._bonus = self._weight * vals / self._top if self._top > 0 else np.zeros(len(hit))
+
     def full(self) -> np.ndarray:
         """Hybrid scores of every unit (one exact scan)."""
         if self._full is None:
+            self._all_postings()
             self._full = self._dense.full().astype(np.float64)
             self._full[self._hit] += self._bonus
         return self._full
@@ -226,7 +247,15 @@ class HybridScores(DenseScores):
             return self._full[units]
         units = np.asarray(units, dtype=np.int64)
         out = self._dense.of(units).astype(np.float64)
-        if len(self._hit) and len(units):
+        if not len(units):
+            return out
+        if self._lex is not None:
+            if self._top > 0:
+                v = self._lex.of(units)
+                on = v > 0
+                out[on] += self._weight * v[on] / self._top  # as the bonus array of every posting holds it
+            return out
+        if len(self._hit):
             at = np.minimum(np.searchsorted(self._hit, units), len(self._hit) - 1)
             on = self._hit[at] == units
             out[on] += self._bonus[at[on]]
@@ -251,6 +280,20 @@ class HybridScores(DenseScores):
 
     EXTRA_MAX = 2  # x k: at most this many units with a query word are scored beyond the cosine candidates
 
+    def _lexical_extra(self, need: float, cap: int) -> np.ndarray:
+        """The units with a lexical term >= ``need``, at most ``cap``: the best by BM25, ties by position."""
+        if self._lex is not None:
+            if self._top <= 0:
+                return _NONE
+            # BM25 >= need x top / weight, with a margin for rounding; then exactly as the bonus array
+            at_least = max(need * self._top / self._weight * (1 - 1e-9), 0.0) if self._weight > 0 else 0.0
+            units, vals = self._lex.best(cap, at_least)
+            return units[self._weight * vals / self._top >= need]
+        extra = np.flatnonzero(self._bonus >= need)  # all units that could still reach kth
+        if len(extra) > cap:  # bounded work: the best of them by BM25, ties by position
+            extra = np.sort(extra[np.lexsort((extra, -self._bonus[extra]))[:cap]])
+        return self._hit[extra]
+
     def _top_candidates(self, k: int) -> np.ndarray:
         K = k + max(32, k // 8)
         while True:
@@ -260,10 +303,7 @@ class HybridScores(DenseScores):
             floor = float(self._dense.of(dense_top[-1:])[0])  # no unit outside dense_top has a higher cosine
             s = self.of(dense_top)
             kth = float(np.partition(s, len(s) - k)[len(s) - k]) if len(s) >= k else floor
-            extra = np.flatnonzero(self._bonus >= kth - floor)  # all units that could still reach kth
-            if len(extra) > self.EXTRA_MAX * k:  # bounded work: the best of them by BM25
-                extra = extra[np.argpartition(-self._bonus[extra], self.EXTRA_MAX * k)[: self.EXTRA_MAX * k]]
-            pool = np.union1d(dense_top, self._hit[extra])
+            pool = np.union1d(dense_top, self._lexical_extra(kth - floor, self.EXTRA_MAX * k))
             s = self.of(pool)
             order = np.lexsort((pool, -s))[:k]
             if len(order) == k and s[order[-1]] > floor:
@@ -385,7 +425,7 @@ def retrieve(
     # with a vector index the hybrid term is computed on candidates only (HybridScores), so a query stays a search
     lw = cfg.lexical_weight
     if strategy == "bridge" and (lw > 0 or cfg.lexical_seeds > 0):
-        lex = index.lexical.postings(query)  # the units with a query word only: no array over every unit
+        lex = index.lexical.query(query)  # BM25 read from the query words' postings as far as needed
         hyb = HybridScores(sc, lex, lw * scale) if lw > 0 else sc
         return _bridge(
             index, hyb, beta, lex, seed_sc=hyb if cfg.hybrid_seeds else sc, scale=scale, evidence=evidence,
@@ -520,10 +560,11 @@ def _row(M: sp.csr_matrix, i: int) -> np.ndarray:
     return M.indices[M.indptr[i] : M.indptr[i + 1]]
 
 
-def _lexical_seeds(lexical: tuple[np.ndarray, np.ndarray], seeds: list[int], n: int) -> list[int]:
-    """The ``n`` best units by BM25 that are not ``seeds`` (``lexical``: units ascending with a query word and
-    their BM25, :meth:`~g2cons_plugins.lexical.LexicalIndex.postings`; by score descending, ties by position)."""
-    units, vals = lexical
+def _lexical_seeds(lexical: QueryBM25 | tuple[np.ndarray, np.ndarray], seeds: list[int], n: int) -> list[int]:
+    """The ``n`` best units by BM25 that are not ``seeds`` (``lexical``: the query's BM25, or the units with a
+    query word ascending and their BM25, :meth:`~g2cons_plugins.lexical.LexicalIndex.postings`; by score
+    descending, ties by position)."""
+    units, vals = lexical.best(n + len(seeds)) if isinstance(lexical, QueryBM25) else lexical
     hit = np.flatnonzero(vals > 0)  # only units with a query word can be lexical seeds
     have = set(seeds)
     lex_top = units[hit[_top_desc(vals[hit], n + len(seeds))]].tolist()
@@ -534,7 +575,7 @@ def _bridge(
     index: Snapshot,
     sc: DenseScores,
     beta: int,
-    lexical: tuple[np.ndarray, np.ndarray] | None = None,
+    lexical: QueryBM25 | None = None,
     seed_sc: DenseScores | None = None,
     scale: float = 1.0,
     evidence: Mapping[int, float] | None = None,

@@ -187,3 +187,77 @@ def test_the_head_of_a_match_equals_the_title_and_opening_patterns(text: str, na
     title, opens = _phrase(name, whole=True), _phrase(name, anchored=True)
     want = 1.0 if title.match(text.split("\n", 1)[0]) else 0.5 * bool(opens.match(text))
     assert _head(text, m) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(min_value=0, max_value=40), unique=True, max_size=25),
+    st.lists(st.integers(min_value=0, max_value=40), unique=True, max_size=25),
+)
+def test_holding_equals_intersect1d(cand: list[int], column: list[int]) -> None:
+    from g2cons_plugins.entities import _holding
+
+    c, col = np.asarray(sorted(cand), dtype=np.int32), np.asarray(column, dtype=np.int32)
+    want = np.intersect1d(c, col, assume_unique=True).tolist()
+    assert _holding(c, np.sort(col), True).tolist() == want
+    assert _holding(c, col, False).tolist() == want
+
+
+def _brute_best(full: np.ndarray, m: int, at_least: float) -> list[int]:
+    units = [u for u in np.argsort(-full, kind="stable").tolist() if full[u] > 0 and full[u] >= at_least][:m]
+    return sorted(units)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(min_value=0, max_value=80),
+    st.integers(min_value=0, max_value=10_000),
+    st.lists(st.integers(min_value=0, max_value=11), min_size=0, max_size=9),
+    st.sampled_from([0.02, 0.1, 0.4]),
+    st.integers(min_value=0, max_value=30),
+    st.sampled_from([0.0, 0.1, 0.5, 1.0, 2.0, 4.0]),
+)
+def test_query_bm25_equals_the_full_array(
+    n: int, seed: int, cols: list[int], density: float, m: int, at_least: float
+) -> None:
+    """Scores of any units bit for bit, and the m best units with BM25 >= at_least (ties by position), read from
+    the heaviest words' postings only, equal the full array's; also after the full postings were summed."""
+    lex = _lexical(n, 11, seed, density)
+    lex.column.pop("w10", None)
+    query = " ".join(f"w{c}" for c in cols)
+    full = lex.scores(query)
+    q = lex.query(query)
+    q.MERGE_MAX = 0  # the bounded reading even on these small postings
+    units = np.arange(n)[::-1]
+    assert q.of(units).tobytes() == full[units].tobytes()
+    for _ in range(2):  # then again from the summed postings
+        got, vals = q.best(m, at_least)
+        assert got.tolist() == _brute_best(full, m, at_least)
+        assert vals.tobytes() == full[got].tobytes()
+        q.postings()
+
+
+def test_query_bm25_reads_only_the_heavy_words_postings() -> None:
+    """The best few units are found among the rare word's units: the frequent word's 1,000 units are never scored
+    (the MaxScore bound: its largest weight is below the floor the rare word's units set)."""
+    n = 1000
+    rows = np.r_[np.arange(n), [3, 500]]
+    cols = np.r_[np.zeros(n, dtype=int), [1, 1]]
+    data = np.r_[np.full(n, 0.1), [5.0, 4.0]]
+    W = sp.csc_matrix((data, (rows, cols)), shape=(n, 2))
+    lex = LexicalIndex(W, {"common": 0, "rare": 1}, str.split)
+    q = lex.query("common rare")
+    q.MERGE_MAX = 0
+    scored: list[int] = []
+    real = q.of
+
+    def of(units: np.ndarray) -> np.ndarray:
+        scored.append(len(units))
+        return real(units)
+
+    q.of = of  # type: ignore[method-assign]
+    units, vals = q.best(2)
+    assert units.tolist() == [3, 500]
+    assert vals.tolist() == [0.1 + 5.0, 0.1 + 4.0]
+    assert max(scored) == 2
+    assert q.best(3)[0].tolist() == [0, 3, 500]  # a third unit: the frequent word's first one, by position
