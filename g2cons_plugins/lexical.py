@@ -112,6 +112,7 @@ class QueryBM25:
 
     SLACK = 1e-9  # relative margin on the sums of largest weights (the float sums may round above them)
     MERGE_MAX = 65_536  # postings: up to this many in all, every posting is summed (faster than looking units up)
+    LOOKUP_COST = 4  # a unit's look-up in one word's postings costs about this many additions of a posting
 
     def __init__(self, lexical: LexicalIndex, cols: Sequence[int]) -> None:
         self.lexical, self.cols = lexical, list(cols)
@@ -178,13 +179,15 @@ class QueryBM25:
 
     def _to_read(self, m: int, at_least: float) -> list[int] | None:
         """The words whose postings hold every unit that can be among the ``m`` best with BM25 >= ``at_least``
-        (None when they hold more than half of all the postings)."""
+        (None when looking their units up in every query word's postings would cost more than summing all the
+        postings: a look-up per unit and word against an addition per posting)."""
         distinct = sorted(set(self.cols))
         bound = {c: self.cols.count(c) * self._max(c) * (1 + self.SLACK) for c in distinct}
+        budget = self._total // (self.LOOKUP_COST * len(self.cols)) if self.LOOKUP_COST else self._total
         floor, seen, size = at_least, np.zeros(0, dtype=np.int64), 0
         for c in sorted(distinct, key=lambda c: (-bound[c], c)):  # a lower bound of the m-th best score: the
             size += self._size[c]  # m-th best of the heaviest words' units, while they are few
-            if size > self._total // 4:
+            if size > budget:
                 break
             seen = np.union1d(seen, self._column(c)[0])
             if len(seen) >= m:
@@ -196,7 +199,7 @@ class QueryBM25:
             total += bound[c]
             if total >= floor:
                 read = light[i:]
-                return read if sum(self._size[r] for r in read) <= self._total // 2 else None
+                return read if sum(self._size[r] for r in read) <= budget else None
         return []
 
 

@@ -321,10 +321,13 @@ _MIN_TOKENS: weakref.WeakKeyDictionary[Snapshot, int] = weakref.WeakKeyDictionar
 
 
 def _min_tokens(index: Snapshot) -> int:
-    """The smallest unit's token count (1 without units), once per snapshot: a minimum over every unit."""
+    """The smallest unit's token count (1 without units), once per snapshot: a minimum over every unit. (It was
+    ``min(initial=1)``, i.e. never above 1: a filler then tried up to ``MAX_MISSES`` more units, none of which could
+    fit, before it stopped, and a ranking asked for more candidates to go on trying.)"""
     n = _MIN_TOKENS.get(index)
     if n is None:
-        n = _MIN_TOKENS[index] = int(index.stored.unit_tokens.min(initial=1))
+        tokens = index.stored.unit_tokens
+        n = _MIN_TOKENS[index] = max(int(tokens.min()), 1) if len(tokens) else 1
     return n
 
 

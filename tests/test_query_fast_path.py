@@ -160,7 +160,8 @@ def test_the_smallest_unit_is_measured_once_per_snapshot() -> None:
     idx = G2ConSIndex.build([{"id": "a", "text": "One short text."}, {"id": "b", "text": "Another text here."}],
                             embedder="hash")
     snap = idx.snapshot
-    want = int(snap.stored.unit_tokens.min(initial=1))  # as the filler always measured it
+    want = int(snap.stored.unit_tokens.min())
+    assert want > 1
     assert retrieval._min_tokens(snap) == want
     retrieval._MIN_TOKENS[snap] = want + 5  # a cached value is used as is
     assert retrieval._Filler(snap, 100, stop_on_overflow=False).min_tokens == want + 5
@@ -227,7 +228,7 @@ def test_query_bm25_equals_the_full_array(
     query = " ".join(f"w{c}" for c in cols)
     full = lex.scores(query)
     q = lex.query(query)
-    q.MERGE_MAX = 0  # the bounded reading even on these small postings
+    q.MERGE_MAX, q.LOOKUP_COST = 0, 0  # the bounded reading even on these small postings
     units = np.arange(n)[::-1]
     assert q.of(units).tobytes() == full[units].tobytes()
     for _ in range(2):  # then again from the summed postings
@@ -261,3 +262,35 @@ def test_query_bm25_reads_only_the_heavy_words_postings() -> None:
     assert vals.tolist() == [0.1 + 5.0, 0.1 + 4.0]
     assert max(scored) == 2
     assert q.best(3)[0].tolist() == [0, 3, 500]  # a third unit: the frequent word's first one, by position
+
+
+class _Units:
+    def __init__(self, tokens: list[int]) -> None:
+        self.unit_tokens = np.asarray(tokens, dtype=np.int64)
+        self.units = [SimpleNamespace(id=f"u{i}", parent_id=f"c{i}", text="t") for i in range(len(tokens))]
+
+
+class _Index:
+    def __init__(self, tokens: list[int]) -> None:
+        self.stored = _Units(tokens)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(min_value=2, max_value=40), min_size=1, max_size=60),
+    st.integers(min_value=1, max_value=300),
+    st.integers(min_value=0, max_value=10_000),
+)
+def test_stopping_at_the_smallest_unit_keeps_the_items(tokens: list[int], beta: int, seed: int) -> None:
+    """A filler that stops once the room left is below the smallest unit returns the items of one that goes on
+    trying (the smallest unit was measured as at most 1 before): no unit could have fitted."""
+    order = np.random.default_rng(seed).permutation(len(tokens)).tolist()
+    idx = _Index(tokens)
+    new = retrieval._Filler(idx, beta, stop_on_overflow=False)  # type: ignore[arg-type]
+    old = retrieval._Filler(idx, beta, stop_on_overflow=False, max_misses=None)  # type: ignore[arg-type]
+    old.min_tokens = 1
+    assert new.min_tokens == min(tokens)
+    for u in order:
+        new.add(u, 0.0, {})
+        old.add(u, 0.0, {})
+    assert [i.unit_id for i in new.items] == [i.unit_id for i in old.items]
