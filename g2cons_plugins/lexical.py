@@ -9,8 +9,10 @@ A query costs one column slice per query word. The concept path uses it for lexi
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,8 +34,6 @@ class LexicalIndex:
     weights: sp.csc_matrix  # units x words: idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avglen))
     column: dict[str, int]
     analyze: Callable[[str], Sequence[str]]
-    # column -> its largest weight, filled as queries read the columns (:class:`QueryBM25`'s bounds)
-    column_max: dict[int, float] = field(default_factory=dict, compare=False, repr=False)
 
     def query(self, query: str) -> QueryBM25:
         """The BM25 of ``query`` over the units, computed on demand (:class:`QueryBM25`)."""
@@ -100,38 +100,55 @@ class LexicalIndex:
 
 
 class QueryBM25:
-    """The BM25 of one query over the units, read from the query words' postings as far as a question about it
-    needs: the score of given units (:meth:`of`), or the best units (:meth:`best`), without summing every posting
-    of a frequent word. Every score is the float64 sum :meth:`LexicalIndex.scores` computes, term by term in the
-    query's word order (the same bits).
+    """The BM25 of one query over the units, computed as far as a question about it needs: the score of given
+    units (:meth:`of`) or the best units (:meth:`best`). Every score is the float64 sum
+    :meth:`LexicalIndex.scores` computes, term by term in the query's word order (the same bits).
 
-    :meth:`best` bounds the work as MaxScore does: a unit holding only words whose largest weights sum to less
-    than the score it must reach cannot qualify, so only the postings of the other (rarer, heavier) words are
-    read; the lower bound comes from the units of the heaviest words, scored first. Columns whose row indices are
-    not sorted fall back to summing every posting (:meth:`postings`)."""
+    Up to ``MERGE_MAX`` postings in all, the postings are summed per unit by a merge (:meth:`postings`). Above, the
+    terms are added into an array over every unit that the thread reuses from query to query (zero outside the
+    query's postings, so no array over every unit is allocated, cleared or scanned per query): a unit's score is
+    then one read, and the best units come from the postings whose score reaches the ``m x words``-th largest
+    posting score. :meth:`close` (called by ``retrieve``) clears the query's postings there and hands the array
+    back; a query whose thread's array is in use gets its own."""
 
-    SLACK = 1e-9  # relative margin on the sums of largest weights (the float sums may round above them)
-    MERGE_MAX = 65_536  # postings: up to this many in all, every posting is summed (faster than looking units up)
-    LOOKUP_COST = 4  # a unit's look-up in one word's postings costs about this many additions of a posting
+    MERGE_MAX = 65_536  # postings: up to this many in all, merged (below that, faster than the array)
 
     def __init__(self, lexical: LexicalIndex, cols: Sequence[int]) -> None:
         self.lexical, self.cols = lexical, list(cols)
         self._all: tuple[np.ndarray, np.ndarray] | None = None
         W = lexical.weights
-        self._sorted = W.has_sorted_indices
-        self._size = {c: int(W.indptr[c + 1] - W.indptr[c]) for c in set(self.cols)}
-        self._total = sum(self._size[c] for c in self.cols)
+        self._total = int(sum(W.indptr[c + 1] - W.indptr[c] for c in self.cols))
+        self._acc: np.ndarray | None = None  # the thread's array over every unit, holding this query's BM25
+        self._rows = np.zeros(0, dtype=W.indices.dtype)  # the query's postings' units (with repeats)
+        self._row_scores: np.ndarray | None = None  # their BM25
 
     def _column(self, c: int) -> tuple[np.ndarray, np.ndarray]:
         W = self.lexical.weights
         return W.indices[W.indptr[c] : W.indptr[c + 1]], W.data[W.indptr[c] : W.indptr[c + 1]]
 
-    def _max(self, c: int) -> float:
-        got = self.lexical.column_max.get(c)
-        if got is None:
-            data = self._column(c)[1]
-            got = self.lexical.column_max[c] = float(data.max()) if len(data) else 0.0
-        return got
+    def _merged(self) -> bool:
+        return self._all is not None or self._total <= self.MERGE_MAX
+
+    def _accumulated(self) -> np.ndarray:
+        if self._acc is None:
+            acc = _take_scratch(self.lexical.weights.shape[0])
+            for c in self.cols:  # in the query's word order, as scores() adds them
+                rows, data = self._column(c)
+                acc[rows] += data  # row indices are unique within a column
+            self._rows = np.concatenate([self._column(c)[0] for c in self.cols])
+            self._acc = acc
+        return self._acc
+
+    def close(self) -> None:
+        """Clear this query's postings in the thread's array and hand it back (a no-op when none was used)."""
+        acc, self._acc = self._acc, None
+        if acc is not None:
+            acc[self._rows] = 0.0
+            _give_scratch(acc)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # at interpreter exit the module may be gone: nothing to hand back
+            self.close()
 
     def postings(self) -> tuple[np.ndarray, np.ndarray]:
         """Every unit with a query word (ascending) and its BM25 (:meth:`LexicalIndex.postings`)."""
@@ -142,24 +159,16 @@ class QueryBM25:
     def of(self, units: np.ndarray) -> np.ndarray:
         """BM25 of ``units`` (0 for a unit without a query word)."""
         units = np.asarray(units, dtype=np.int64)
-        out = np.zeros(len(units))
         if not len(units) or not self.cols:
-            return out
-        if self._all is not None or not self._sorted:
-            hit, vals = self.postings()
-            at = np.minimum(np.searchsorted(hit, units), max(len(hit) - 1, 0))
-            on = hit[at] == units if len(hit) else np.zeros(len(units), bool)
+            return np.zeros(len(units))
+        if not self._merged():
+            return self._accumulated()[units]
+        hit, vals = self.postings()
+        out = np.zeros(len(units))
+        if len(hit):
+            at = np.minimum(np.searchsorted(hit, units), len(hit) - 1)
+            on = hit[at] == units
             out[on] = vals[at[on]]
-            return out
-        W = self.lexical.weights
-        keys = units.astype(W.indices.dtype)  # as the row indices: a search in them then copies nothing
-        for c in self.cols:  # in the query's word order, as scores() adds them
-            rows, data = self._column(c)
-            if not len(rows):
-                continue
-            at = np.minimum(np.searchsorted(rows, keys), len(rows) - 1)
-            on = rows[at] == keys
-            out[on] += data[at[on]]
         return out
 
     def best(self, m: int, at_least: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
@@ -167,40 +176,36 @@ class QueryBM25:
         position; ``(units ascending, BM25)``."""
         if m <= 0 or not self.cols:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
-        if self._all is not None or not self._sorted or self._total <= self.MERGE_MAX:
+        if self._merged():
             return _best_of(*self.postings(), m, at_least)
-        read = self._to_read(m, at_least)
-        if read is None:  # the bound prunes too little: summing every posting is cheaper
-            return _best_of(*self.postings(), m, at_least)
-        if not read:
-            return np.zeros(0, dtype=np.int64), np.zeros(0)
-        units = np.unique(np.concatenate([self._column(c)[0] for c in read])).astype(np.int64)
-        return _best_of(units, self.of(units), m, at_least)
+        acc = self._accumulated()
+        if self._row_scores is None:
+            self._row_scores = acc[self._rows]
+        v, rows = self._row_scores, self._rows
+        if at_least > 0:
+            keep = v >= at_least
+            v, rows = v[keep], rows[keep]
+        k = m * len(self.cols)  # a unit holds at most one posting per query word: the k best postings hold at
+        if len(v) > k:  # least m units, so no unit outside them is among the m best
+            rows = rows[v >= np.partition(v, len(v) - k)[len(v) - k]]
+        units = np.unique(rows).astype(np.int64)
+        return _best_of(units, acc[units], m, at_least)
 
-    def _to_read(self, m: int, at_least: float) -> list[int] | None:
-        """The words whose postings hold every unit that can be among the ``m`` best with BM25 >= ``at_least``
-        (None when looking their units up in every query word's postings would cost more than summing all the
-        postings: a look-up per unit and word against an addition per posting)."""
-        distinct = sorted(set(self.cols))
-        bound = {c: self.cols.count(c) * self._max(c) * (1 + self.SLACK) for c in distinct}
-        budget = self._total // (self.LOOKUP_COST * len(self.cols)) if self.LOOKUP_COST else self._total
-        floor, seen, size = at_least, np.zeros(0, dtype=np.int64), 0
-        for c in sorted(distinct, key=lambda c: (-bound[c], c)):  # a lower bound of the m-th best score: the
-            size += self._size[c]  # m-th best of the heaviest words' units, while they are few
-            if size > budget:
-                break
-            seen = np.union1d(seen, self._column(c)[0])
-            if len(seen) >= m:
-                floor = max(floor, float(np.partition(self.of(seen), len(seen) - m)[len(seen) - m]))
-                break
-        light = sorted(distinct, key=lambda c: (bound[c], c))
-        total = 0.0
-        for i, c in enumerate(light):  # words whose bounds sum below the floor: a unit holding only them fails
-            total += bound[c]
-            if total >= floor:
-                read = light[i:]
-                return read if sum(self._size[r] for r in read) <= budget else None
-        return []
+
+_SCRATCH = threading.local()
+
+
+def _take_scratch(n: int) -> np.ndarray:
+    """The thread's zeroed array of ``n`` float64 (a new one when it is in use or of another size)."""
+    free = getattr(_SCRATCH, "free", None)
+    if free is not None and len(free) == n:
+        _SCRATCH.free = None
+        return free
+    return np.zeros(n)
+
+
+def _give_scratch(acc: np.ndarray) -> None:
+    _SCRATCH.free = acc
 
 
 def _sum_postings(columns: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:

@@ -429,11 +429,14 @@ def retrieve(
     lw = cfg.lexical_weight
     if strategy == "bridge" and (lw > 0 or cfg.lexical_seeds > 0):
         lex = index.lexical.query(query)  # BM25 read from the query words' postings as far as needed
-        hyb = HybridScores(sc, lex, lw * scale) if lw > 0 else sc
-        return _bridge(
-            index, hyb, beta, lex, seed_sc=hyb if cfg.hybrid_seeds else sc, scale=scale, evidence=evidence,
-            query=query,
-        )
+        try:
+            hyb = HybridScores(sc, lex, lw * scale) if lw > 0 else sc
+            return _bridge(
+                index, hyb, beta, lex, seed_sc=hyb if cfg.hybrid_seeds else sc, scale=scale, evidence=evidence,
+                query=query,
+            )
+        finally:
+            lex.close()
     return _bridge(index, sc, beta, scale=scale, evidence=evidence, query=query)
 
 

@@ -228,7 +228,7 @@ def test_query_bm25_equals_the_full_array(
     query = " ".join(f"w{c}" for c in cols)
     full = lex.scores(query)
     q = lex.query(query)
-    q.MERGE_MAX, q.LOOKUP_COST = 0, 0  # the bounded reading even on these small postings
+    q.MERGE_MAX = 0  # the thread's array even for these few postings
     units = np.arange(n)[::-1]
     assert q.of(units).tobytes() == full[units].tobytes()
     for _ in range(2):  # then again from the summed postings
@@ -238,30 +238,26 @@ def test_query_bm25_equals_the_full_array(
         q.postings()
 
 
-def test_query_bm25_reads_only_the_heavy_words_postings() -> None:
-    """The best few units are found among the rare word's units: the frequent word's 1,000 units are never scored
-    (the MaxScore bound: its largest weight is below the floor the rare word's units set)."""
-    n = 1000
-    rows = np.r_[np.arange(n), [3, 500]]
-    cols = np.r_[np.zeros(n, dtype=int), [1, 1]]
-    data = np.r_[np.full(n, 0.1), [5.0, 4.0]]
-    W = sp.csc_matrix((data, (rows, cols)), shape=(n, 2))
-    lex = LexicalIndex(W, {"common": 0, "rare": 1}, str.split)
-    q = lex.query("common rare")
-    q.MERGE_MAX = 0
-    scored: list[int] = []
-    real = q.of
+def test_query_bm25_hands_back_a_cleared_array_and_nested_queries_get_their_own() -> None:
+    from g2cons_plugins import lexical as lexical_module
 
-    def of(units: np.ndarray) -> np.ndarray:
-        scored.append(len(units))
-        return real(units)
-
-    q.of = of  # type: ignore[method-assign]
-    units, vals = q.best(2)
-    assert units.tolist() == [3, 500]
-    assert vals.tolist() == [0.1 + 5.0, 0.1 + 4.0]
-    assert max(scored) == 2
-    assert q.best(3)[0].tolist() == [0, 3, 500]  # a third unit: the frequent word's first one, by position
+    lex = _lexical(50, 6, 3, 0.3)
+    first, second = lex.query("w0 w1 w2"), lex.query("w3 w4 w0")
+    first.MERGE_MAX = second.MERGE_MAX = 0
+    want_first, want_second = lex.scores("w0 w1 w2"), lex.scores("w3 w4 w0")
+    units = np.arange(50)
+    assert first.of(units).tobytes() == want_first.tobytes()
+    assert second.of(units).tobytes() == want_second.tobytes()  # the first holds the thread's array: a new one
+    first.close()
+    second.close()
+    free = lexical_module._SCRATCH.free
+    assert free is not None and not free.any()  # handed back cleared
+    third = lex.query("w5 w1")
+    third.MERGE_MAX = 0
+    assert third.of(units).tobytes() == lex.scores("w5 w1").tobytes()
+    assert third._acc is free  # reused
+    third.close()
+    assert not free.any()
 
 
 class _Units:
