@@ -53,6 +53,7 @@ NAME_CHECK_MAX = 256  # units checked for one name's phrase (bounded work per qu
 _TOKEN = re.compile(r"\S+")
 _QUOTED = re.compile(r"[\"“”«»「」『』]([^\"“”«»「」『』]{2,80})[\"“”«»「」『』]")
 _NON_WORD = re.compile(r"[\W_]+")
+_LEAD = re.compile(r"[\W_]*")  # non-word characters (the separators of normalize)
 _EDGE = "\"'“”‘’«»()[]{}¿?¡!,;:"
 
 
@@ -131,24 +132,63 @@ def name_matches(index: HasSnapshot, names: Sequence[str]) -> dict[str, np.ndarr
 def _matches(index: Snapshot, name: str) -> tuple[np.ndarray, float]:
     """The units (ascending) holding ``name`` as a phrase among the checked candidates, and the estimated number
     of units holding it (exact where every candidate was checked)."""
+    hits, count, _ = _found(index, name)
+    return hits, count
+
+
+def _head(text: str, m: re.Match[str]) -> float:
+    """1 when the first line of ``text`` is the name, 0.5 when the text opens with it, else 0, from the name's
+    first match ``m`` in ``text`` (:func:`_phrase`): equal to matching ``_phrase(name, whole=True)`` against the
+    first line and ``_phrase(name, anchored=True)`` against the text, without compiling or running them. The
+    name's words are word characters, so a match that opens the text starts at its first word character, and
+    that first match is the only one starting there."""
+    if m.start() != _LEAD.match(text).end():  # type: ignore[union-attr]  # [\W_]* always matches
+        return 0.0
+    line_end = text.find("\n")
+    line_end = len(text) if line_end < 0 else line_end
+    return 1.0 if m.end() <= line_end and _LEAD.fullmatch(text, m.end(), line_end) else 0.5
+
+
+def _holding(cand: np.ndarray, column: np.ndarray, column_sorted: bool) -> np.ndarray:
+    """The units of ``cand`` (ascending, unique) that ``column`` (unique row indices) holds, ascending: equal to
+    ``np.intersect1d(cand, column, assume_unique=True)``, in O(len(cand) log len(column)) for a sorted column."""
+    if not column_sorted:
+        return np.intersect1d(cand, column, assume_unique=True)
+    if not len(column) or not len(cand):
+        return cand[:0]
+    at = np.minimum(np.searchsorted(column, cand), len(column) - 1)
+    return cand[column[at] == cand]
+
+
+def _found(index: Snapshot, name: str) -> tuple[np.ndarray, float, list[float]]:
+    """:func:`_matches` and, for each unit found, :func:`_head`."""
     lex = index.lexical
     W = lex.weights
     cols = sorted(set(lex.query_columns(name)), key=lambda c: (W.indptr[c + 1] - W.indptr[c], c))
     if not cols:
-        return np.zeros(0, dtype=np.int64), 0.0
+        return np.zeros(0, dtype=np.int64), 0.0, []
     first = W.indices[W.indptr[cols[0]] : W.indptr[cols[0] + 1]]
-    order = np.argsort(first, kind="stable")  # row indices of a csc column: ascending after a build, sorted anyway
-    first, weight = first[order], W.data[W.indptr[cols[0]] : W.indptr[cols[0] + 1]][order]
+    weight = W.data[W.indptr[cols[0]] : W.indptr[cols[0] + 1]]
+    if not W.has_sorted_indices:  # row indices of a csc column: ascending after a build
+        order = np.argsort(first, kind="stable")
+        first, weight = first[order], weight[order]
     cand = first
-    for c in cols[1:]:
-        cand = np.intersect1d(cand, W.indices[W.indptr[c] : W.indptr[c + 1]], assume_unique=True)
+    for c in cols[1:]:  # the rarest word's units that the others hold too (a look-up in each longer column)
+        cand = _holding(cand, W.indices[W.indptr[c] : W.indptr[c + 1]], W.has_sorted_indices)
     n_cand = len(cand)
     if n_cand > NAME_CHECK_MAX:  # the units where the rarest word weighs most, ties by position
         w = weight[np.searchsorted(first, cand)]
         cand = np.sort(cand[np.lexsort((cand, -w))[:NAME_CHECK_MAX]])
     pattern, units = _phrase(name), index.stored.units
-    hits = np.asarray([u for u in cand.tolist() if pattern.search(unit_text(units, u))], dtype=np.int64)
-    return hits, len(hits) * n_cand / max(len(cand), 1)
+    found, heads = [], []
+    for u in cand.tolist():
+        text = unit_text(units, u)
+        m = pattern.search(text)
+        if m is not None:
+            found.append(u)
+            heads.append(_head(text, m))
+    hits = np.asarray(found, dtype=np.int64)
+    return hits, len(hits) * n_cand / max(len(cand), 1), heads
 
 
 def _unknown_initial(index: Snapshot, query: str, name: str) -> bool:
@@ -170,18 +210,14 @@ def name_bonus(index: HasSnapshot, query: str, weight: float, head_share: float 
         return {}
     n = len(index.stored.units)
     log_n = math.log(max(n, 2))
-    units = index.stored.units
     out: dict[str, dict[int, float]] = {}
     for name in names:
-        hits, count = _matches(index, name)
+        hits, count, heads = _found(index, name)
         spec = math.log(n / count) / log_n if len(hits) else 0.0
         if spec <= 0:
             continue
-        title, opens = _phrase(name, whole=True), _phrase(name, anchored=True)
         per: dict[int, float] = {}
-        for u in hits.tolist():
-            text = unit_text(units, u)
-            head = 1.0 if title.match(text.split("\n", 1)[0]) else 0.5 * bool(opens.match(text))
+        for u, head in zip(hits.tolist(), heads, strict=True):
             per[u] = weight * spec * ((1 - head_share) + head_share * head)
         out[name] = per
     return out

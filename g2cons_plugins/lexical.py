@@ -10,6 +10,8 @@ A query costs one column slice per query word. The concept path uses it for lexi
 from __future__ import annotations
 
 import bisect
+import contextlib
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -20,7 +22,7 @@ from .config import G2ConSConfig
 from .state import Stored
 from .terms import TermIndex
 
-__all__ = ["LexicalIndex", "SortedColumns"]
+__all__ = ["LexicalIndex", "QueryBM25", "SortedColumns"]
 
 K1 = 1.5
 B = 0.75
@@ -33,6 +35,10 @@ class LexicalIndex:
     weights: sp.csc_matrix  # units x words: idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avglen))
     column: Mapping[str, int]  # word -> column
     analyze: Callable[[str], Sequence[str]]
+
+    def query(self, query: str) -> QueryBM25:
+        """The BM25 of ``query`` over the units, computed on demand (:class:`QueryBM25`)."""
+        return QueryBM25(self, self.query_columns(query))
 
     @classmethod
     def build(cls, stored: Stored, terms: TermIndex, config: G2ConSConfig) -> LexicalIndex:
@@ -87,10 +93,11 @@ class LexicalIndex:
         if not cols:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         W = self.weights
-        rows = np.concatenate([W.indices[W.indptr[c] : W.indptr[c + 1]] for c in cols])
-        vals = np.concatenate([W.data[W.indptr[c] : W.indptr[c + 1]] for c in cols])
-        units, inverse = np.unique(rows, return_inverse=True)
-        return units.astype(np.int64), np.bincount(inverse, weights=vals, minlength=len(units))
+        if len(cols) == 1 and W.has_sorted_indices:  # one word: its column as it is
+            lo, hi = W.indptr[cols[0]], W.indptr[cols[0] + 1]
+            return W.indices[lo:hi].astype(np.int64), W.data[lo:hi].astype(np.float64)
+        return _sum_postings([(W.indices[W.indptr[c] : W.indptr[c + 1]], W.data[W.indptr[c] : W.indptr[c + 1]])
+                              for c in cols])
 
     def top(self, query: str, k: int) -> np.ndarray:
         """The ``k`` units with the highest BM25 (units with a query word only; by score descending, ties by
@@ -98,6 +105,144 @@ class LexicalIndex:
         units, scores = self.postings(query)
         order = np.lexsort((units, -scores))[: max(int(k), 0)]
         return units[order]
+
+
+class QueryBM25:
+    """The BM25 of one query over the units, computed as far as a question about it needs: the score of given
+    units (:meth:`of`) or the best units (:meth:`best`). Every score is the float64 sum
+    :meth:`LexicalIndex.scores` computes, term by term in the query's word order (the same bits).
+
+    Up to ``MERGE_MAX`` postings in all, the postings are summed per unit by a merge (:meth:`postings`). Above, the
+    terms are added into an array over every unit that the thread reuses from query to query (zero outside the
+    query's postings, so no array over every unit is allocated, cleared or scanned per query): a unit's score is
+    then one read, and the best units come from the postings whose score reaches the ``m x words``-th largest
+    posting score. :meth:`close` (called by ``retrieve``) clears the query's postings there and hands the array
+    back; a query whose thread's array is in use gets its own."""
+
+    MERGE_MAX = 65_536  # postings: up to this many in all, merged (below that, faster than the array)
+
+    def __init__(self, lexical: LexicalIndex, cols: Sequence[int]) -> None:
+        self.lexical, self.cols = lexical, list(cols)
+        self._all: tuple[np.ndarray, np.ndarray] | None = None
+        W = lexical.weights
+        self._total = int(sum(W.indptr[c + 1] - W.indptr[c] for c in self.cols))
+        self._acc: np.ndarray | None = None  # the thread's array over every unit, holding this query's BM25
+        self._rows = np.zeros(0, dtype=W.indices.dtype)  # the query's postings' units (with repeats)
+        self._row_scores: np.ndarray | None = None  # their BM25
+
+    def _column(self, c: int) -> tuple[np.ndarray, np.ndarray]:
+        W = self.lexical.weights
+        return W.indices[W.indptr[c] : W.indptr[c + 1]], W.data[W.indptr[c] : W.indptr[c + 1]]
+
+    def _merged(self) -> bool:
+        return self._all is not None or self._total <= self.MERGE_MAX
+
+    def _accumulated(self) -> np.ndarray:
+        if self._acc is None:
+            acc = _take_scratch(self.lexical.weights.shape[0])
+            for c in self.cols:  # in the query's word order, as scores() adds them
+                rows, data = self._column(c)
+                acc[rows] += data  # row indices are unique within a column
+            self._rows = np.concatenate([self._column(c)[0] for c in self.cols])
+            self._acc = acc
+        return self._acc
+
+    def close(self) -> None:
+        """Clear this query's postings in the thread's array and hand it back (a no-op when none was used)."""
+        acc, self._acc = self._acc, None
+        if acc is not None:
+            acc[self._rows] = 0.0
+            _give_scratch(acc)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # at interpreter exit the module may be gone: nothing to hand back
+            self.close()
+
+    def postings(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every unit with a query word (ascending) and its BM25 (:meth:`LexicalIndex.postings`)."""
+        if self._all is None:
+            self._all = _sum_postings([self._column(c) for c in self.cols])
+        return self._all
+
+    def of(self, units: np.ndarray) -> np.ndarray:
+        """BM25 of ``units`` (0 for a unit without a query word)."""
+        units = np.asarray(units, dtype=np.int64)
+        if not len(units) or not self.cols:
+            return np.zeros(len(units))
+        if not self._merged():
+            return self._accumulated()[units]
+        hit, vals = self.postings()
+        out = np.zeros(len(units))
+        if len(hit):
+            at = np.minimum(np.searchsorted(hit, units), len(hit) - 1)
+            on = hit[at] == units
+            out[on] = vals[at[on]]
+        return out
+
+    def best(self, m: int, at_least: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """The units with a query word and BM25 >= ``at_least``, at most ``m`` of them: the best by BM25, ties by
+        position; ``(units ascending, BM25)``."""
+        if m <= 0 or not self.cols:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        if self._merged():
+            return _best_of(*self.postings(), m, at_least)
+        acc = self._accumulated()
+        if self._row_scores is None:
+            self._row_scores = acc[self._rows]
+        v, rows = self._row_scores, self._rows
+        if at_least > 0:
+            keep = v >= at_least
+            v, rows = v[keep], rows[keep]
+        k = m * len(self.cols)  # a unit holds at most one posting per query word: the k best postings hold at
+        if len(v) > k:  # least m units, so no unit outside them is among the m best
+            rows = rows[v >= np.partition(v, len(v) - k)[len(v) - k]]
+        units = np.unique(rows).astype(np.int64)
+        return _best_of(units, acc[units], m, at_least)
+
+
+_SCRATCH = threading.local()
+
+
+def _take_scratch(n: int) -> np.ndarray:
+    """The thread's zeroed array of ``n`` float64 (a new one when it is in use or of another size)."""
+    free = getattr(_SCRATCH, "free", None)
+    if free is not None and len(free) == n:
+        _SCRATCH.free = None
+        return free
+    return np.zeros(n)
+
+
+def _give_scratch(acc: np.ndarray) -> None:
+    _SCRATCH.free = acc
+
+
+def _sum_postings(columns: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """``(units ascending, sums)`` of the given columns' postings, each unit's terms added in column order."""
+    if not columns:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    rows = np.concatenate([r for r, _ in columns])
+    vals = np.concatenate([v for _, v in columns]).astype(np.float64)
+    # a stable sort of the concatenated columns (sorted runs: timsort merges them) keeps each unit's terms in
+    # column order, so bincount adds them in the order scores() does (the same float64 bits)
+    order = np.argsort(rows, kind="stable")
+    rows, vals = rows[order], vals[order]
+    new = np.empty(len(rows), dtype=bool)
+    new[:1], new[1:] = True, rows[1:] != rows[:-1]
+    inverse = np.cumsum(new) - 1
+    return rows[new].astype(np.int64), np.bincount(inverse, weights=vals, minlength=int(new.sum()))
+
+
+def _best_of(units: np.ndarray, vals: np.ndarray, m: int, at_least: float) -> tuple[np.ndarray, np.ndarray]:
+    """The ``m`` best of ``units`` (ascending) by ``vals`` among those > 0 and >= ``at_least``, ties by position."""
+    keep = (vals > 0) & (vals >= at_least)
+    if not keep.all():
+        units, vals = units[keep], vals[keep]
+    if len(units) > m:
+        cut = np.partition(vals, len(vals) - m)[len(vals) - m]  # the m-th largest value: sort only those above
+        top = np.flatnonzero(vals >= cut)
+        pick = np.sort(top[np.lexsort((units[top], -vals[top]))[:m]])
+        units, vals = units[pick], vals[pick]
+    return units, vals
 
 
 class SortedColumns(Mapping[str, int]):

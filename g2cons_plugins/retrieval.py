@@ -47,6 +47,7 @@ from .entities import name_bonus
 from .errors import InputError
 from .graph import pagerank
 from .language_check import check_query
+from .lexical import QueryBM25
 from .snapshot import HasSnapshot, Snapshot, as_snapshot
 from .tables import unit_fields
 from .validate import positive_int
@@ -123,10 +124,18 @@ class DenseScores:
     TOP_MIN = 256  # the exact path sorts at least this many top units at once; later, smaller asks are prefixes
 
     def __init__(self, snap: Snapshot, qv: np.ndarray) -> None:
-        self.vecs, self.qv, self.ann = snap.stored.unit_vecs, qv, snap.unit_ann
+        # a plain view of a memory-mapped matrix: np.memmap's own indexing costs ~30 us a call
+        self.vecs, self.qv, self.ann = np.asarray(snap.stored.unit_vecs), qv, snap.unit_ann
         self.n = len(self.vecs)
         self._full: np.ndarray | None = None if self.ann is not None else self.vecs @ qv
         self._sorted = _NONE  # the best units in rank order (a prefix of all on the exact path), read-only
+        self.reserve = 0  # with a vector index: the fewest units one search asks for (see :meth:`expect`)
+        self._cand, self._cand_scores = _NONE, np.zeros(0, np.float32)
+
+    def expect(self, k: int) -> None:
+        """Tell the scores that ``top(k)`` will be asked for later: the first search with a vector index then asks
+        for at least ``k`` units, so the later ask is a prefix of it instead of a second search."""
+        self.reserve = max(self.reserve, int(k))
 
     def full(self) -> np.ndarray:
         """Scores of every unit (one exact scan)."""
@@ -135,22 +144,38 @@ class DenseScores:
         return self._full
 
     def of(self, units: np.ndarray) -> np.ndarray:
-        """Exact scores of ``units``."""
+        """Exact scores of ``units`` (with a vector index, the candidates of the last search are scored once and
+        looked up after that)."""
         if self._full is not None:
             return self._full[units]
-        return self.vecs[units] @ self.qv if len(units) else np.zeros(0, np.float32)
+        if not len(units):
+            return np.zeros(0, np.float32)
+        cand = self._cand
+        if not len(cand):
+            return self.vecs[units] @ self.qv
+        units = np.asarray(units, dtype=np.int64)
+        at = np.minimum(np.searchsorted(cand, units), len(cand) - 1)
+        on = cand[at] == units
+        if on.all():
+            return self._cand_scores[at]
+        out = np.empty(len(units), dtype=self._cand_scores.dtype)
+        out[on] = self._cand_scores[at[on]]
+        out[~on] = self.vecs[units[~on]] @ self.qv
+        return out
 
     def top(self, k: int) -> np.ndarray:
         """The ``k`` best units, by score descending, ties by position (all units when ``k >= n``)."""
         k = min(k, self.n)
         if k <= len(self._sorted):
             return self._sorted[:k]
-        cand = None if self.ann is None or k >= self.n else self.ann.search(self.qv, k)
+        want = min(max(k, self.reserve), self.n)
+        cand = None if self.ann is None or k >= self.n else self.ann.search(self.qv, want)
         if cand is None:  # exact; one partition of every score serves the seeds and the ranking
             best = _top_desc(self.full(), max(k, min(self.TOP_MIN, self.n)))
         else:
             cand = np.unique(np.asarray(cand, dtype=np.int64))
-            best = cand[np.lexsort((cand, -self.of(cand)))][:k]
+            self._cand, self._cand_scores = cand, self.vecs[cand] @ self.qv  # ascending, and their scores
+            best = cand[np.lexsort((cand, -self._cand_scores))][:want]
         best.flags.writeable = False  # callers get views of it
         self._sorted = best
         return best[:k]
@@ -165,33 +190,54 @@ class HybridScores(DenseScores):
     postings). Any other unit scores below ``s_k``, so the top ``k`` of the candidates is the top ``k`` of all
     units once its k-th score is above ``c_K`` (else ``K`` grows x4): given the index's cosine candidates, the
     ranking is the exact hybrid ranking, ties included. Where more than ``EXTRA_MAX`` x k units have such a
-    lexical term (frequent query words in a large corpus), only the best of them by BM25 are scored, to bound
-    the work: a unit with a high BM25 but a low cosine can then be missed, as the index can miss a unit."""
+    lexical term (frequent query words in a large corpus), only the best of them by BM25 (ties by position) are
+    scored, to bound the work: a unit with a high BM25 but a low cosine can then be missed, as the index can miss
+    a unit. Given a :class:`~g2cons_plugins.lexical.QueryBM25` and a vector index, the BM25 of a unit is read
+    when it is scored and those best units are found without summing every posting (the same scores)."""
 
     def __init__(
-        self, dense: DenseScores, lexical: np.ndarray | tuple[np.ndarray, np.ndarray], weight: float
+        self, dense: DenseScores, lexical: np.ndarray | tuple[np.ndarray, np.ndarray] | QueryBM25, weight: float
     ) -> None:
-        """``lexical``: BM25 of every unit, or ``(units ascending, BM25)`` of the units with a query word
-        (:meth:`~g2cons_plugins.lexical.LexicalIndex.postings`, no array over every unit)."""
+        """``lexical``: BM25 of every unit, ``(units ascending, BM25)`` of the units with a query word
+        (:meth:`~g2cons_plugins.lexical.LexicalIndex.postings`, no array over every unit), or the query's
+        :class:`~g2cons_plugins.lexical.QueryBM25`."""
         self.vecs, self.qv, self.ann, self.n = dense.vecs, dense.qv, dense.ann, dense.n
         self._sorted = _NONE
         self._dense = dense
+        self.reserve = 0
+        self._weight = weight
+        self._lex: QueryBM25 | None = None
+        self._full = None
+        if isinstance(lexical, QueryBM25):
+            if self.ann is not None:  # BM25 read per unit scored (see the class doc)
+                self._lex = lexical
+                best = lexical.best(1)[1]
+                self._top = float(best[0]) if len(best) else 0.0
+                return
+            lexical = lexical.postings()
         if isinstance(lexical, tuple):
             hit, vals = np.asarray(lexical[0], dtype=np.int64), np.asarray(lexical[1], dtype=np.float64)
         else:  # BM25 is zero on most units: add the term where it is not
             hit = np.flatnonzero(lexical != 0)  # a boolean mask: 10x faster than flatnonzero of floats
             vals = lexical[hit]
         top = float(vals.max(initial=0.0))
+        self._top = top
         self._hit = hit  # units with a query word, ascending
         self._bonus = weight * vals / top if top > 0 else np.zeros(len(hit))
-        self._full = None
         if self.ann is None:
             self._full = dense.full().astype(np.float64)
             self._full[hit] += self._bonus
 
+    def _all_postings(self) -> None:
+        if self._lex is not None:  # every posting after all (a search that needs every unit)
+            hit, vals = self._lex.postings()
+            self._hit, self._lex = hit, None
+            self._bonus = self._weight * vals / self._top if self._top > 0 else np.zeros(len(hit))
+
     def full(self) -> np.ndarray:
         """Hybrid scores of every unit (one exact scan)."""
         if self._full is None:
+            self._all_postings()
             self._full = self._dense.full().astype(np.float64)
             self._full[self._hit] += self._bonus
         return self._full
@@ -202,7 +248,15 @@ class HybridScores(DenseScores):
             return self._full[units]
         units = np.asarray(units, dtype=np.int64)
         out = self._dense.of(units).astype(np.float64)
-        if len(self._hit) and len(units):
+        if not len(units):
+            return out
+        if self._lex is not None:
+            if self._top > 0:
+                v = self._lex.of(units)
+                on = v > 0
+                out[on] += self._weight * v[on] / self._top  # as the bonus array of every posting holds it
+            return out
+        if len(self._hit):
             at = np.minimum(np.searchsorted(self._hit, units), len(self._hit) - 1)
             on = self._hit[at] == units
             out[on] += self._bonus[at[on]]
@@ -221,7 +275,25 @@ class HybridScores(DenseScores):
         self._sorted = best
         return best[:k]
 
+    def expect(self, k: int) -> None:
+        """Tell the scores that ``top(k)`` will be asked for later (one search of the vector index serves both)."""
+        self._dense.expect(k + max(32, k // 8))
+
     EXTRA_MAX = 2  # x k: at most this many units with a query word are scored beyond the cosine candidates
+
+    def _lexical_extra(self, need: float, cap: int) -> np.ndarray:
+        """The units with a lexical term >= ``need``, at most ``cap``: the best by BM25, ties by position."""
+        if self._lex is not None:
+            if self._top <= 0:
+                return _NONE
+            # BM25 >= need x top / weight, with a margin for rounding; then exactly as the bonus array
+            at_least = max(need * self._top / self._weight * (1 - 1e-9), 0.0) if self._weight > 0 else 0.0
+            units, vals = self._lex.best(cap, at_least)
+            return units[self._weight * vals / self._top >= need]
+        extra = np.flatnonzero(self._bonus >= need)  # all units that could still reach kth
+        if len(extra) > cap:  # bounded work: the best of them by BM25, ties by position
+            extra = np.sort(extra[np.lexsort((extra, -self._bonus[extra]))[:cap]])
+        return self._hit[extra]
 
     def _top_candidates(self, k: int) -> np.ndarray:
         K = k + max(32, k // 8)
@@ -232,10 +304,7 @@ class HybridScores(DenseScores):
             floor = float(self._dense.of(dense_top[-1:])[0])  # no unit outside dense_top has a higher cosine
             s = self.of(dense_top)
             kth = float(np.partition(s, len(s) - k)[len(s) - k]) if len(s) >= k else floor
-            extra = np.flatnonzero(self._bonus >= kth - floor)  # all units that could still reach kth
-            if len(extra) > self.EXTRA_MAX * k:  # bounded work: the best of them by BM25
-                extra = extra[np.argpartition(-self._bonus[extra], self.EXTRA_MAX * k)[: self.EXTRA_MAX * k]]
-            pool = np.union1d(dense_top, self._hit[extra])
+            pool = np.union1d(dense_top, self._lexical_extra(kth - floor, self.EXTRA_MAX * k))
             s = self.of(pool)
             order = np.lexsort((pool, -s))[:k]
             if len(order) == k and s[order[-1]] > floor:
@@ -247,6 +316,20 @@ def _units_of(unit_concepts: sp.csr_matrix, concepts: Sequence[int] | np.ndarray
     if len(concepts) == 0:
         return np.zeros(0, dtype=np.int64)
     return np.unique(unit_concepts[np.asarray(concepts)].indices)
+
+
+_MIN_TOKENS: weakref.WeakKeyDictionary[Snapshot, int] = weakref.WeakKeyDictionary()
+
+
+def _min_tokens(index: Snapshot) -> int:
+    """The smallest unit's token count (1 without units), once per snapshot: a minimum over every unit. (It was
+    ``min(initial=1)``, i.e. never above 1: a filler then tried up to ``MAX_MISSES`` more units, none of which could
+    fit, before it stopped, and a ranking asked for more candidates to go on trying.)"""
+    n = _MIN_TOKENS.get(index)
+    if n is None:
+        tokens = index.stored.unit_tokens
+        n = _MIN_TOKENS[index] = max(int(tokens.min()), 1) if len(tokens) else 1
+    return n
 
 
 class _Filler:
@@ -264,7 +347,7 @@ class _Filler:
         self.used = 0
         self.misses = 0
         self.full = False
-        self.min_tokens = int(index.stored.unit_tokens.min(initial=1))
+        self.min_tokens = _min_tokens(index)
 
     def add(self, u: int, score: float, reason: dict[str, Any]) -> None:
         if self.full or u in self.seen:
@@ -346,12 +429,15 @@ def retrieve(
     # with a vector index the hybrid term is computed on candidates only (HybridScores), so a query stays a search
     lw = cfg.lexical_weight
     if strategy == "bridge" and (lw > 0 or cfg.lexical_seeds > 0):
-        lex = index.lexical.scores(query)
-        hyb = HybridScores(sc, lex, lw * scale) if lw > 0 else sc
-        return _bridge(
-            index, hyb, beta, lex, seed_sc=hyb if cfg.hybrid_seeds else sc, scale=scale, evidence=evidence,
-            query=query,
-        )
+        lex = index.lexical.query(query)  # BM25 read from the query words' postings as far as needed
+        try:
+            hyb = HybridScores(sc, lex, lw * scale) if lw > 0 else sc
+            return _bridge(
+                index, hyb, beta, lex, seed_sc=hyb if cfg.hybrid_seeds else sc, scale=scale, evidence=evidence,
+                query=query,
+            )
+        finally:
+            lex.close()
     return _bridge(index, sc, beta, scale=scale, evidence=evidence, query=query)
 
 
@@ -481,11 +567,22 @@ def _row(M: sp.csr_matrix, i: int) -> np.ndarray:
     return M.indices[M.indptr[i] : M.indptr[i + 1]]
 
 
+def _lexical_seeds(lexical: QueryBM25 | tuple[np.ndarray, np.ndarray], seeds: list[int], n: int) -> list[int]:
+    """The ``n`` best units by BM25 that are not ``seeds`` (``lexical``: the query's BM25, or the units with a
+    query word ascending and their BM25, :meth:`~g2cons_plugins.lexical.LexicalIndex.postings`; by score
+    descending, ties by position)."""
+    units, vals = lexical.best(n + len(seeds)) if isinstance(lexical, QueryBM25) else lexical
+    hit = np.flatnonzero(vals > 0)  # only units with a query word can be lexical seeds
+    have = set(seeds)
+    lex_top = units[hit[_top_desc(vals[hit], n + len(seeds))]].tolist()
+    return [u for u in lex_top if u not in have][:n]
+
+
 def _bridge(
     index: Snapshot,
     sc: DenseScores,
     beta: int,
-    lexical: np.ndarray | None = None,
+    lexical: QueryBM25 | None = None,
     seed_sc: DenseScores | None = None,
     scale: float = 1.0,
     evidence: Mapping[int, float] | None = None,
@@ -498,13 +595,13 @@ def _bridge(
     else:
         vocab, unit_x, x_units, df = dv.vocab, dv.unit_inc, dv.unit_concepts, dv.df
         is_name = dv.name_share >= 0.5
+    # the ranking (_ranked) asks for at most this many best units later: one search of a vector index serves both
+    n_first = cfg.n_seed_units * (2 if cfg.entity_weight > 0 and query else 1) + cfg.lexical_seeds
+    sc.expect(_first(index, beta) + n_first)
     seeds = (seed_sc or sc).top(cfg.n_seed_units).tolist()
     n_dense = len(seeds)
     if lexical is not None and cfg.lexical_seeds > 0:  # the best BM25 units seed bridges too
-        have = set(seeds)
-        hit = np.flatnonzero(lexical > 0)  # only units with a query word can be lexical seeds
-        lex_top = hit[_top_desc(lexical[hit], cfg.lexical_seeds + len(seeds))].tolist()
-        seeds += [u for u in lex_top if u not in have][: cfg.lexical_seeds]
+        seeds += _lexical_seeds(lexical, seeds, cfg.lexical_seeds)
     seed_scores = sc.of(np.asarray(seeds, dtype=np.int64))
     ref = max(float(seed_scores.max()), 1e-6) if seeds else 1.0
     score_of: dict[int, float] = dict(zip(seeds, seed_scores.tolist(), strict=True))
@@ -589,15 +686,31 @@ def _covering(sc: DenseScores, n: int, per_name: dict[str, dict[int, float]]) ->
     ent_units = {u for per in per_name.values() for u in per}
     pool = np.union1d(sc.top(n), np.fromiter(ent_units, dtype=np.int64, count=len(ent_units)))
     base = sc.of(pool).astype(np.float64)
+    of_name = {nm: _on(pool, per) for nm, per in per_name.items()}  # each name's bonus over the pool
     left = dict(per_name)
     seeds: list[int] = []
+    taken = np.zeros(len(pool), dtype=bool)
     for _ in range(min(n, len(pool))):
-        s = base + np.asarray([sum(per.get(int(u), 0.0) for per in left.values()) for u in pool])
-        s[np.isin(pool, seeds)] = -np.inf
-        u = int(pool[np.lexsort((pool, -s))][0])
+        held = np.zeros(len(pool))
+        for nm in left:  # summed name by name in the names' order, as sum() over them did
+            held += of_name[nm]
+        s = base + held
+        s[taken] = -np.inf
+        at = int(np.argmax(s))  # the first of the best: the pool is ascending, so ties go to the lowest position
+        taken[at] = True
+        u = int(pool[at])
         seeds.append(u)
         left = {nm: per for nm, per in left.items() if u not in per}
     return seeds
+
+
+def _on(pool: np.ndarray, per: dict[int, float]) -> np.ndarray:
+    """``per`` (unit -> value) as an array over ``pool`` (ascending, holding every unit of ``per``), 0 elsewhere."""
+    out = np.zeros(len(pool))
+    if per:
+        units = np.fromiter(per, dtype=np.int64, count=len(per))
+        out[np.searchsorted(pool, units)] = np.fromiter(per.values(), dtype=np.float64, count=len(per))
+    return out
 
 
 def _ppr(index: Snapshot, query: str, dense: np.ndarray, beta: int) -> list[RetrievedItem]:
