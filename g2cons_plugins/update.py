@@ -36,7 +36,7 @@ import scipy.sparse as sp
 
 from .config import G2ConSConfig
 from .errors import InputError
-from .graph import PairWorkExceeded, adjacency, graph_stats, pagerank, update_edges
+from .graph import PairWorkExceeded, graph_stats, pagerank, update_edges
 from .state import Derived, Stored, binary, freeze, level_vectors
 from .terms import TermIndex, analyze
 from .trickle_store import Inserted, RowMap, insert_rows
@@ -341,7 +341,7 @@ def _regraph(
         raise TrickleTooLarge(f"{len(redo):,} concepts to recompute, about {out.df[redo].sum() * per_chunk:,.0f} pairs")
     stale[redo] = 0.0
     try:
-        edges = update_edges(
+        edges, A = update_edges(
             dv.edges,
             out.chunk_inc,
             vecs,
@@ -350,10 +350,10 @@ def _regraph(
             config.theta_co,
             out.df,
             float("inf") if force else PAIR_WORK_MAX,
+            A=dv.A,
         )
     except PairWorkExceeded as e:
         raise TrickleTooLarge(str(e)) from e
-    A = adjacency(edges, len(dv.vocab))
     stats = graph_stats((len(st.chunks), len(st.units), int(live.sum()), len(dv.vocab)), edges, A)
     dv_new = freeze(
         replace(
