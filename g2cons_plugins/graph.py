@@ -371,9 +371,9 @@ def _patched_adjacency(
     data[_entries(A, b, a)] = v
     ia, ib = edges.rows[ins], edges.cols[ins]
     rows = np.unique(np.concatenate([dropped[0], dropped[1], ia, ib]))
+    out = sp.csr_matrix((data, A.indices, A.indptr), shape=A.shape, copy=False)
+    out.has_sorted_indices = True
     if len(rows) == 0:
-        out = sp.csr_matrix((data, A.indices, A.indptr), shape=A.shape, copy=False)
-        out.has_sorted_indices = True
         return out
     m = A.shape[1]
     owner, nb = _expand(A.indptr, A.indices, rows)
@@ -387,25 +387,47 @@ def _patched_adjacency(
     val = np.concatenate([data[at[keep]], iv, iv])
     order = np.lexsort((col, own))
     own, col, val = own[order], col[order], val[order]
-    lens = np.diff(A.indptr).astype(np.int64)
+    return replace_rows(out, rows, own, col, val)
+
+
+def replace_rows(
+    M: sp.csr_matrix,
+    rows: np.ndarray,
+    own: np.ndarray,
+    col: np.ndarray,
+    val: np.ndarray,
+    shape: tuple[int, int] | None = None,
+) -> sp.csr_matrix:
+    """csr ``M`` (grown to ``shape``: new rows empty) with its ``rows`` (sorted, unique) replaced by the entries
+    ``(rows[own], col, val)``, sorted by (``own``, ``col``); the other rows are copied by slices (their indices
+    stay sorted when ``M``'s are)."""
+    n_old = M.shape[0]
+    shape = M.shape if shape is None else shape
+    lens = np.zeros(shape[0], np.int64)
+    lens[:n_old] = np.diff(M.indptr)
     lens[rows] = np.bincount(own, minlength=len(rows))
-    indptr = np.zeros(A.shape[0] + 1, np.int64)
+    indptr = np.zeros(shape[0] + 1, np.int64)
     np.cumsum(lens, out=indptr[1:])
     starts = np.searchsorted(own, np.arange(len(rows) + 1))
+    ptr = M.indptr
     pieces: list[np.ndarray] = []
     idx: list[np.ndarray] = []
     last = 0
     for k, r in enumerate(rows.tolist()):
-        pieces += [data[A.indptr[last] : A.indptr[r]], val[starts[k] : starts[k + 1]]]
-        idx += [A.indices[A.indptr[last] : A.indptr[r]], col[starts[k] : starts[k + 1]]]
-        last = r + 1
-    pieces.append(data[A.indptr[last] :])
-    idx.append(A.indices[A.indptr[last] :])
-    small = indptr[-1] <= np.iinfo(np.int32).max and A.indices.dtype == np.int32
+        r_old = min(r, n_old)
+        pieces += [M.data[ptr[last] : ptr[r_old]], val[starts[k] : starts[k + 1]]]
+        idx += [M.indices[ptr[last] : ptr[r_old]], col[starts[k] : starts[k + 1]]]
+        last = min(r + 1, n_old)
+    pieces.append(M.data[ptr[last] : ptr[n_old]])
+    idx.append(M.indices[ptr[last] : ptr[n_old]])
+    small = indptr[-1] <= np.iinfo(np.int32).max and M.indices.dtype == np.int32 and shape[1] < 2**31
     out = sp.csr_matrix(
-        (np.concatenate(pieces), np.concatenate(idx).astype(A.indices.dtype, copy=False),
-         indptr.astype(np.int32) if small else indptr),
-        shape=A.shape,
+        (
+            np.concatenate(pieces).astype(M.dtype, copy=False),
+            np.concatenate(idx).astype(np.int32 if small else np.int64, copy=False),
+            indptr.astype(np.int32) if small else indptr,
+        ),
+        shape=shape,
     )
     out.has_sorted_indices = True
     return out

@@ -239,7 +239,8 @@ def _trickle_added(snap: Snapshot, new: Sequence[Chunk], force: bool = False) ->
     at_end = len(ins.chunk_ins) and int(ins.chunk_ins[0]) == len(snap.stored.chunks)
     chunk_pos = {**snap.chunk_pos, **{st.chunks[i].id: i for i in ins.chunk_at.tolist()}} if at_end else None
     unit_pos = {**snap.unit_pos, **{st.units[i].id: i for i in ins.unit_at.tolist()}} if at_end else None
-    return _trickled(snap, st, dv, pd, (chunk_pos, unit_pos), t0)
+    old_units = np.insert(np.arange(len(snap.stored.units)), ins.unit_ins, -1)
+    return _trickled(snap, st, dv, pd, (chunk_pos, unit_pos), t0, old_units)
 
 
 def _trickle_removed(snap: Snapshot, drop: set[str], force: bool = False) -> Snapshot:
@@ -250,7 +251,7 @@ def _trickle_removed(snap: Snapshot, drop: set[str], force: bool = False) -> Sna
     keep_chunk[[snap.chunk_pos[i] for i in drop]] = False
     st, keep_unit = drop_stored(snap.stored, keep_chunk)
     dv, pd = derive_removed(snap.derived, pd, snap.stored, st, keep_chunk, keep_unit, snap.config, force)
-    return _trickled(snap, st, dv, pd, (None, None), t0)
+    return _trickled(snap, st, dv, pd, (None, None), t0, np.flatnonzero(keep_unit))
 
 
 def _trickled(
@@ -260,14 +261,16 @@ def _trickled(
     pd: Pending,
     positions: tuple[dict[str, int] | None, dict[str, int] | None],
     t0: float,
+    old_units: np.ndarray,
 ) -> Snapshot:
-    """The snapshot after a trickle update (id -> position maps rebuilt where not given)."""
+    """The snapshot after a trickle update (id -> position maps rebuilt where not given); ``old_units``: per unit
+    of ``st``, its position in ``snap`` (-1: new)."""
     chunk_pos, unit_pos = positions
     if chunk_pos is None:
         chunk_pos = dict(zip([c.id for c in st.chunks], range(len(st.chunks)), strict=True))
     if unit_pos is None:
         unit_pos = dict(zip([u.id for u in st.units], range(len(st.units)), strict=True))
-    unit_ann = _unit_ann(st, snap.config, previous=snap)  # snap's unit index updated by the changed units
+    unit_ann = _trickled_ann(snap, st, old_units)
     timings = {**st.timings, "update_trickle": time.perf_counter() - t0}
     return Snapshot(
         stored=replace(st, timings=timings),
@@ -281,6 +284,16 @@ def _trickled(
         unit_ann=unit_ann,
         pending=pd,
     )
+
+
+def _trickled_ann(snap: Snapshot, st: Stored, old_units: np.ndarray) -> Any:
+    """``snap``'s unit index updated by the changed units (their old positions known: no pass over the ids)."""
+    from .vector_index import UnitANN, moved_unit_ann, unit_ann_params
+
+    n = len(st.units)
+    if isinstance(snap.unit_ann, UnitANN) and snap.config.ann_threshold is not None and n >= snap.config.ann_threshold:
+        return moved_unit_ann(snap.unit_ann, old_units, st.unit_vecs, unit_ann_params(snap.config))
+    return _unit_ann(st, snap.config, previous=snap)
 
 
 def _terms(snap: Snapshot, st: Stored) -> TermIndex:
