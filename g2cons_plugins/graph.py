@@ -469,13 +469,13 @@ def _new_edges(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Edges among the pairs ``delta`` (not edges, no moved end) whose Co grew to theta_co: only an add can make
     one (a removal lowers Co; the cosine is kept), and only a pair with cosine >= theta, whose Co is looked up
-    (:class:`PairWorkExceeded` past ``max_work`` entries: the rarer ends' chunks x the concepts per chunk)."""
+    (:class:`PairWorkExceeded` past ``max_work`` entries: the rarer ends' chunks)."""
     r, c, d = delta
     if sign < 0 or len(r) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
     cos = _cosines(vectors, r, c)
     hot = np.flatnonzero(cos >= theta)
-    work = float(np.minimum(df[r[hot]], df[c[hot]]).sum()) * csr.nnz / max(csr.shape[0], 1)
+    work = float(np.minimum(df[r[hot]], df[c[hot]]).sum())
     if work > max_work:
         raise PairWorkExceeded(f"{len(hot):,} pairs to look up, about {work:,.0f} entries")
     k = _co_of_pairs(csr, df, r[hot], c[hot])
@@ -515,18 +515,26 @@ def _delta_pairs(changed: sp.csr_matrix, sign: int, m: int) -> Pairs:
 
 
 def _co_of_pairs(csr: sp.csr_matrix, df: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Co(a_i, b_i) for each pair: the chunks of the rarer end, each chunk's row searched for the other end (time:
-    the rarer ends' df times the concepts per chunk; no pass over the whole matrix but one column slice)."""
+    """Co(a_i, b_i) for each pair: each chunk of the rarer end searched in the other end's sorted chunk list (time:
+    the rarer ends' df times a logarithm; no pass over the whole matrix but one column slice)."""
     if len(a) == 0:
         return np.zeros(0, np.int64)
     rare = df[a] <= df[b]
     lo, hi = np.where(rare, a, b), np.where(rare, b, a)
-    ulo, inv = np.unique(lo, return_inverse=True)
-    C = sp.csc_matrix(csr[:, ulo])
-    pair, chunk = _expand(C.indptr, C.indices, inv)
-    target, vals = _expand(csr.indptr, csr.indices, chunk)
-    found = np.bincount(target, weights=vals == hi[pair][target], minlength=len(chunk))
-    return np.bincount(pair, weights=found, minlength=len(a)).astype(np.int64)
+    ends, inv = np.unique(np.concatenate([lo, hi]), return_inverse=True)
+    C = sp.csc_matrix(csr[:, ends])
+    C.sort_indices()
+    i_lo, i_hi = inv[: len(a)], inv[len(a) :]
+    by_hi = np.argsort(i_hi, kind="stable")  # queries in increasing key order: the search reuses its last place
+    pair, chunk = _expand(C.indptr, C.indices, i_lo[by_hi])
+    n = np.int64(C.shape[0])
+    keys = np.repeat(np.arange(len(ends), dtype=np.int64), np.diff(C.indptr)) * n + C.indices  # sorted
+    want = i_hi[by_hi][pair] * n + chunk
+    at = np.minimum(np.searchsorted(keys, want), max(len(keys) - 1, 0))
+    found = keys[at] == want if len(keys) else np.zeros(len(want), bool)
+    out = np.zeros(len(a), np.int64)
+    out[by_hi] = np.bincount(pair, weights=found, minlength=len(a)).astype(np.int64)
+    return out
 
 
 def _expand(indptr: np.ndarray, indices: np.ndarray, which: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

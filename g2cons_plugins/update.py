@@ -66,9 +66,10 @@ DRIFT_BUDGET = 0.10  # chunks added + removed since the last exact derive, as a 
 # were; an edge decision can then differ from the rule on the current vectors only for a pair whose cosine is
 # within 2 * VECTOR_SLACK of theta_sem (0: every edge follows the rule exactly)
 VECTOR_SLACK = 0.01
-# the pair work a trickle may spend on the recomputed concepts (sum of their df x the mean concepts per chunk, the
-# nonzeros of their co-occurrence product): above it the change touches so much of the graph that an exact update
-# is cheaper and bounded in memory (an add of 1% at 100k passages needed an 18 GB product here)
+# the pair work a trickle may spend: on the recomputed concepts, the sum of their df x the mean concepts per chunk
+# (the nonzeros of their co-occurrence product); on the pairs that may have become edges, the sum of the rarer
+# end's df (the chunks searched in the other end's list): above it the change touches so much of the graph that
+# an exact update is cheaper and bounded in memory (an add of 1% at 100k passages needed an 18 GB product here)
 PAIR_WORK_MAX = 20_000_000
 
 
