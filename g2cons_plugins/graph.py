@@ -210,9 +210,8 @@ def update_edges(
     dr, dc, dk = delta
     sel = ~(in_mv[dr] | in_mv[dc])
     dr, dc, dk = dr[sel], dc[sel], dk[sel]
-    dfc = np.unique(changed.indices)
     deg = np.diff(A.indptr)
-    sparse = int(deg[dfc].sum() + deg[mv].sum()) <= len(edges.rows) / SPARSE_SHARE
+    sparse = int(deg[np.unique(changed.indices)].sum() + deg[mv].sum()) <= len(edges.rows) / SPARSE_SHARE
     if sparse:
         pos, hit = find_pairs(edges.rows, edges.cols, dr, dc)
     else:
@@ -232,32 +231,69 @@ def update_edges(
         np.concatenate([cos1[ok1], cos2]),
     )
     n_cand = int(edges.n_candidates - n_old_mv + len(r1) + len(r2) - len(lost))
-    dff = np.asarray(df, dtype=np.float64)
+    kept = (hp, co_hp, lost)
     if not sparse:  # the change touches much of the graph: linear passes over the edges
-        keep = ~(in_mv[edges.rows] | in_mv[edges.cols])
-        keep[lost] = False
-        co = edges.co.astype(np.int64)
-        co[hp] = co_hp
-        rows, cols, co, cos = _merge_edges((edges.rows[keep], edges.cols[keep], co[keep], edges.cosine[keep]), ins, m)
-        dice = (2.0 * co / (dff[rows] + dff[cols])).astype(np.float32)
-        out = EdgeSet(rows, cols, co.astype(edges.co.dtype), cos.astype(np.float32), dice, edges.theta_sem, n_cand)
+        out = _merged_edges(edges, in_mv, kept, ins, df, n_cand)
         return out, adjacency(out, m)
+    return _patched_edges(edges, A, (mv, np.unique(changed.indices)), kept, ins, df, n_cand)
+
+
+def _merged_edges(
+    edges: EdgeSet,
+    in_mv: np.ndarray,
+    kept: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ins: tuple[np.ndarray, ...],
+    df: np.ndarray,
+    n_cand: int,
+) -> EdgeSet:
+    """:func:`update_edges` by linear passes over the edges: those with a moved end (``in_mv``) and the ``lost``
+    ones of ``kept`` = (positions whose Co changed, their Co, lost) dropped, ``ins`` merged in, every Dice weight
+    recomputed."""
+    hp, co_hp, lost = kept
+    m = len(in_mv)
+    keep = ~(in_mv[edges.rows] | in_mv[edges.cols])
+    keep[lost] = False
+    co = edges.co.astype(np.int64)
+    co[hp] = co_hp
+    rows, cols, co, cos = _merge_edges((edges.rows[keep], edges.cols[keep], co[keep], edges.cosine[keep]), ins, m)
+    dff = np.asarray(df, dtype=np.float64)
+    dice = (2.0 * co / (dff[rows] + dff[cols])).astype(np.float32)
+    return EdgeSet(rows, cols, co.astype(edges.co.dtype), cos.astype(np.float32), dice, edges.theta_sem, n_cand)
+
+
+def _patched_edges(
+    edges: EdgeSet,
+    A: sp.csr_matrix,
+    concepts: tuple[np.ndarray, np.ndarray],
+    kept: tuple[np.ndarray, np.ndarray, np.ndarray],
+    ins: tuple[np.ndarray, ...],
+    df: np.ndarray,
+    n_cand: int,
+) -> tuple[EdgeSet, sp.csr_matrix]:
+    """:func:`update_edges` by patching: the edges of the moved concepts (``concepts[0]``, found through ``A``) and
+    the lost ones dropped, ``ins`` spliced in, the Co of ``kept`` set, the Dice weights of the edges of the
+    concepts whose df changed (``concepts[1]``) recomputed; the adjacency patched alike."""
+    m = A.shape[0]
+    hp, co_hp, lost = kept
     order = np.argsort(ins[0] * m + ins[1], kind="stable")
     ins_r, ins_c, ins_k, ins_cos = (x[order] for x in ins)
-    drop = np.union1d(_edges_of(edges, A, mv), lost)
-    at, _ = find_pairs(edges.rows, edges.cols, ins_r, ins_c)
+    drop = np.union1d(_edges_of(edges, A, concepts[0]), lost)
+    at, again = find_pairs(edges.rows, edges.cols, ins_r, ins_c)  # again: an edge dropped and inserted back
     splice = _splicer(len(edges.rows), drop, at)
     co = splice(edges.co, ins_k.astype(edges.co.dtype))
     rows, cols = splice(edges.rows, ins_r), splice(edges.cols, ins_c)
     upd = np.setdiff1d(hp, lost, assume_unique=True)
     co[_new_position(upd, drop, at)] = co_hp[np.isin(hp, upd, assume_unique=True)]
+    dff = np.asarray(df, dtype=np.float64)
     dice = splice(edges.dice, (2.0 * ins_k / (dff[ins_r] + dff[ins_c])).astype(np.float32))
-    redo = _new_position(np.setdiff1d(_edges_of(edges, A, dfc), drop), drop, at)
+    redo = _new_position(np.setdiff1d(_edges_of(edges, A, concepts[1]), drop), drop, at)
     dice[redo] = (2.0 * co[redo] / (dff[rows[redo]] + dff[cols[redo]])).astype(np.float32)
     cosine = splice(edges.cosine, ins_cos.astype(np.float32))
     out = EdgeSet(rows, cols, co, cosine, dice, edges.theta_sem, n_cand)
     ins_at = at - np.searchsorted(drop, at, side="left") + np.arange(len(at))  # new positions of the inserted
-    return out, _patched_adjacency(A, out, redo, (edges.rows[drop], edges.cols[drop]), ins_at)
+    gone = np.setdiff1d(drop, at[again])  # edges dropped for good; those inserted back change their weight only
+    weights = np.union1d(redo, ins_at[again])
+    return out, _patched_adjacency(A, out, weights, (edges.rows[gone], edges.cols[gone]), ins_at[~again])
 
 
 # the sparse path of update_edges (patch the touched edges and adjacency rows) while the edges of the changed
@@ -377,8 +413,10 @@ def _patched_adjacency(
         return out
     m = A.shape[1]
     owner, nb = _expand(A.indptr, A.indices, rows)
-    at = np.repeat(A.indptr[rows], np.diff(A.indptr)[rows]) + (np.arange(len(owner)) - np.repeat(
-        np.concatenate([[0], np.cumsum(np.diff(A.indptr)[rows])[:-1]]), np.diff(A.indptr)[rows]))
+    at = np.repeat(A.indptr[rows], np.diff(A.indptr)[rows]) + (
+        np.arange(len(owner))
+        - np.repeat(np.concatenate([[0], np.cumsum(np.diff(A.indptr)[rows])[:-1]]), np.diff(A.indptr)[rows])
+    )
     gone = np.concatenate([dropped[0] * m + dropped[1], dropped[1] * m + dropped[0]])
     keep = ~np.isin(rows[owner] * m + nb, gone)
     iv = edges.dice[ins].astype(np.float64)
@@ -450,11 +488,25 @@ def _touching_pairs(csr: sp.csr_matrix, df: np.ndarray, t: np.ndarray, in_t: np.
     if len(t) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
     C = sp.csr_matrix(csr, dtype=np.float32)
-    P = sp.csr_matrix(sp.csr_matrix(C[:, t].T) @ C).tocoo()
-    a, b, k = t[P.row], P.col.astype(np.int64), np.rint(P.data).astype(np.int64)
-    sel = (k >= theta_co) & (a != b) & ~(in_t[b] & (b < a))
-    a, b, k = a[sel], b[sel], k[sel]
-    return np.minimum(a, b), np.maximum(a, b), k
+    CT = sp.csr_matrix(C[:, t].T)  # one column slice; the product is made by blocks of rows of it
+    per_chunk = C.nnz / max(C.shape[0], 1)
+    work = np.cumsum(np.diff(CT.indptr) * per_chunk)
+    marks = np.arange(1, int(work[-1] // BLOCK_WORK) + 1) * BLOCK_WORK
+    cuts = np.unique(np.concatenate([[0], np.searchsorted(work, marks), [len(t)]]))
+    out: list[Pairs] = []
+    for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
+        P = sp.csr_matrix(CT[lo:hi] @ C)  # memory: one block's product
+        keep = np.flatnonzero(P.data >= theta_co - 0.5)
+        a = t[lo + np.searchsorted(P.indptr, keep, side="right") - 1]
+        b, k = P.indices[keep].astype(np.int64), np.rint(P.data[keep]).astype(np.int64)
+        del P
+        sel = (a != b) & ~(in_t[b] & (b < a))
+        out.append((np.minimum(a[sel], b[sel]), np.maximum(a[sel], b[sel]), k[sel]))
+    return tuple(np.concatenate([o[i] for o in out]) for i in range(3))  # type: ignore[return-value]
+
+
+# the (chunk, concept) entries one block of the recomputed concepts' co-occurrence product may read (its memory)
+BLOCK_WORK = 20_000_000
 
 
 def _new_edges(

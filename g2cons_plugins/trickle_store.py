@@ -51,8 +51,9 @@ def appended(prev: np.ndarray, rows: np.ndarray) -> np.ndarray:
     rows = np.asarray(rows, dtype=prev.dtype)
     n, k = len(prev), len(rows)
     with _LOCK:
-        buf = prev.base
-        entry = _BUFFERS.get(id(buf)) if isinstance(buf, np.ndarray) else None
+        base = prev.base
+        buf: np.ndarray = base if isinstance(base, np.ndarray) else prev
+        entry = _BUFFERS.get(id(buf)) if isinstance(base, np.ndarray) else None
         if not (
             entry is not None
             and entry[0]() is buf
@@ -214,7 +215,7 @@ def insert_stored(
     vecs = _embed(emb, [s for _, s in fresh][:n_fresh] + [u.text for u in units])
     at_end = int(chunk_ins.min()) == len(prev.chunks)  # new ids after every known one: arrays grow in place
 
-    def grown(a: np.ndarray, at: np.ndarray, values: np.ndarray) -> np.ndarray:
+    def grown(a: np.ndarray, at: np.ndarray, values: Sequence[int] | np.ndarray) -> np.ndarray:
         values = np.asarray(values, dtype=a.dtype)
         return appended(a, values) if at_end else _ro(np.insert(a, at, values, axis=0))
 
@@ -280,7 +281,8 @@ def _sent_unit(
         own = np.concatenate([o_own, np.searchsorted(rows, r)])
         col = np.concatenate([o_col, c])
         order = np.lexsort((col, own))
-        M = replace_rows(old, rows, own[order], col[order], np.ones(len(order), old.dtype), (n_rows, n_u + len(unit_at)))
+        ones = np.ones(len(order), old.dtype)
+        M = replace_rows(old, rows, own[order], col[order], ones, (n_rows, n_u + len(unit_at)))
         return freeze(M)
     C = old.tocoo()
     shift = np.searchsorted(unit_ins, np.arange(old.shape[1]), side="right")

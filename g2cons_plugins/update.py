@@ -235,7 +235,16 @@ def derive_added(
         terms=terms,
     )
     pd = replace(pd, n_changed=pd.n_changed + k_c)
-    return _regraph(out, dv, pd, st, live, (C_new, 1), np.unique(sent_inc[changed].indices), config, force)
+    moved = _moved(sent_inc[changed], U_new, config)
+    return _regraph(out, dv, pd, st, live, (C_new, 1), moved, config, force)
+
+
+def _moved(sentences: sp.csr_matrix, units: sp.csr_matrix, config: G2ConSConfig) -> np.ndarray:
+    """The concepts whose vector a change moves: those of the ``sentences`` rows that came or went, and with
+    unit-level vectors (each sentence's vector is its unit's) those of the ``units`` that came or went, even where
+    their sentences are known."""
+    cols = [sentences.indices] + ([units.indices] if config.vector_level == "unit" else [])
+    return np.unique(np.concatenate(cols).astype(np.int64))
 
 
 def derive_removed(
@@ -273,7 +282,8 @@ def derive_removed(
         name_df=dv.name_df - np.asarray(name_gone.sum(axis=0)).ravel().astype(np.int64),
     )
     pd = replace(pd, n_changed=pd.n_changed + len(gone_c))
-    return _regraph(out, dv, pd, st, live, (C_gone, -1), np.unique(dv.sent_inc[died].indices), config, force)
+    moved = _moved(dv.sent_inc[died], dv.unit_inc[gone_u], config)
+    return _regraph(out, dv, pd, st, live, (C_gone, -1), moved, config, force)
 
 
 def _revive(

@@ -67,7 +67,7 @@ def test_appends_in_place_keep_every_snapshot_right(docs: list[dict[str, str]]) 
     )
     for snap, rows in cases:
         dv = snap.derived
-        assert (dv.A != adjacency(dv.edges, len(dv.vocab))).nnz == 0
+        assert (adjacency(dv.edges, len(dv.vocab)) != dv.A).nnz == 0
         fresh = G2ConSIndex.build(rows, embedder="hash", config=CFG)
         r = refreshed(snap)
         assert differences(r.derived, fresh.derived) == []

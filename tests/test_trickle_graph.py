@@ -31,10 +31,14 @@ def _same(a, b) -> None:  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("sign", [1, -1])
 @pytest.mark.parametrize("share", [1e-9, 1e9])  # always the sparse path (patching) / always the linear one
-def test_update_edges_equals_a_rebuild(seed: int, sign: int, share: float, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("block", [20_000_000, 40])  # the moved concepts' pairs in one block / in many
+def test_update_edges_equals_a_rebuild(
+    seed: int, sign: int, share: float, block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Adds / removes of 1-12 chunks, with some concepts' vectors moved: the patched edges and adjacency equal
     build_edges and adjacency on the new incidence and vectors (same theta_sem)."""
     monkeypatch.setattr(graph, "SPARSE_SHARE", share)
+    monkeypatch.setattr(graph, "BLOCK_WORK", block)
     rng = np.random.default_rng(seed)
     n, m, k, theta_co = 120, 60, int(rng.integers(1, 13)), 2
     C = _incidence(rng, n + k, m)
@@ -51,7 +55,7 @@ def test_update_edges_equals_a_rebuild(seed: int, sign: int, share: float, monke
     want = build_edges(after, V2, theta_co, edges.theta_sem, 50.0)
     _same(got, want)
     ref = adjacency(want, m)
-    assert A.has_sorted_indices and (A != ref).nnz == 0
+    assert A.has_sorted_indices and (ref != A).nnz == 0
     np.testing.assert_array_equal(A.indptr, ref.indptr)
     np.testing.assert_array_equal(A.indices, ref.indices)
     np.testing.assert_array_equal(A.data, ref.data)
