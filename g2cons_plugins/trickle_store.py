@@ -33,7 +33,7 @@ from .graph import replace_rows
 from .state import Stored, binary, freeze
 from .text import Tokenizer, count_tokens_batch
 
-__all__ = ["Inserted", "RowMap", "appended", "drop_stored", "insert_rows", "insert_stored"]
+__all__ = ["Inserted", "RowMap", "appended", "drop_stored", "insert_rows", "insert_stored", "with_spare"]
 
 _LOCK = threading.Lock()
 
@@ -138,6 +138,13 @@ def insert_rows(M: sp.spmatrix, ins: np.ndarray, R: sp.spmatrix) -> sp.csr_matri
     lens[at] = np.diff(R.indptr)
     indptr = np.concatenate([[0], np.cumsum(lens)])
     return sp.csr_matrix((np.concatenate(dat), np.concatenate(idx), indptr), shape=(n + k, M.shape[1]))
+
+
+def with_spare(a: np.ndarray) -> np.ndarray:
+    """``a`` as a read-only view of a buffer with :data:`SPARE` spare rows (one copy, none when it is one
+    already), so that the next :func:`appended` writes in place: for the arrays a trickle add grows (unit vectors,
+    chunk and unit tokens, unit parents) where a build or a load makes them anyway."""
+    return appended(a, a[:0])
 
 
 def _appended_rows(M: sp.csr_matrix, R: sp.csr_matrix) -> sp.csr_matrix:

@@ -15,7 +15,7 @@ from g2cons_plugins.chunks import make_chunks
 from g2cons_plugins.graph import adjacency
 from g2cons_plugins.snapshot import Snapshot, refreshed, with_added, with_removed
 from g2cons_plugins.storage.derived_io import differences
-from g2cons_plugins.trickle_store import appended
+from g2cons_plugins.trickle_store import appended, with_spare
 
 EXCERPT = Path(__file__).resolve().parents[1] / "examples" / "data" / "musique_excerpt_corpus.jsonl"
 CFG = G2ConSConfig(theta_co=2, theta_sem=0.1)
@@ -91,3 +91,12 @@ def test_appended_copies_unless_it_holds_every_row() -> None:
     np.testing.assert_array_equal(c, [0, 1, 2, 3, 9])
     m = appended(np.zeros((2, 3), np.float32), np.ones((1, 3)))
     assert m.shape == (3, 3) and m.dtype == np.float32 and m[2].sum() == 3
+
+
+def test_with_spare_makes_the_first_append_in_place() -> None:
+    """An array given spare rows grows in place at the first append; one already with them is not copied."""
+    a = with_spare(np.arange(6, dtype=np.int64).reshape(3, 2))
+    assert with_spare(a).base is a.base and not a.flags.writeable
+    b = appended(a, [[6, 7]])
+    assert np.shares_memory(a, b)
+    np.testing.assert_array_equal(b, np.arange(8).reshape(4, 2))
