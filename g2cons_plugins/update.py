@@ -36,7 +36,7 @@ import scipy.sparse as sp
 
 from .config import G2ConSConfig
 from .errors import InputError
-from .graph import PairWorkExceeded, graph_stats, pagerank, update_edges
+from .graph import PairWorkExceeded, graph_stats, pagerank, replace_rows, update_edges
 from .state import Derived, Stored, binary, freeze, level_vectors
 from .terms import TermIndex, analyze
 from .trickle_store import Inserted, RowMap, insert_rows
@@ -234,9 +234,32 @@ def derive_added(
         name_df=dv.name_df + np.asarray(binary(P @ N_new).sum(axis=0)).ravel().astype(np.int64),
         terms=terms,
     )
+    at_end = int(ins.unit_ins.min(initial=len(st.units))) == dv.unit_inc.shape[0]
+    out = replace(
+        out,
+        unit_concepts=_grown_t(dv.unit_concepts, U_new, ins.unit_at) if at_end else out.unit_inc.T.tocsr(),
+        name_units=_grown_t(dv.name_units, N_new, ins.unit_at) if at_end else out.unit_names.T.tocsr(),
+    )
     pd = replace(pd, n_changed=pd.n_changed + k_c)
     moved = _moved(sent_inc[changed], U_new, config)
     return _regraph(out, dv, pd, st, live, (C_new, 1), moved, config, force)
+
+
+def _grown_t(T: sp.csr_matrix, rows: sp.csr_matrix, at: np.ndarray) -> sp.csr_matrix:
+    """The transpose ``T`` (columns x units) of an incidence with the new units' ``rows`` appended as columns
+    ``at`` (after every old unit): only the columns they hold are made again (:func:`replace_rows`), equal to the
+    transpose of the grown incidence."""
+    R = sp.csr_matrix(rows).tocoo()
+    touched = np.unique(R.col)
+    lens = np.diff(T.indptr)[touched]
+    own_old = np.repeat(np.arange(len(touched)), lens)
+    starts = np.repeat(T.indptr[touched] - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens)
+    col_old = T.indices[starts + np.arange(len(own_old))] if len(own_old) else np.zeros(0, np.int64)
+    own = np.concatenate([own_old, np.searchsorted(touched, R.col)])
+    col = np.concatenate([col_old, np.asarray(at, np.int64)[R.row]])
+    order = np.lexsort((col, own))
+    val = np.concatenate([T.data[starts + np.arange(len(own_old))], R.data.astype(T.dtype)])[order]
+    return replace_rows(T, touched, own[order], col[order], val, (T.shape[0], T.shape[1] + rows.shape[0]))
 
 
 def _moved(sentences: sp.csr_matrix, units: sp.csr_matrix, config: G2ConSConfig) -> np.ndarray:
@@ -281,6 +304,7 @@ def derive_removed(
         unit_names=dv.unit_names[keep_unit],
         name_df=dv.name_df - np.asarray(name_gone.sum(axis=0)).ravel().astype(np.int64),
     )
+    out = replace(out, unit_concepts=out.unit_inc.T.tocsr(), name_units=out.unit_names.T.tocsr())
     pd = replace(pd, n_changed=pd.n_changed + len(gone_c))
     moved = _moved(dv.sent_inc[died], dv.unit_inc[gone_u], config)
     return _regraph(out, dv, pd, st, live, (C_gone, -1), moved, config, force)
@@ -369,8 +393,6 @@ def _regraph(
     dv_new = freeze(
         replace(
             out,
-            unit_concepts=out.unit_inc.T.tocsr(),
-            name_units=out.unit_names.T.tocsr(),
             concept_vecs=vecs,
             sentence_counts=counts,
             name_share=shares,

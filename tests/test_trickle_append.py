@@ -68,6 +68,9 @@ def test_appends_in_place_keep_every_snapshot_right(docs: list[dict[str, str]]) 
     for snap, rows in cases:
         dv = snap.derived
         assert (adjacency(dv.edges, len(dv.vocab)) != dv.A).nnz == 0
+        for T, M in ((dv.unit_concepts, dv.unit_inc), (dv.name_units, dv.unit_names)):
+            assert T.shape == M.T.shape and (M.T.tocsr() != T).nnz == 0 and T.has_sorted_indices
+            np.testing.assert_array_equal(T.indptr, M.T.tocsr().indptr)
         fresh = G2ConSIndex.build(rows, embedder="hash", config=CFG)
         r = refreshed(snap)
         assert differences(r.derived, fresh.derived) == []
