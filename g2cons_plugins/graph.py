@@ -296,9 +296,11 @@ def _patched_edges(
     return out, _patched_adjacency(A, out, weights, (edges.rows[gone], edges.cols[gone]), ins_at[~again])
 
 
-# the sparse path of update_edges (patch the touched edges and adjacency rows) while the edges of the changed
-# concepts are at most 1 / SPARSE_SHARE of all edges; above it linear passes over the edges are faster
-SPARSE_SHARE = 8.0
+# the patching path of update_edges (touched edges and adjacency rows found through the adjacency) is taken while
+# the changed concepts' edges are at most 1 / SPARSE_SHARE of all edges. Off (inf): measured slower than the
+# linear passes for adds of 1 and 10 chunks at 100k and 1M passages (1M, add 1: 6.5 vs 1.0 s; add 10: 21.7 vs
+# 4.1 s; benchmarks/scale/update_edges_ab.py), its many small searches and row splices cost more than the passes
+SPARSE_SHARE = float("inf")
 
 
 def find_pairs(rows: np.ndarray, cols: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
