@@ -250,7 +250,8 @@ def _trickle_added(snap: Snapshot, new: Sequence[Chunk], force: bool = False) ->
     terms, word_map = append_terms(snap.derived.terms, fresh, pd.word_map, snap.config)
     pd = replace(pd, sent_map=sent_map, word_map=word_map)
     dv, pd = derive_added(snap.derived, pd, st, ins, terms, snap.config, force)
-    return _trickled(snap, st, dv, pd, t0)
+    old_units = np.insert(np.arange(len(snap.stored.units)), ins.unit_ins, -1)
+    return _trickled(snap, st, dv, pd, t0, old_units)
 
 
 def _trickle_removed(snap: Snapshot, drop: set[str], force: bool = False) -> Snapshot:
@@ -261,7 +262,7 @@ def _trickle_removed(snap: Snapshot, drop: set[str], force: bool = False) -> Sna
     keep_chunk[[snap.chunk_pos[i] for i in drop]] = False
     st, keep_unit = drop_stored(snap.stored, keep_chunk)
     dv, pd = derive_removed(snap.derived, pd, snap.stored, st, keep_chunk, keep_unit, snap.config, force)
-    return _trickled(snap, st, dv, pd, t0)
+    return _trickled(snap, st, dv, pd, t0, np.flatnonzero(keep_unit))
 
 
 def _trickled(
@@ -270,9 +271,10 @@ def _trickled(
     dv: Derived,
     pd: Pending,
     t0: float,
+    old_units: np.ndarray,
 ) -> Snapshot:
-    """The snapshot after a trickle update."""
-    unit_ann = _unit_ann(st, snap.config, previous=snap)  # snap's unit index updated by the changed units
+    """The snapshot after a trickle update; ``old_units``: per unit of ``st``, its position in ``snap`` (-1: new)."""
+    unit_ann = _trickled_ann(snap, st, old_units)
     timings = {**st.timings, "update_trickle": time.perf_counter() - t0}
     return Snapshot(
         stored=replace(st, timings=timings),
@@ -284,6 +286,16 @@ def _trickled(
         unit_ann=unit_ann,
         pending=pd,
     )
+
+
+def _trickled_ann(snap: Snapshot, st: Stored, old_units: np.ndarray) -> Any:
+    """``snap``'s unit index updated by the changed units (their old positions known: no pass over the ids)."""
+    from .vector_index import UnitANN, moved_unit_ann, unit_ann_params
+
+    n = len(st.units)
+    if isinstance(snap.unit_ann, UnitANN) and snap.config.ann_threshold is not None and n >= snap.config.ann_threshold:
+        return moved_unit_ann(snap.unit_ann, old_units, st.unit_vecs, unit_ann_params(snap.config))
+    return _unit_ann(st, snap.config, previous=snap)
 
 
 def _terms(snap: Snapshot, st: Stored) -> TermIndex:

@@ -166,17 +166,19 @@ class _Field(SequenceEq, Sequence[str]):
     """One string field of a sequence of chunks or units, read one item at a time (a unit table reads it without
     making the unit)."""
 
-    __slots__ = ("_get", "_n")
+    __slots__ = ("_items", "_name")
 
     def __init__(self, items: Sequence[Any], name: str) -> None:
-        self._n = len(items)
+        self._items, self._name = items, name
+
+    def _get(self, i: int) -> str:
+        items = self._items
         if isinstance(items, UnitTable):
-            self._get: Any = items.ident if name == "id" else items.text
-        else:
-            self._get = lambda i: getattr(items[i], name)
+            return items.ident(i) if self._name == "id" else items.text(i)
+        return getattr(items[i], self._name)  # type: ignore[no-any-return]
 
     def __len__(self) -> int:
-        return self._n
+        return len(self._items)
 
     @overload
     def __getitem__(self, i: int) -> str: ...
@@ -184,8 +186,8 @@ class _Field(SequenceEq, Sequence[str]):
     def __getitem__(self, i: slice) -> list[str]: ...
     def __getitem__(self, i: int | slice) -> str | list[str]:
         if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(self._n))]
-        return self._get(i)  # type: ignore[no-any-return]
+            return [self[k] for k in range(*i.indices(len(self._items)))]
+        return self._get(i)
 
 
 def _view(seq: Sequence[Any], name: str) -> Sequence[str]:

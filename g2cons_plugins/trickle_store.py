@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
@@ -30,13 +31,49 @@ from .columns import concat, inserted, kept
 from .config import G2ConSConfig
 from .embedders import Embedder, validate_embeddings
 from .errors import InputError
+from .graph import replace_rows
 from .state import Stored, binary, freeze
 from .text import Tokenizer, count_tokens_batch
 
-__all__ = ["Inserted", "RowMap", "drop_stored", "insert_rows", "insert_stored"]
+__all__ = ["Inserted", "RowMap", "appended", "drop_stored", "insert_rows", "insert_stored", "with_spare"]
 
 _LOCK = threading.Lock()
 T = TypeVar("T")
+
+# spare rows of a grown buffer, as a share of its rows (an append copies the whole array only when they run out:
+# amortised, each row is copied about 1 / SPARE times per doubling)
+SPARE = 0.10
+_BUFFERS: dict[int, tuple[weakref.ref[np.ndarray], int]] = {}  # id(buffer) -> (buffer, rows in use)
+
+
+def appended(prev: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``prev`` with ``rows`` appended (axis 0), read-only. A snapshot's array is a view of the first rows of a
+    buffer with spare rows; the holder of the view with every row in use writes the new rows in place (the views
+    of older snapshots end before them, so they see nothing change), any other holder (or an array with no such
+    buffer) copies into a new buffer with :data:`SPARE` spare rows. No array is ever written where a view reads."""
+    rows = np.asarray(rows, dtype=prev.dtype)
+    n, k = len(prev), len(rows)
+    with _LOCK:
+        base = prev.base
+        buf: np.ndarray = base if isinstance(base, np.ndarray) else prev
+        entry = _BUFFERS.get(id(buf)) if isinstance(base, np.ndarray) else None
+        if not (
+            entry is not None
+            and entry[0]() is buf
+            and entry[1] == n
+            and len(buf) >= n + k
+            and buf.shape[1:] == prev.shape[1:]
+            and n > 0
+            and prev.__array_interface__["data"][0] == buf.__array_interface__["data"][0]
+        ):
+            buf = np.empty((n + k + max(int(SPARE * (n + k)), 16),) + prev.shape[1:], prev.dtype)
+            buf[:n] = prev
+            weakref.finalize(buf, _BUFFERS.pop, id(buf), None)
+        buf[n : n + k] = rows
+        _BUFFERS[id(buf)] = (weakref.ref(buf), n + k)
+    out = buf[: n + k]
+    out.flags.writeable = False
+    return out
 
 
 class RowMap:
@@ -83,6 +120,8 @@ def insert_rows(M: sp.spmatrix, ins: np.ndarray, R: sp.spmatrix) -> sp.csr_matri
     M, R = sp.csr_matrix(M), sp.csr_matrix(R, dtype=M.dtype)
     R.sort_indices()  # the rows of ``M`` keep theirs sorted: so does the result
     n, k = M.shape[0], R.shape[0]
+    if k and int(np.min(ins)) == n and int(M.indptr[-1]) + R.nnz <= np.iinfo(M.indptr.dtype).max:
+        return _appended_rows(M, R)
     cuts = np.concatenate([[0], np.asarray(ins, np.int64), [n]])
     idx: list[np.ndarray] = []
     dat: list[np.ndarray] = []
@@ -102,6 +141,25 @@ def insert_rows(M: sp.spmatrix, ins: np.ndarray, R: sp.spmatrix) -> sp.csr_matri
     lens[at] = np.diff(R.indptr)
     indptr = np.concatenate([[0], np.cumsum(lens)])
     return sp.csr_matrix((np.concatenate(dat), np.concatenate(idx), indptr), shape=(n + k, M.shape[1]))
+
+
+def with_spare(a: np.ndarray) -> np.ndarray:
+    """``a`` as a read-only view of a buffer with :data:`SPARE` spare rows (one copy, none when it is one
+    already), so that the next :func:`appended` writes in place: for the arrays a trickle add grows (unit vectors,
+    chunk and unit tokens, unit parents) where a build or a load makes them anyway."""
+    return appended(a, a[:0])
+
+
+def _appended_rows(M: sp.csr_matrix, R: sp.csr_matrix) -> sp.csr_matrix:
+    """csr ``M`` with the rows of ``R`` after its own, its arrays grown in place where they can be
+    (:func:`appended`)."""
+    nnz = int(M.indptr[-1])
+    data = appended(M.data[:nnz], R.data)
+    indices = appended(M.indices[:nnz], R.indices.astype(M.indices.dtype))
+    indptr = appended(M.indptr, (R.indptr[1:] + nnz).astype(M.indptr.dtype))
+    out = sp.csr_matrix((data, indices, indptr), shape=(M.shape[0] + R.shape[0], M.shape[1]), copy=False)
+    out.has_sorted_indices = True
+    return out
 
 
 def _merge(old: Sequence[T], ins: Sequence[int], new: Sequence[T]) -> Sequence[T]:
@@ -154,24 +212,44 @@ def insert_stored(
     unit_sents = [[next(it) for _ in u.sentences] for u in units]
     chunk_at = chunk_ins + np.arange(len(new))
     unit_at = unit_ins + np.arange(len(units))
-    old_parent = prev.unit_parent + np.searchsorted(chunk_ins, prev.unit_parent, side="right")
+    old_parent = prev.unit_parent
+    if int(chunk_ins.min()) < len(prev.chunks):
+        old_parent = prev.unit_parent + np.searchsorted(chunk_ins, prev.unit_parent, side="right")
     n_fresh = len(fresh) if prev.sent_vecs is not None else 0  # sentence vectors only where the index keeps them
     vecs = _embed(emb, [s for _, s in fresh][:n_fresh] + [u.text for u in units])
+    at_end = int(chunk_ins.min()) == len(prev.chunks)  # new ids after every known one: arrays grow in place
+
+    def grown(a: np.ndarray, at: np.ndarray, values: Sequence[int] | np.ndarray) -> np.ndarray:
+        values = np.asarray(values, dtype=a.dtype)
+        return appended(a, values) if at_end else _ro(np.insert(a, at, values, axis=0))
+
+    chunks, units_all, sentences = _sequences(prev, (chunk_ins, new), (unit_ins, units), [s for _, s in fresh])
     st = Stored(
-        chunks=_merge(prev.chunks, chunk_ins.tolist(), new),
-        chunk_tokens=_ro(np.insert(prev.chunk_tokens, chunk_ins, count_tokens_batch(tok, [c.text for c in new]))),
-        units=_merge(prev.units, unit_ins.tolist(), units),
-        unit_parent=_ro(np.insert(old_parent, unit_ins, chunk_at[unit_chunk])),
-        unit_tokens=_ro(np.insert(prev.unit_tokens, unit_ins, [u.n_tokens for u in units])),
-        sentences=concat([(prev.sentences, 0, n_s), ([s for _, s in fresh], 0, len(fresh))]),
+        chunks=chunks,
+        chunk_tokens=grown(prev.chunk_tokens, chunk_ins, count_tokens_batch(tok, [c.text for c in new])),
+        units=units_all,
+        unit_parent=grown(old_parent, unit_ins, chunk_at[unit_chunk]),
+        unit_tokens=grown(prev.unit_tokens, unit_ins, [u.n_tokens for u in units]),
+        sentences=sentences,
         sent_unit=_sent_unit(prev.sent_unit, unit_ins, unit_at, unit_sents, n_s + len(fresh)),
-        sent_vecs=None
-        if prev.sent_vecs is None
-        else _ro(np.concatenate([prev.sent_vecs, vecs[:n_fresh].astype(prev.sent_vecs.dtype)])),
-        unit_vecs=_ro(np.insert(prev.unit_vecs, unit_ins, vecs[n_fresh:].astype(prev.unit_vecs.dtype), axis=0)),
+        sent_vecs=None if prev.sent_vecs is None else appended(prev.sent_vecs, vecs[:n_fresh]),
+        unit_vecs=grown(prev.unit_vecs, unit_ins, vecs[n_fresh:]),
         timings=dict(prev.timings),
     )
     return st, Inserted(chunk_ins, chunk_at, unit_ins, unit_at, unit_chunk, unit_sents, len(fresh)), sent_map
+
+
+def _sequences(
+    prev: Stored, chunks: tuple[np.ndarray, Sequence[Chunk]], units: tuple[np.ndarray, Sequence[Unit]], fresh: list[str]
+) -> tuple[Sequence[Chunk], Sequence[Unit], Sequence[str]]:
+    """``prev``'s chunks and units with the new ones inserted before the old positions given (``np.insert``
+    semantics), and its sentences with the ``fresh`` ones appended (the one place the sequences are merged): ropes
+    of slices (:mod:`g2cons_plugins.columns`), no copy of the known items."""
+    return (
+        _merge(prev.chunks, chunks[0].tolist(), chunks[1]),
+        _merge(prev.units, units[0].tolist(), units[1]),
+        concat([(prev.sentences, 0, len(prev.sentences)), (fresh, 0, len(fresh))]),
+    )
 
 
 def _fresh(rows: list[int], texts: list[str], n_s: int) -> list[tuple[int, str]]:
@@ -192,7 +270,25 @@ def _embed(emb: Embedder, texts: list[str]) -> np.ndarray:
 def _sent_unit(
     old: sp.csr_matrix, unit_ins: np.ndarray, unit_at: np.ndarray, unit_sents: list[list[int]], n_rows: int
 ) -> sp.csr_matrix:
-    """The sentence x unit incidence with the new units' columns inserted and the new sentence rows added."""
+    """The sentence x unit incidence with the new units' columns inserted and the new sentence rows added (new
+    units after every old one: only the rows of their sentences are made again)."""
+    n_u = old.shape[1]
+    if len(unit_at) and int(unit_ins.min()) == n_u and old.has_sorted_indices:
+        r = np.fromiter((r for rs in unit_sents for r in rs), np.int64)
+        c = np.repeat(unit_at, [len(rs) for rs in unit_sents])
+        key = np.unique(r * (n_u + len(unit_at)) + c)  # a unit may hold a sentence twice
+        r, c = key // (n_u + len(unit_at)), key % (n_u + len(unit_at))
+        rows = np.unique(r)
+        known = rows[rows < old.shape[0]]
+        lens = np.diff(old.indptr)[known]
+        o_own = np.repeat(np.searchsorted(rows, known), lens)
+        o_col = np.concatenate([old.indices[old.indptr[i] : old.indptr[i + 1]] for i in known.tolist()] or [r[:0]])
+        own = np.concatenate([o_own, np.searchsorted(rows, r)])
+        col = np.concatenate([o_col, c])
+        order = np.lexsort((col, own))
+        ones = np.ones(len(order), old.dtype)
+        M = replace_rows(old, rows, own[order], col[order], ones, (n_rows, n_u + len(unit_at)))
+        return freeze(M)
     C = old.tocoo()
     shift = np.searchsorted(unit_ins, np.arange(old.shape[1]), side="right")
     rows = np.concatenate([C.row, np.fromiter((r for rs in unit_sents for r in rs), np.int64)])

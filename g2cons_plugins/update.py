@@ -36,7 +36,7 @@ import scipy.sparse as sp
 
 from .config import G2ConSConfig
 from .errors import InputError
-from .graph import PairWorkExceeded, adjacency, graph_stats, pagerank, update_edges
+from .graph import PairWorkExceeded, graph_stats, pagerank, replace_rows, update_edges
 from .state import Derived, Stored, binary, freeze, level_vectors
 from .terms import TermIndex, analyze
 from .trickle_store import Inserted, RowMap, insert_rows
@@ -66,9 +66,10 @@ DRIFT_BUDGET = 0.10  # chunks added + removed since the last exact derive, as a 
 # were; an edge decision can then differ from the rule on the current vectors only for a pair whose cosine is
 # within 2 * VECTOR_SLACK of theta_sem (0: every edge follows the rule exactly)
 VECTOR_SLACK = 0.01
-# the pair work a trickle may spend on the recomputed concepts (sum of their df x the mean concepts per chunk, the
-# nonzeros of their co-occurrence product): above it the change touches so much of the graph that an exact update
-# is cheaper and bounded in memory (an add of 1% at 100k passages needed an 18 GB product here)
+# the pair work a trickle may spend: on the recomputed concepts, the sum of their df x the mean concepts per chunk
+# (the nonzeros of their co-occurrence product); on the pairs that may have become edges, the sum of the rarer
+# end's df (the chunks searched in the other end's list): above it the change touches so much of the graph that
+# an exact update is cheaper and bounded in memory (an add of 1% at 100k passages needed an 18 GB product here)
 PAIR_WORK_MAX = 20_000_000
 
 
@@ -233,8 +234,40 @@ def derive_added(
         name_df=dv.name_df + np.asarray(binary(P @ N_new).sum(axis=0)).ravel().astype(np.int64),
         terms=terms,
     )
+    at_end = int(ins.unit_ins.min(initial=len(st.units))) == dv.unit_inc.shape[0]
+    out = replace(
+        out,
+        unit_concepts=_grown_t(dv.unit_concepts, U_new, ins.unit_at) if at_end else out.unit_inc.T.tocsr(),
+        name_units=_grown_t(dv.name_units, N_new, ins.unit_at) if at_end else out.unit_names.T.tocsr(),
+    )
     pd = replace(pd, n_changed=pd.n_changed + k_c)
-    return _regraph(out, dv, pd, st, live, (C_new, 1), np.unique(sent_inc[changed].indices), config, force)
+    moved = _moved(sent_inc[changed], U_new, config)
+    return _regraph(out, dv, pd, st, live, (C_new, 1), moved, config, force)
+
+
+def _grown_t(T: sp.csr_matrix, rows: sp.csr_matrix, at: np.ndarray) -> sp.csr_matrix:
+    """The transpose ``T`` (columns x units) of an incidence with the new units' ``rows`` appended as columns
+    ``at`` (after every old unit): only the columns they hold are made again (:func:`replace_rows`), equal to the
+    transpose of the grown incidence."""
+    R = sp.csr_matrix(rows).tocoo()
+    touched = np.unique(R.col)
+    lens = np.diff(T.indptr)[touched]
+    own_old = np.repeat(np.arange(len(touched)), lens)
+    starts = np.repeat(T.indptr[touched] - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens)
+    col_old = T.indices[starts + np.arange(len(own_old))] if len(own_old) else np.zeros(0, np.int64)
+    own = np.concatenate([own_old, np.searchsorted(touched, R.col)])
+    col = np.concatenate([col_old, np.asarray(at, np.int64)[R.row]])
+    order = np.lexsort((col, own))
+    val = np.concatenate([T.data[starts + np.arange(len(own_old))], R.data.astype(T.dtype)])[order]
+    return replace_rows(T, touched, own[order], col[order], val, (T.shape[0], T.shape[1] + rows.shape[0]))
+
+
+def _moved(sentences: sp.csr_matrix, units: sp.csr_matrix, config: G2ConSConfig) -> np.ndarray:
+    """The concepts whose vector a change moves: those of the ``sentences`` rows that came or went, and with
+    unit-level vectors (each sentence's vector is its unit's) those of the ``units`` that came or went, even where
+    their sentences are known."""
+    cols = [sentences.indices] + ([units.indices] if config.vector_level == "unit" else [])
+    return np.unique(np.concatenate(cols).astype(np.int64))
 
 
 def derive_removed(
@@ -271,8 +304,10 @@ def derive_removed(
         unit_names=dv.unit_names[keep_unit],
         name_df=dv.name_df - np.asarray(name_gone.sum(axis=0)).ravel().astype(np.int64),
     )
+    out = replace(out, unit_concepts=out.unit_inc.T.tocsr(), name_units=out.unit_names.T.tocsr())
     pd = replace(pd, n_changed=pd.n_changed + len(gone_c))
-    return _regraph(out, dv, pd, st, live, (C_gone, -1), np.unique(dv.sent_inc[died].indices), config, force)
+    moved = _moved(dv.sent_inc[died], dv.unit_inc[gone_u], config)
+    return _regraph(out, dv, pd, st, live, (C_gone, -1), moved, config, force)
 
 
 def _revive(
@@ -341,7 +376,7 @@ def _regraph(
         raise TrickleTooLarge(f"{len(redo):,} concepts to recompute, about {out.df[redo].sum() * per_chunk:,.0f} pairs")
     stale[redo] = 0.0
     try:
-        edges = update_edges(
+        edges, A = update_edges(
             dv.edges,
             out.chunk_inc,
             vecs,
@@ -350,16 +385,14 @@ def _regraph(
             config.theta_co,
             out.df,
             float("inf") if force else PAIR_WORK_MAX,
+            A=dv.A,
         )
     except PairWorkExceeded as e:
         raise TrickleTooLarge(str(e)) from e
-    A = adjacency(edges, len(dv.vocab))
     stats = graph_stats((len(st.chunks), len(st.units), int(live.sum()), len(dv.vocab)), edges, A)
     dv_new = freeze(
         replace(
             out,
-            unit_concepts=out.unit_inc.T.tocsr(),
-            name_units=out.unit_names.T.tocsr(),
             concept_vecs=vecs,
             sentence_counts=counts,
             name_share=shares,

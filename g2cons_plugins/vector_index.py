@@ -520,11 +520,24 @@ def updated_unit_ann(
     if params != prev.params or prev.keys.size and prev._shared.head is None:
         return build_unit_ann(vectors, params, threads)
     old = positions_of(prev_pos, unit_ids)
+    return moved_unit_ann(prev, old, vectors, params, threads)
+
+
+def moved_unit_ann(
+    prev: UnitANN, old: np.ndarray, vectors: np.ndarray, params: UnitANNParams, threads: int | None = None
+) -> UnitANN:
+    """:func:`updated_unit_ann` given, per unit of the next snapshot, its position in ``prev`` (-1: a new unit):
+    a trickle update knows them without a pass over the unit ids."""
+    if params != prev.params or prev.keys.size and prev._shared.head is None:
+        return build_unit_ann(vectors, params, threads)
+    old = np.asarray(old, np.int64)
     reused = old >= 0
-    keys = np.zeros(len(unit_ids), dtype=np.uint64)
+    keys = np.zeros(len(old), dtype=np.uint64)
     keys[reused] = prev.keys[old[reused]]
     added = np.flatnonzero(~reused)
-    removed = np.setdiff1d(prev.keys, keys[reused])
+    held = np.zeros(len(prev.keys), bool)
+    held[old[reused]] = True
+    removed = np.sort(prev.keys[~held])  # no sort of every key
     vecs = np.asarray(vectors, dtype=np.float32)
     sh = prev._shared
     with sh.writing():

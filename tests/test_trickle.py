@@ -278,3 +278,22 @@ def test_trickle_checks_ids(docs: list[dict[str, str]]) -> None:
     with pytest.raises(InputError, match="collides"):
         idx.add([{"id": sub.id, "text": "A clash."}], exact=True)
     assert idx.snapshot is before
+
+
+@pytest.mark.parametrize("level", ["unit", "sentence"])
+def test_known_sentences_in_new_and_removed_units_move_the_vectors(docs: list[dict[str, str]], level: str) -> None:
+    """New chunks made of known sentences (and the removal of a chunk whose sentences other chunks keep): with
+    unit-level vectors a concept's vector moves with the units holding it, so the trickled vectors equal a fresh
+    build's; with sentence-level vectors nothing moves."""
+    cfg = CFG.with_(vector_level=level)
+    idx = G2ConSIndex.build(docs[:100], embedder="hash", config=cfg)
+    copies = [{"id": f"copy{i}", "text": docs[i]["text"]} for i in (7, 8, 9)]
+    idx.add(copies, exact=False)
+    idx.remove([docs[7]["id"]], exact=False)
+    assert not idx.refreshed
+    kept = [d for d in docs[:100] if d["id"] != docs[7]["id"]] + copies
+    fresh = G2ConSIndex.build(kept, embedder="hash", config=cfg)
+    a, b = idx.derived, fresh.derived
+    ia, ib, _ = _common(a, b)
+    np.testing.assert_allclose(a.concept_vecs[ia], b.concept_vecs[ib], atol=1e-6)
+    np.testing.assert_array_equal(a.sentence_counts[ia], b.sentence_counts[ib])
