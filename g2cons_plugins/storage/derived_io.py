@@ -39,6 +39,7 @@ from ..errors import PersistError
 from ..graph import EdgeSet, GraphStats, graph_stats
 from ..state import Derived, Stored, freeze
 from ..terms import TermIndex
+from .memory import drop_mapped_pages
 from .npz_view import NpzView
 from .stored_io import fsync_write
 
@@ -226,6 +227,7 @@ class _Reader:
             self.check(f"{name}.data", (d >= 0).all(), "holds negative values")
         else:
             self.check(f"{name}.data", (d >= 0).all(), "holds negative values")
+        drop_mapped_pages([M])  # checked: unmapped again, so a load never holds the whole file
         return M
 
 

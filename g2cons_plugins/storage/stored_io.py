@@ -32,6 +32,7 @@ from ..chunks import Chunk, Unit
 from ..errors import PersistError
 from ..positions import first_mismatch
 from ..state import Stored, binary, freeze
+from .memory import drop_mapped_pages
 
 __all__ = [
     "SENTENCE_VECTORS",
@@ -331,6 +332,7 @@ def read_vectors(path: Path, n: int | None, dim: int) -> np.ndarray:
             )
         if not (np.abs(block).max(axis=1) > 0).all():
             raise PersistError(f"{path}: an all-zero vector (row {s + int(np.argmin(np.abs(block).max(axis=1) > 0))})")
+        drop_mapped_pages([a])  # checked: unmapped again, so a load never holds the whole file
     return a
 
 

@@ -31,6 +31,7 @@ from ..errors import PersistError
 from ..state import Stored, binary, freeze
 from ..tables import ChunkTable, UnitTable, metadata_json
 from .derived_io import savez
+from .memory import drop_mapped_pages
 from .npz_view import NpzView
 from .stored_io import fsync_write
 
@@ -106,6 +107,7 @@ class _Reader:
         why = check_utf8(buf, off)
         if why:
             raise self.fail(name, why)
+        drop_mapped_pages([buf])  # checked: unmapped again, so a load never holds the whole file
         return TextColumn(buf, off)
 
 
