@@ -33,6 +33,7 @@ from .embedders import Embedder, validate_embeddings
 from .errors import InputError
 from .graph import replace_rows
 from .state import Stored, binary, freeze
+from .storage.memory import drop_mapped_pages
 from .text import Tokenizer, count_tokens_batch
 
 __all__ = ["Inserted", "RowMap", "appended", "drop_stored", "insert_rows", "insert_stored", "with_spare"]
@@ -68,6 +69,7 @@ def appended(prev: np.ndarray, rows: np.ndarray) -> np.ndarray:
         ):
             buf = np.empty((n + k + max(int(SPARE * (n + k)), 16),) + prev.shape[1:], prev.dtype)
             buf[:n] = prev
+            drop_mapped_pages([prev])  # a loaded array's file pages, read once by the copy
             weakref.finalize(buf, _BUFFERS.pop, id(buf), None)
         buf[n : n + k] = rows
         _BUFFERS[id(buf)] = (weakref.ref(buf), n + k)
@@ -140,7 +142,9 @@ def insert_rows(M: sp.spmatrix, ins: np.ndarray, R: sp.spmatrix) -> sp.csr_matri
     lens[old] = np.diff(M.indptr)
     lens[at] = np.diff(R.indptr)
     indptr = np.concatenate([[0], np.cumsum(lens)])
-    return sp.csr_matrix((np.concatenate(dat), np.concatenate(idx), indptr), shape=(n + k, M.shape[1]))
+    out = sp.csr_matrix((np.concatenate(dat), np.concatenate(idx), indptr), shape=(n + k, M.shape[1]))
+    drop_mapped_pages([M])  # a loaded matrix's file pages, read once by the copy
+    return out
 
 
 def with_spare(a: np.ndarray) -> np.ndarray:

@@ -38,6 +38,7 @@ from .config import G2ConSConfig
 from .errors import InputError
 from .graph import PairWorkExceeded, graph_stats, pagerank, replace_rows, update_edges
 from .state import Derived, Stored, binary, freeze, level_vectors
+from .storage.memory import drop_mapped_pages
 from .terms import TermIndex, analyze
 from .trickle_store import Inserted, RowMap, insert_rows
 
@@ -387,6 +388,7 @@ def _regraph(
             float("inf") if force else PAIR_WORK_MAX,
             A=dv.A,
         )
+        drop_mapped_pages([dv.A, *(getattr(dv.edges, f) for f in ("rows", "cols", "co", "cosine", "dice"))])
     except PairWorkExceeded as e:
         raise TrickleTooLarge(str(e)) from e
     stats = graph_stats((len(st.chunks), len(st.units), int(live.sum()), len(dv.vocab)), edges, A)

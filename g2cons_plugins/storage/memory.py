@@ -19,13 +19,14 @@ import ctypes
 import ctypes.util
 import mmap
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import fields, is_dataclass
 from functools import cache
 from typing import Any
 
 import numpy as np
 
-__all__ = ["drop_mapped_pages", "release_free_memory"]
+__all__ = ["drop_mapped_pages", "release_free_memory", "state_arrays"]
 
 
 @cache
@@ -75,3 +76,15 @@ def drop_mapped_pages(arrays: Iterable[Any]) -> int:
         if not m.closed and len(m):
             m.madvise(advice)
     return len(seen)
+
+
+def state_arrays(*states: Any) -> Iterator[Any]:
+    """The fields of dataclass instances ``states`` (arrays, sparse matrices, ...), one level of nested dataclasses
+    down (an index state's edge set and term index)."""
+    for obj in states:
+        for f in fields(obj):
+            v = getattr(obj, f.name)
+            if is_dataclass(v) and not isinstance(v, type):
+                yield from (getattr(v, g.name) for g in fields(v))
+            else:
+                yield v

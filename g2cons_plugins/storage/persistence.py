@@ -73,7 +73,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import fields, is_dataclass
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +88,7 @@ from ..text import Tokenizer, get_tokenizer
 from ..vector_index import UNIT_ANN_FILES, UnitANN, read_unit_ann, write_unit_ann
 from .derived_io import DERIVED_FILES, differences, read_derived, write_derived
 from .lexical_io import LEXICAL_NPZ, read_lexical, write_lexical
-from .memory import drop_mapped_pages
+from .memory import drop_mapped_pages, state_arrays
 from .stored_io import (
     SENTENCE_VECTORS,
     STORED_FILES,
@@ -704,19 +704,8 @@ def _parse(
     if derived is not None and LEXICAL_NPZ in _files(m["version"], m["files"]):
         bm25 = read_lexical(folder, len(stored.units), len(derived.terms.words))
     snap = make_snapshot(stored, cached, config, tok, derived=derived, unit_ann=ann, bm25=bm25)
-    drop_mapped_pages([*_arrays(snap.stored, snap.derived), bm25])  # read once by the checks; queries map what they use
+    drop_mapped_pages([*state_arrays(snap.stored, snap.derived), bm25])  # checked; queries map what they read
     return snap
-
-
-def _arrays(*states: Any) -> Iterator[Any]:
-    """The arrays and sparse matrices of dataclass instances ``states``, one level of nested dataclasses down."""
-    for obj in states:
-        for f in fields(obj):
-            v = getattr(obj, f.name)
-            if is_dataclass(v) and not isinstance(v, type):
-                yield from (getattr(v, g.name) for g in fields(v))
-            else:
-                yield v
 
 
 def _unit_ann(
