@@ -330,6 +330,9 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str) -> None:
     b.plot(n, [r["peak_rss_build_mb"] for r in rows], marker="o", label="build")
     b.plot(n, [_update_peak_mb(r) for r in rows], marker="o", label="load + adds + remove")
     b.plot(n, [max(r["peak_rss_load_mb"], r["peak_rss_query_mb"]) for r in rows], marker="o", label="load + query")
+    after = [(r["n_passages"], r["rss_after_load_mb"]) for r in rows if "rss_after_load_mb" in r]
+    if after:
+        b.plot(*zip(*after, strict=True), marker="s", linestyle="--", label="resident after load")
     b.set(xscale="log", yscale="log", xlabel="passages", ylabel="peak RSS (MB)", title="memory")
     b.legend()
     fig.tight_layout()
