@@ -36,7 +36,7 @@ import scipy.sparse as sp
 
 from .config import G2ConSConfig
 from .errors import InputError
-from .graph import PairWorkExceeded, graph_stats, pagerank, replace_rows, update_edges
+from .graph import PairWorkExceeded, graph_stats, pagerank, update_edges
 from .state import Derived, Stored, binary, freeze, level_vectors
 from .storage.memory import drop_mapped_pages
 from .terms import TermIndex, analyze
@@ -248,19 +248,20 @@ def derive_added(
 
 def _grown_t(T: sp.csr_matrix, rows: sp.csr_matrix, at: np.ndarray) -> sp.csr_matrix:
     """The transpose ``T`` (columns x units) of an incidence with the new units' ``rows`` appended as columns
-    ``at`` (after every old unit): only the columns they hold are made again (:func:`replace_rows`), equal to the
-    transpose of the grown incidence."""
+    ``at`` (after every old unit, ascending): each new entry goes at the end of its row (no sort of the touched
+    rows; one copy of the arrays), equal to the transpose of the grown incidence."""
     R = sp.csr_matrix(rows).tocoo()
-    touched = np.unique(R.col)
-    lens = np.diff(T.indptr)[touched]
-    own_old = np.repeat(np.arange(len(touched)), lens)
-    starts = np.repeat(T.indptr[touched] - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens)
-    col_old = T.indices[starts + np.arange(len(own_old))] if len(own_old) else np.zeros(0, np.int64)
-    own = np.concatenate([own_old, np.searchsorted(touched, R.col)])
-    col = np.concatenate([col_old, np.asarray(at, np.int64)[R.row]])
-    order = np.lexsort((col, own))
-    val = np.concatenate([T.data[starts + np.arange(len(own_old))], R.data.astype(T.dtype)])[order]
-    return replace_rows(T, touched, own[order], col[order], val, (T.shape[0], T.shape[1] + rows.shape[0]))
+    unit = np.asarray(at, np.int64)[R.row]
+    order = np.lexsort((unit, R.col))  # by row of T, then unit: each row's new entries in ascending order
+    row, unit, val = R.col[order], unit[order], R.data[order].astype(T.dtype)
+    where = T.indptr[row + 1]  # the end of each entry's row in the old arrays (np.insert keeps equal ones in order)
+    added = np.bincount(row, minlength=T.shape[0])
+    indptr = T.indptr.astype(np.int64) + np.concatenate([[0], np.cumsum(added)])
+    indices = np.insert(T.indices, where, unit.astype(T.indices.dtype))
+    data = np.insert(T.data, where, val)
+    out = sp.csr_matrix((data, indices, indptr), shape=(T.shape[0], T.shape[1] + rows.shape[0]), copy=False)
+    out.has_sorted_indices = True
+    return out
 
 
 def _moved(sentences: sp.csr_matrix, units: sp.csr_matrix, config: G2ConSConfig) -> np.ndarray:
