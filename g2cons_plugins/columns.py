@@ -17,9 +17,18 @@ from typing import Any, TypeVar, overload
 
 import numpy as np
 
-__all__ = ["Rope", "SequenceEq", "TextColumn", "check_utf8", "concat", "inserted", "kept", "text_column"]
+__all__ = ["Rope", "SequenceEq", "TextColumn", "position", "check_utf8", "concat", "inserted", "kept", "text_column"]
 
 T = TypeVar("T")
+
+
+def position(i: int, n: int, what: str) -> int:
+    """Index ``i`` of a sequence of ``n`` items as a position in ``[0, n)`` (negative from the end), else
+    IndexError naming ``what``."""
+    k = i + n if i < 0 else i
+    if not 0 <= k < n:
+        raise IndexError(f"{what} {i} of {n}")
+    return k
 
 
 class SequenceEq:
@@ -55,11 +64,7 @@ class TextColumn(SequenceEq, Sequence[str]):
     def __getitem__(self, i: int | slice) -> str | list[str]:
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
-        n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(f"text {i} of {n}")
+        i = position(i, len(self), "text")
         a, b = int(self.off[i]), int(self.off[i + 1])
         if self._mv is not None:
             return str(self._mv[a:b], "utf-8")
@@ -137,11 +142,7 @@ class Rope(SequenceEq, Sequence[T]):
             if step != 1:
                 raise ValueError("a Rope slices with step 1 only")
             return concat([(self, a, max(a, b))])
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(f"item {i} of {n}")
-        s, k = self.locate(i)
+        s, k = self.locate(position(i, n, "item"))
         return s[k]
 
     def locate(self, i: int) -> tuple[Sequence[T], int]:

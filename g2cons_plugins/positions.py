@@ -56,13 +56,6 @@ class ChunkPositions(Mapping[str, int]):
             return i
         raise KeyError(key)
 
-    def __contains__(self, key: object) -> bool:
-        try:
-            self[key]  # type: ignore[index]
-        except KeyError:
-            return False
-        return True
-
     def __len__(self) -> int:
         return len(self._chunks)
 
@@ -104,13 +97,6 @@ class UnitPositions(Mapping[str, int]):
                 j = self._at(key[:k], int(tail), key)
             end = k + 1  # a chunk id may itself hold "::"
         return j
-
-    def __contains__(self, key: object) -> bool:
-        try:
-            self[key]  # type: ignore[index]
-        except KeyError:
-            return False
-        return True
 
     def __len__(self) -> int:
         return len(self._units)

@@ -17,7 +17,7 @@ from typing import Any, overload
 import numpy as np
 
 from .chunks import Chunk, Unit, unit_id
-from .columns import Rope, SequenceEq, concat
+from .columns import Rope, SequenceEq, concat, position
 from .errors import PersistError
 
 __all__ = ["ChunkTable", "UnitTable", "chunk_id_view", "unit_fields", "unit_id_view", "unit_text", "unit_text_view"]
@@ -94,15 +94,11 @@ class UnitTable(SequenceEq, Sequence[Unit]):
     def __getitem__(self, j: int | slice) -> Unit | list[Unit]:
         if isinstance(j, slice):
             return [self[k] for k in range(*j.indices(len(self)))]
-        n = len(self)
-        if j < 0:
-            j += n
-        if not 0 <= j < n:
-            raise IndexError(f"unit {j} of {n}")
+        j = position(j, len(self), "unit")
         p = int(self.parent[j])
         lo, hi = int(self._starts[p]), int(self._starts[p + 1])
         cid = self.chunk_ids[p]
-        sents = tuple(self.sentences[k] for k in self.sent_flat[self.sent_off[j] : self.sent_off[j + 1]].tolist())
+        sents = self._sentences(j)
         return Unit(unit_id(cid, j - lo, hi - lo), cid, self.text(j, sents), int(self.n_tokens[j]), sents)
 
     def ident(self, j: int) -> str:
@@ -126,9 +122,10 @@ class UnitTable(SequenceEq, Sequence[Unit]):
         p = int(self.parent[j])
         if int(self._starts[p + 1]) - int(self._starts[p]) == 1:
             return self.chunk_texts[p]
-        if sents is None:
-            sents = tuple(self.sentences[k] for k in self.sent_flat[self.sent_off[j] : self.sent_off[j + 1]].tolist())
-        return " ".join(sents)
+        return " ".join(self._sentences(j) if sents is None else sents)
+
+    def _sentences(self, j: int) -> tuple[str, ...]:
+        return tuple(self.sentences[k] for k in self.sent_flat[self.sent_off[j] : self.sent_off[j + 1]].tolist())
 
     def __iter__(self) -> Iterator[Unit]:
         for j in range(len(self)):

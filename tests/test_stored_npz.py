@@ -67,9 +67,9 @@ def test_updates_of_a_loaded_index_equal_updates_of_the_built_one(built: G2ConSI
     assert got.derived.vocab == ref.derived.vocab and got.stats == ref.stats
 
 
-def _forge(path: Path, edit: Callable[[dict[str, np.ndarray]], None]) -> None:
-    """Rewrite stored.npz with ``edit`` applied to its arrays, and every checksum above it."""
-    f = V(path) / "stored.npz"
+def _forge(path: Path, edit: Callable[[dict[str, np.ndarray]], None], name: str = "stored.npz") -> None:
+    """Rewrite the .npz ``name`` with ``edit`` applied to its arrays, and every checksum above it."""
+    f = V(path) / name
     with np.load(f, allow_pickle=False) as npz:
         arrays = {k: npz[k].copy() for k in npz.files}
     edit(arrays)
@@ -78,7 +78,7 @@ def _forge(path: Path, edit: Callable[[dict[str, np.ndarray]], None]) -> None:
     f.write_bytes(buf.getvalue())
     mf = V(path) / "manifest.json"
     manifest = json.loads(mf.read_text(encoding="utf-8"))
-    manifest["files"]["stored.npz"] = hashlib.sha256(f.read_bytes()).hexdigest()
+    manifest["files"][name] = hashlib.sha256(f.read_bytes()).hexdigest()
     data = json.dumps(manifest).encode("utf-8")
     mf.write_bytes(data)
     ptr = json.loads((path / POINTER).read_text(encoding="utf-8"))
@@ -163,21 +163,7 @@ def test_forged_bm25_weights_are_refused(saved: Path, tmp_path: Path, edit: Call
 
     copy = tmp_path / "idx"
     shutil.copytree(saved, copy)
-    f = V(copy) / "lexical.npz"
-    with np.load(f) as npz:
-        arrays = {k: npz[k].copy() for k in npz.files}
-    edit(arrays)
-    buf = io.BytesIO()
-    savez(buf, arrays)
-    f.write_bytes(buf.getvalue())
-    mf = V(copy) / "manifest.json"
-    manifest = json.loads(mf.read_text(encoding="utf-8"))
-    manifest["files"]["lexical.npz"] = hashlib.sha256(f.read_bytes()).hexdigest()
-    data = json.dumps(manifest).encode("utf-8")
-    mf.write_bytes(data)
-    ptr = json.loads((copy / POINTER).read_text(encoding="utf-8"))
-    ptr["manifest_sha256"] = hashlib.sha256(data).hexdigest()
-    (copy / POINTER).write_text(json.dumps(ptr), encoding="utf-8")
+    _forge(copy, edit, "lexical.npz")
     with pytest.raises(PersistError, match=what):
         G2ConSIndex.load(copy)
 
