@@ -32,7 +32,17 @@ from .chunks import Chunk, Unit, check_unit_ids, split_units
 from .config import G2ConSConfig
 from .embedders import Embedder, validate_embeddings
 from .errors import InputError
-from .graph import EdgeSet, GraphStats, adjacency, build_edges, concept_vectors, graph_stats, pagerank
+from .graph import (
+    NEAR_MARGIN,
+    EdgeSet,
+    GraphStats,
+    NearPairs,
+    adjacency,
+    build_edges,
+    concept_vectors,
+    graph_stats,
+    pagerank,
+)
 from .storage.memory import release_free_memory
 from .tables import chunk_id_view, unit_text_view
 from .terms import TermIndex, analyze, share, top_concepts
@@ -142,7 +152,8 @@ def _derive(
         sent_inc = binary(sent_inc.multiply(sent_chunk @ extracted))
     vecs, counts = level_vectors(st, config, sent_inc, unit_inc)
     co_inc = sent_inc if config.cooccurrence == "sentence" else chunk_inc  # ablation A: sentence windows
-    edges = build_edges(co_inc, vecs, config.theta_co, config.theta_sem, config.theta_sem_percentile)
+    margin = 0.0 if config.mode == "paper" else NEAR_MARGIN  # near pairs: trickle state (the paper has none)
+    edges = build_edges(co_inc, vecs, config.theta_co, config.theta_sem, config.theta_sem_percentile, margin=margin)
     A = adjacency(edges, len(vocab))
     pr = pagerank(A, damping=config.pagerank_damping)
     names, unit_names, name_df = names_job.result()
@@ -196,9 +207,9 @@ def level_vectors(
 
 
 def freeze(obj: Any) -> Any:
-    """``obj`` (a :class:`Derived`, :class:`~g2cons_plugins.graph.EdgeSet`, :class:`TermIndex`, sparse matrix
-    or array) with every array in it made read-only, in place: a snapshot is shared by concurrent readers, so
-    no caller may change what every other reader sees (a writer builds new arrays)."""
+    """``obj`` (a :class:`Derived`, :class:`~g2cons_plugins.graph.EdgeSet` and its near pairs, :class:`TermIndex`,
+    sparse matrix or array) with every array in it made read-only, in place: a snapshot is shared by concurrent
+    readers, so no caller may change what every other reader sees (a writer builds new arrays)."""
     if isinstance(obj, np.ndarray):
         obj.flags.writeable = False
     elif sp.issparse(obj):
@@ -206,7 +217,7 @@ def freeze(obj: Any) -> Any:
             a = getattr(obj, name, None)
             if isinstance(a, np.ndarray):
                 a.flags.writeable = False
-    elif isinstance(obj, (Derived, EdgeSet)):
+    elif isinstance(obj, (Derived, EdgeSet, NearPairs)):
         for f in fields(obj):
             freeze(getattr(obj, f.name))
     elif isinstance(obj, TermIndex):

@@ -31,7 +31,6 @@ from .columns import concat, inserted, kept
 from .config import G2ConSConfig
 from .embedders import Embedder, validate_embeddings
 from .errors import InputError
-from .graph import replace_rows
 from .state import Stored, binary, freeze
 from .storage.memory import drop_mapped_pages
 from .text import Tokenizer, count_tokens_batch
@@ -325,3 +324,46 @@ def _ro(a: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a)
     a.flags.writeable = False
     return a
+
+
+def replace_rows(
+    M: sp.csr_matrix,
+    rows: np.ndarray,
+    own: np.ndarray,
+    col: np.ndarray,
+    val: np.ndarray,
+    shape: tuple[int, int] | None = None,
+) -> sp.csr_matrix:
+    """csr ``M`` (grown to ``shape``: new rows empty) with its ``rows`` (sorted, unique) replaced by the entries
+    ``(rows[own], col, val)``, sorted by (``own``, ``col``); the other rows are copied by slices (their indices
+    stay sorted when ``M``'s are)."""
+    n_old = M.shape[0]
+    shape = M.shape if shape is None else shape
+    lens = np.zeros(shape[0], np.int64)
+    lens[:n_old] = np.diff(M.indptr)
+    lens[rows] = np.bincount(own, minlength=len(rows))
+    indptr = np.zeros(shape[0] + 1, np.int64)
+    np.cumsum(lens, out=indptr[1:])
+    starts = np.searchsorted(own, np.arange(len(rows) + 1))
+    ptr = M.indptr
+    pieces: list[np.ndarray] = []
+    idx: list[np.ndarray] = []
+    last = 0
+    for k, r in enumerate(rows.tolist()):
+        r_old = min(r, n_old)
+        pieces += [M.data[ptr[last] : ptr[r_old]], val[starts[k] : starts[k + 1]]]
+        idx += [M.indices[ptr[last] : ptr[r_old]], col[starts[k] : starts[k + 1]]]
+        last = min(r + 1, n_old)
+    pieces.append(M.data[ptr[last] : ptr[n_old]])
+    idx.append(M.indices[ptr[last] : ptr[n_old]])
+    small = indptr[-1] <= np.iinfo(np.int32).max and M.indices.dtype == np.int32 and shape[1] < 2**31
+    out = sp.csr_matrix(
+        (
+            np.concatenate(pieces).astype(M.dtype, copy=False),
+            np.concatenate(idx).astype(np.int32 if small else np.int64, copy=False),
+            indptr.astype(np.int32) if small else indptr,
+        ),
+        shape=shape,
+    )
+    out.has_sorted_indices = True
+    return out

@@ -13,9 +13,12 @@ trickle update keeps the concept vocabulary fixed and recomputes only what the c
   those of a rebuild; removed chunks are gone at once, new ones retrievable at once (BM25 sees their new words).
 - **what drifts**: the vocabulary (new words are not concepts yet; a rebuild's TF-IDF top-n may pick other
   words), ``theta_sem`` (the percentile threshold of the last exact derive is kept), the edges that follow from
-  those two; an edge's cosine, by at most 2 * :data:`VECTOR_SLACK` (a concept's pairs are recomputed once its
-  vector moved more than that since they were), so only a pair whose cosine is that close to ``theta_sem`` can be
-  decided otherwise than by the rule; the candidate-pair count (a statistic); PageRank (warm-started from the
+  those two. Given those, the edges follow the rule exactly (Co and cosine on the current incidence and vectors):
+  a concept's candidate pairs are recomputed once its vector moved more than half the near-pair margin since they
+  were, and the near pairs cover the rest (:mod:`g2cons_plugins.edge_update`). An index saved without near pairs
+  (before they existed) recomputes them once a vector moved more than :data:`VECTOR_SLACK` instead, so there a
+  pair whose cosine is within 2 * VECTOR_SLACK of ``theta_sem`` can be decided otherwise than by the rule, until
+  the first refresh. Also drifting: the candidate-pair count (a statistic); PageRank (warm-started from the
   previous vector: the fixed point of the drifted graph to the same tolerance); the ``extracted`` rows of new
   chunks (their top-n among the existing concepts, idf from the current df); the bridge-name list (fixed like W);
   the row order of the sentences (new ones appended; a removed chunk's sentences stay as dead rows, in no unit).
@@ -35,8 +38,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from .config import G2ConSConfig
+from .edge_update import PairWorkExceeded, update_edges
 from .errors import InputError
-from .graph import PairWorkExceeded, graph_stats, pagerank, update_edges
+from .graph import graph_stats, pagerank
 from .state import Derived, Stored, binary, freeze, level_vectors
 from .storage.memory import drop_mapped_pages
 from .terms import TermIndex, analyze
@@ -47,6 +51,7 @@ __all__ = [
     "MAX_SHARE",
     "MIN_CHUNKS",
     "PAIR_WORK_MAX",
+    "PAIR_WORK_SHARE",
     "Pending",
     "TrickleTooLarge",
     "append_terms",
@@ -63,15 +68,19 @@ __all__ = [
 MIN_CHUNKS = 2_000  # below this an exact update is cheap (tenths of a second): always exact
 MAX_SHARE = 0.01  # a change above this share of the corpus is an exact update
 DRIFT_BUDGET = 0.10  # chunks added + removed since the last exact derive, as a share of its size, before a refresh
-# a concept's edges are recomputed once its vector has moved (L2, summed over updates) more than this since they
-# were; an edge decision can then differ from the rule on the current vectors only for a pair whose cosine is
-# within 2 * VECTOR_SLACK of theta_sem (0: every edge follows the rule exactly)
+# a concept's candidate pairs are recomputed once its vector has moved (L2, summed over updates) more than half
+# the near-pair margin (graph.NEAR_MARGIN) since they were: the edges then follow the rule exactly
+# (g2cons_plugins.edge_update). An index saved without near pairs uses this slack instead, and an edge decision
+# can then differ from the rule only for a pair whose cosine is within 2 * VECTOR_SLACK of theta_sem
 VECTOR_SLACK = 0.01
 # the pair work a trickle may spend: on the recomputed concepts, the sum of their df x the mean concepts per chunk
 # (the nonzeros of their co-occurrence product); on the pairs that may have become edges, the sum of the rarer
-# end's df (the chunks searched in the other end's list): above it the change touches so much of the graph that
-# an exact update is cheaper and bounded in memory (an add of 1% at 100k passages needed an 18 GB product here)
+# end's df (the chunks searched in the other end's list). The limit is the larger of PAIR_WORK_MAX and
+# PAIR_WORK_SHARE of a full derive's pair work (nonzeros of the chunk incidence x concepts per chunk): above it
+# the change touches so much of the graph that an exact update is cheaper (the products go by blocks of
+# edge_update.BLOCK_WORK, so memory stays bounded either way)
 PAIR_WORK_MAX = 20_000_000
+PAIR_WORK_SHARE = 0.25
 
 
 class TrickleTooLarge(Exception):
@@ -372,24 +381,18 @@ def _regraph(
         stale[moved] += np.linalg.norm(V.astype(np.float64) - vecs[moved], axis=1)
         vecs[moved], counts[moved] = V, c
         shares[moved] = _share_live(out.terms, pd.concept_cols[moved], live)
-    redo = moved[stale[moved] > VECTOR_SLACK]
+    margin = dv.edges.near.margin
+    redo = moved[stale[moved] > (margin / 2 if margin > 0 else VECTOR_SLACK)]
     per_chunk = out.chunk_inc.nnz / max(out.chunk_inc.shape[0], 1)
-    if float(out.df[redo].sum()) * per_chunk > PAIR_WORK_MAX and not force:
+    limit = float("inf") if force else max(PAIR_WORK_MAX, PAIR_WORK_SHARE * out.chunk_inc.nnz * per_chunk)
+    if float(out.df[redo].sum()) * per_chunk > limit:
         raise TrickleTooLarge(f"{len(redo):,} concepts to recompute, about {out.df[redo].sum() * per_chunk:,.0f} pairs")
     stale[redo] = 0.0
     try:
-        edges, A = update_edges(
-            dv.edges,
-            out.chunk_inc,
-            vecs,
-            redo,
-            *changed,
-            config.theta_co,
-            out.df,
-            float("inf") if force else PAIR_WORK_MAX,
-            A=dv.A,
-        )
+        edges, A = update_edges(dv.edges, out.chunk_inc, vecs, moved, redo, *changed, config.theta_co, out.df, limit)
+        near = dv.edges.near
         drop_mapped_pages([dv.A, *(getattr(dv.edges, f) for f in ("rows", "cols", "co", "cosine", "dice"))])
+        drop_mapped_pages([near.rows, near.cols, near.co, near.cosine])
     except PairWorkExceeded as e:
         raise TrickleTooLarge(str(e)) from e
     stats = graph_stats((len(st.chunks), len(st.units), int(live.sum()), len(dv.vocab)), edges, A)

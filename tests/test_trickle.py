@@ -11,6 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, InputError
+from g2cons_plugins import state as state_mod
 from g2cons_plugins import update as upd
 from g2cons_plugins.chunks import make_chunks
 from g2cons_plugins.graph import build_edges, pagerank
@@ -134,11 +135,40 @@ def test_drift_before_refresh_is_bounded(docs: list[dict[str, str]], monkeypatch
     assert idx.stats.n_sentences == fresh.stats.n_sentences
 
 
+def test_near_pairs_keep_the_edges_exact_without_redoing_every_moved_concept(
+    docs: list[dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With near pairs (the default), trickle adds leave some moved concepts' candidates not recomputed, and the
+    edges still equal build_edges on the trickled state; refresh gives a build's near pairs."""
+    monkeypatch.setattr(state_mod, "NEAR_MARGIN", 0.3)  # hash vectors move far: a wide band leaves some not redone
+    cfg = G2ConSConfig(theta_co=2)  # theta_sem by percentile: candidates on both sides of it
+    idx = G2ConSIndex.build(docs[:100], embedder="hash", config=cfg)
+    assert idx.derived.edges.near.margin == 0.3 and len(idx.derived.edges.near.rows) > 0
+    for i in range(100, 124, 3):
+        idx.add(docs[i : i + 3], exact=False)
+    a = idx.derived
+    assert idx.snapshot.pending is not None and idx.snapshot.pending.stale.max() > 0  # some were not redone
+    again = build_edges(
+        a.chunk_inc, a.concept_vecs, cfg.theta_co, a.edges.theta_sem, cfg.theta_sem_percentile, margin=0.3
+    )
+    for f in ("rows", "cols", "co", "dice"):
+        np.testing.assert_array_equal(getattr(a.edges, f), getattr(again, f))
+    np.testing.assert_allclose(a.edges.cosine, again.cosine, atol=1e-6)
+    near = set(zip(a.edges.near.rows.tolist(), a.edges.near.cols.tolist(), strict=True))
+    assert near <= set(zip(again.near.rows.tolist(), again.near.cols.tolist(), strict=True))
+    idx.refresh()
+    fresh = G2ConSIndex.build(list(idx.snapshot.stored.chunks), embedder="hash", config=cfg)
+    for f in ("rows", "cols", "co", "cosine"):
+        np.testing.assert_array_equal(getattr(idx.derived.edges.near, f), getattr(fresh.derived.edges.near, f))
+
+
 def test_vector_slack_bounds_the_edge_drift(docs: list[dict[str, str]], monkeypatch: pytest.MonkeyPatch) -> None:
-    """With a vector slack, an edge differs from build_edges on the trickled state only for a pair whose cosine
-    is within 2 * slack of theta_sem, and a kept edge's cosine is off by at most 2 * slack."""
+    """Without near pairs (an index saved before they existed) and with a vector slack, an edge differs from
+    build_edges on the trickled state only for a pair whose cosine is within 2 * slack of theta_sem, and a kept
+    edge's cosine is off by at most 2 * slack."""
     slack = 0.1
     monkeypatch.setattr(upd, "VECTOR_SLACK", slack)
+    monkeypatch.setattr(state_mod, "NEAR_MARGIN", 0.0)
     idx = G2ConSIndex.build(docs[:100], embedder="hash", config=CFG)
     for i in range(100, 124, 3):  # small steps: some concepts move less than the slack
         idx.add(docs[i : i + 3], exact=False)
@@ -224,14 +254,15 @@ def test_policy_and_drift_budget(docs: list[dict[str, str]], monkeypatch: pytest
 def test_a_change_touching_too_much_of_the_graph_is_updated_exactly(
     docs: list[dict[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Past PAIR_WORK_MAX pairs to recompute, the default policy falls back to an exact update (equal to a fresh
-    build); a forced trickle (exact=False) still trickles."""
+    """Past the pair-work limit (PAIR_WORK_MAX, PAIR_WORK_SHARE), the default policy falls back to an exact
+    update (equal to a fresh build); a forced trickle (exact=False) still trickles."""
     monkeypatch.setattr(upd, "MIN_CHUNKS", 50)
     monkeypatch.setattr(upd, "MAX_SHARE", 0.05)
     idx = G2ConSIndex.build(docs[:100], embedder="hash", config=CFG)
     idx.add(docs[100:102])
     assert not idx.refreshed  # within every limit: a trickle
     monkeypatch.setattr(upd, "PAIR_WORK_MAX", 0)
+    monkeypatch.setattr(upd, "PAIR_WORK_SHARE", 0.0)
     idx.add(docs[102:104])
     assert idx.refreshed  # too much pair work: exact
     fresh = G2ConSIndex.build(docs[:104], embedder="hash", config=CFG)

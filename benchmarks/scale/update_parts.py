@@ -47,10 +47,12 @@ PARTS = (
     ("update", "level_vectors"),
     ("update", "_share_live"),
     ("update", "update_edges"),
-    ("graph", "_moved_pairs"),
-    ("graph", "_new_edges"),
-    ("graph", "_merge_edges"),
-    ("update", "adjacency"),
+    ("edge_update", "_moved_pairs"),
+    ("edge_update", "_new_pairs"),
+    ("edge_update", "_restored"),
+    ("edge_update", "_assembled"),
+    ("edge_update", "_merged"),
+    ("graph", "adjacency"),
     ("update", "pagerank"),
     ("update", "graph_stats"),
     ("update", "freeze"),
@@ -103,7 +105,7 @@ def install() -> None:
 
     mods = [
         importlib.import_module(f"g2cons_plugins.{m}")
-        for m in ("update", "trickle_store", "graph", "snapshot", "lexical", "state", "vector_index")
+        for m in ("update", "trickle_store", "graph", "edge_update", "snapshot", "lexical", "state", "vector_index")
     ]
     for mod_name, qual in PARTS:
         mod = importlib.import_module(f"g2cons_plugins.{mod_name}")

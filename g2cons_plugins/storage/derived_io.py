@@ -35,8 +35,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..config import G2ConSConfig
+from ..edge_update import find_pairs
 from ..errors import PersistError
-from ..graph import EdgeSet, GraphStats, graph_stats
+from ..graph import EdgeSet, GraphStats, NearPairs, graph_stats
 from ..state import Derived, Stored, freeze
 from ..terms import TermIndex
 from .memory import drop_mapped_pages
@@ -51,6 +52,7 @@ _SPARSE = ("extracted", "sent_inc", "unit_inc", "chunk_inc", "A", "unit_names")
 _TRANSPOSES = {"unit_concepts": "unit_inc", "name_units": "unit_names"}
 _DENSE = ("concept_vecs", "sentence_counts", "df", "pagerank", "name_share", "name_df")
 _EDGE = ("rows", "cols", "co", "cosine", "dice")
+_NEAR = ("rows", "cols", "co", "cosine")  # near pairs (from format version 5 on; absent in an older save: none)
 _TERMS = ("counts", "noninit", "caps")
 
 
@@ -118,12 +120,18 @@ def write_derived(folder: Path, dv: Derived, config: G2ConSConfig) -> None:
         arrays[name] = np.ascontiguousarray(getattr(dv, name))
     for name in _EDGE:
         arrays[f"edges.{name}"] = np.ascontiguousarray(getattr(dv.edges, name))
+    for name in _NEAR:
+        arrays[f"edges.near.{name}"] = np.ascontiguousarray(getattr(dv.edges.near, name))
     meta = {
         "vocab": list(dv.vocab),
         "names": list(dv.names),
         "terms.words": list(dv.terms.words),
         "shapes": shapes,
-        "edges": {"theta_sem": float(dv.edges.theta_sem), "n_candidates": int(dv.edges.n_candidates)},
+        "edges": {
+            "theta_sem": float(dv.edges.theta_sem),
+            "n_candidates": int(dv.edges.n_candidates),
+            "near_margin": float(dv.edges.near.margin),
+        },
         "stats": dv.stats.to_dict(),
         "config_sha256": config_digest(config),
     }
@@ -376,7 +384,38 @@ def _edges(r: _Reader, config: G2ConSConfig, n_v: int, co_df: np.ndarray) -> Edg
         r.check("edges.co", ((co >= config.theta_co) & (co <= np.minimum(r0, c0))).all(), "out of range")
         r.check("edges.cosine", ((cosine >= theta - 1e-6) & (cosine <= 1.0 + 1e-3)).all(), "out of range")
         r.check("edges.dice", np.allclose(dice, 2.0 * co / (r0 + c0), rtol=1e-5, atol=0.0), "differs from 2 co / df")
-    return EdgeSet(rows=rows, cols=cols, co=co, cosine=cosine, dice=dice, theta_sem=theta, n_candidates=n_candidates)
+    near = _near(r, config, n_v, co_df, theta, (rows, cols))
+    return EdgeSet(
+        rows=rows, cols=cols, co=co, cosine=cosine, dice=dice, theta_sem=theta, n_candidates=n_candidates, near=near
+    )
+
+
+def _near(
+    r: _Reader, config: G2ConSConfig, n_v: int, co_df: np.ndarray, theta: float, edges: tuple[np.ndarray, np.ndarray]
+) -> NearPairs:
+    """The near pairs (none in a save that has no ``near_margin``): pairs ``row < col`` in range, sorted and
+    distinct, none an edge, Co within the threshold and the concepts' counts, cosines within the margin below
+    theta_sem."""
+    meta = r.field("edges")
+    if "near_margin" not in meta:
+        return NearPairs.empty()
+    margin = float(r.number("edges", "near_margin", meta.get("near_margin"), integer=False))
+    if not 0.0 <= margin <= 2.0:
+        raise PersistError(f"{r.json_path}: field 'edges.near_margin' is {margin}, not in [0, 2]")
+    rows = r.array("edges.near.rows", (None,), "iu")
+    m = len(rows)
+    cols, co = r.array("edges.near.cols", (m,), "iu"), r.array("edges.near.co", (m,), "iu")
+    cosine = r.array("edges.near.cosine", (m,), "f")
+    if m:
+        r.check("edges.near.rows", ((rows < cols) & (cols < n_v)).all(), f"needs 0 <= row < col < {n_v} for every pair")
+        keys = rows.astype(np.int64) * n_v + cols.astype(np.int64)
+        r.check("edges.near.rows", (keys[1:] > keys[:-1]).all(), "must list each pair once, sorted by (row, col)")
+        r.check("edges.near.rows", not find_pairs(*edges, rows, cols)[1].any(), "lists a pair that is an edge")
+        r0, c0 = co_df[rows], co_df[cols]
+        r.check("edges.near.co", ((co >= config.theta_co) & (co <= np.minimum(r0, c0))).all(), "out of range")
+        band = (cosine >= theta - margin - 1e-6) & (cosine < theta + 1e-6)
+        r.check("edges.near.cosine", band.all(), f"must lie within {margin} below theta_sem")
+    return NearPairs(rows, cols, co, cosine, margin)
 
 
 def _check_adjacency(r: _Reader, A: sp.csr_matrix, edges: EdgeSet) -> None:
@@ -412,7 +451,8 @@ def _stats(r: _Reader, A: sp.csr_matrix, edges: EdgeSet, sizes: tuple[int, int, 
 
 def differences(a: Derived, b: Derived) -> list[str]:
     """The fields in which two derived states differ (``load(verify=True)``): strings, integers and the sparse
-    structure exactly; float values (vectors, PageRank, weights, cosines, statistics) within a relative 1e-5."""
+    structure exactly; float values (vectors, PageRank, weights, cosines, statistics) within a relative 1e-5. Near
+    pairs are compared where both states have them (a save from before they existed has none)."""
     out = [k for k in ("vocab", "names") if list(getattr(a, k)) != list(getattr(b, k))]
     if tuple(a.terms.words) != tuple(b.terms.words):
         out.append("terms.words")
@@ -435,6 +475,8 @@ def differences(a: Derived, b: Derived) -> list[str]:
     pairs: list[tuple[str, Any, Any]] = [(k, getattr(a, k), getattr(b, k)) for k in _SPARSE + _DENSE]
     pairs += [(f"terms.{k}", getattr(a.terms, k), getattr(b.terms, k)) for k in _TERMS]
     pairs += [(f"edges.{k}", getattr(a.edges, k), getattr(b.edges, k)) for k in _EDGE]
+    if a.edges.near.margin and b.edges.near.margin:  # a save from before near pairs has none to compare
+        pairs += [(f"edges.near.{k}", getattr(a.edges.near, k), getattr(b.edges.near, k)) for k in _NEAR]
     for name, x, y in pairs:
         if sp.issparse(x) or sp.issparse(y):
             x, y = canonical(x), canonical(y)
@@ -447,6 +489,7 @@ def differences(a: Derived, b: Derived) -> list[str]:
     if (
         not math.isclose(a.edges.theta_sem, b.edges.theta_sem, rel_tol=1e-5)
         or a.edges.n_candidates != b.edges.n_candidates
+        or (a.edges.near.margin and b.edges.near.margin and a.edges.near.margin != b.edges.near.margin)
     ):
         out.append("edges")
     sa, sb = a.stats.to_dict(), b.stats.to_dict()

@@ -79,12 +79,12 @@ def drop_mapped_pages(arrays: Iterable[Any]) -> int:
 
 
 def state_arrays(*states: Any) -> Iterator[Any]:
-    """The fields of dataclass instances ``states`` (arrays, sparse matrices, ...), one level of nested dataclasses
-    down (an index state's edge set and term index)."""
+    """The fields of dataclass instances ``states`` (arrays, sparse matrices, ...), nested dataclasses followed
+    down (an index state's edge set, its near pairs and the term index)."""
     for obj in states:
         for f in fields(obj):
             v = getattr(obj, f.name)
             if is_dataclass(v) and not isinstance(v, type):
-                yield from (getattr(v, g.name) for g in fields(v))
+                yield from state_arrays(v)
             else:
                 yield v
