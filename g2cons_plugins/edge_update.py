@@ -98,16 +98,16 @@ def _assembled(
     ins = [np.concatenate(x) for x in zip(*found, *moving, strict=True)]
     up = ins[3] >= theta
     dff = np.asarray(df, dtype=np.float64)
-    rows, cols, co, dice = (_kept(x, e_stay) for x in (edges.rows, edges.cols, e.co, edges.dice))
-    redice = np.flatnonzero((_kept(e.flags, e_stay) & _DF) > 0)
+    dice = edges.dice
+    redice = np.flatnonzero(e_stay & ((e.flags & _DF) > 0))
     if len(redice):
-        dice = dice.copy() if dice is edges.dice else dice
-        dice[redice] = (2.0 * co[redice] / (dff[rows[redice]] + dff[cols[redice]])).astype(np.float32)
+        dice = dice.copy()
+        r, c = edges.rows[redice], edges.cols[redice]
+        dice[redice] = (2.0 * e.co[redice] / (dff[r] + dff[c])).astype(np.float32)
     new_e = [x[up] for x in ins]
     new_e.append((2.0 * new_e[2] / (dff[new_e[0]] + dff[new_e[1]])).astype(np.float32))
-    er, ec, eco, ecos, edice = _merged((rows, cols, co, _kept(e.cos, e_stay), dice), tuple(new_e))
-    stay = tuple(_kept(x, n_stay) for x in (near.rows, near.cols, n.co, n.cos))
-    nr, nc, nco, ncos = _merged(stay, tuple(x[~up] for x in ins))
+    er, ec, eco, ecos, edice = _spliced((edges.rows, edges.cols, e.co, e.cos, dice), e_stay, tuple(new_e))
+    nr, nc, nco, ncos = _spliced((near.rows, near.cols, n.co, n.cos), n_stay, tuple(x[~up] for x in ins))
     return EdgeSet(
         er,
         ec,
@@ -163,27 +163,44 @@ def _restored(
     return _Restored(keep, co, cos, f, hit, lost)
 
 
-def _kept(a: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """``a[keep]``, or ``a`` itself (no copy) when every item is kept."""
-    return a if keep.all() else a[keep]
-
-
-def _merged(old: tuple[np.ndarray, ...], new: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
-    """Columns ``old`` (sorted by the pair in the first two) with the columns ``new`` (pairs not in ``old``,
-    distinct, any order) merged in: the insertion places by a search in each row's range, no key array over the
-    old pairs; ``old`` itself when there is nothing to insert."""
-    if len(new[0]) == 0:
-        return old
+def _spliced(old: tuple[np.ndarray, ...], keep: np.ndarray, new: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    """Columns ``old`` (sorted by the pair in the first two) without the items where ``keep`` is False and with
+    the columns ``new`` (pairs not kept in ``old``, distinct, any order) merged in. A few changes are copied by
+    slices between them (memory speed), many through masks."""
     order = np.lexsort((new[1], new[0]))
-    new = tuple(x[order] for x in new)
-    at = find_pairs(old[0], old[1], new[0], new[1])[0] + np.arange(len(order))
-    is_old = np.ones(len(old[0]) + len(order), bool)
-    is_old[at] = False
+    new = tuple(x[order].astype(o.dtype, copy=False) for x, o in zip(new, old, strict=True))  # old's types
+    drop = np.flatnonzero(~keep)
+    at = find_pairs(old[0], old[1], new[0], new[1])[0] if len(order) else np.zeros(0, np.int64)
+    if len(drop) == 0 and len(at) == 0:
+        return old
+    if len(drop) + len(at) > len(keep) // 512 + 256:  # a Python step per change: masks past this
+        return _masked(tuple(x[keep] for x in old), new, at - np.searchsorted(drop, at))
+    cuts = np.unique(np.concatenate([[0, len(keep)], drop, drop + 1, at]))
+    dropped = np.zeros(len(cuts), bool)
+    dropped[np.searchsorted(cuts, drop)] = True
+    first = np.searchsorted(at, cuts, side="left")  # the new items inserted before each cut
     out = []
     for o, n in zip(old, new, strict=True):
-        a = np.empty(len(is_old), dtype=np.result_type(o.dtype, n.dtype))
+        pieces = []
+        for i in range(len(cuts) - 1):
+            pieces.append(n[first[i] : first[i + 1]])
+            if not dropped[i]:
+                pieces.append(o[cuts[i] : cuts[i + 1]])
+        pieces.append(n[first[-1] :])
+        out.append(np.concatenate(pieces))
+    return tuple(out)
+
+
+def _masked(old: tuple[np.ndarray, ...], new: tuple[np.ndarray, ...], at: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Columns ``old`` with the columns ``new`` inserted before the old positions ``at`` (sorted)."""
+    where = at + np.arange(len(at))
+    is_old = np.ones(len(old[0]) + len(at), bool)
+    is_old[where] = False
+    out = []
+    for o, n in zip(old, new, strict=True):
+        a = np.empty(len(is_old), dtype=o.dtype)
         a[is_old] = o
-        a[at] = n
+        a[where] = n
         out.append(a)
     return tuple(out)
 

@@ -152,3 +152,26 @@ def test_co_of_pairs_counts_the_shared_chunks(dense_bytes: int, monkeypatch: pyt
     a[:50] = 0  # the most frequent concept, queried often: a dense row when allowed
     got = edge_update._co_of_pairs(C, df, a, b)
     np.testing.assert_array_equal(got, (C.T @ C).toarray()[a, b].astype(np.int64))
+
+
+@pytest.mark.parametrize("n_changes", [5, 2000])  # copied by slices / through masks
+def test_spliced_drops_and_inserts_in_pair_order(n_changes: int) -> None:
+    """The kept pairs with the new ones merged in, in (row, col) order, every column carried along, as a sort of
+    the union gives; a new pair equal to a dropped one goes where it was."""
+    rng = np.random.default_rng(n_changes)
+    keys = np.unique(rng.integers(0, 200 * 200, 6000))
+    rows, cols = keys // 200, keys % 200
+    vals = rng.random(len(keys)).astype(np.float32)
+    keep = np.ones(len(keys), bool)
+    keep[rng.choice(len(keys), n_changes, replace=False)] = False
+    back = np.flatnonzero(~keep)[:3]  # dropped and inserted again
+    pool = np.setdiff1d(np.arange(200 * 200), keys)
+    add = np.concatenate([rng.choice(pool, n_changes, replace=False), keys[back]])
+    rng.shuffle(add)
+    new = (add // 200, add % 200, rng.random(len(add)).astype(np.float32))
+    got = edge_update._spliced((rows, cols, vals), keep, new)
+    all_keys = np.concatenate([keys[keep], add])
+    all_vals = np.concatenate([vals[keep], new[2]])
+    order = np.argsort(all_keys)
+    np.testing.assert_array_equal(got[0] * 200 + got[1], all_keys[order])
+    np.testing.assert_array_equal(got[2], all_vals[order])
