@@ -21,15 +21,22 @@ from .storage.memory import release_free_memory
 def concept_vectors(sent_incidence: sp.csr_matrix, sent_vecs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Eq. 1: Vector(w) = mean of phi(s) over the distinct sentences s containing w; returned L2-normalised
     (cosine is all that is used). Also returns |S_w|. A concept in no sentence gets a zero vector."""
-    counts = np.asarray(sent_incidence.sum(axis=0)).ravel()
-    V = np.asarray(sent_incidence.T @ sent_vecs, dtype=np.float32)
+    V, counts, _ = concept_sums(sent_incidence, sent_vecs)
+    return V, counts
+
+
+def concept_sums(incidence: sp.csr_matrix, vecs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`concept_vectors` and the L2 norm of each concept's unnormalised sum (its vector times that norm is
+    the sum, so a trickle update can add or take away a few rows' vectors instead of summing them all again)."""
+    counts = np.asarray(incidence.sum(axis=0)).ravel()
+    V = np.asarray(incidence.T @ vecs, dtype=np.float32)
     with np.errstate(divide="ignore", invalid="ignore"):
         V /= np.maximum(counts, 1)[:, None]
         norms = np.linalg.norm(V, axis=1, keepdims=True)
         V = np.where(norms > 0, V / np.maximum(norms, 1e-12), 0.0).astype(np.float32)
     if not np.isfinite(V).all():
         raise EmbeddingError("concept vectors contain NaN/inf: the sentence embeddings are not finite")
-    return V, counts
+    return V, counts, norms.ravel().astype(np.float64) * np.maximum(counts, 1)
 
 
 # the cosine band below theta_sem whose candidate pairs are kept as near pairs (trickle state: they let an update

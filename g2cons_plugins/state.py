@@ -39,7 +39,7 @@ from .graph import (
     NearPairs,
     adjacency,
     build_edges,
-    concept_vectors,
+    concept_sums,
     graph_stats,
     pagerank,
 )
@@ -91,6 +91,9 @@ class Derived:
     name_units: sp.csr_matrix  # names x units
     stats: GraphStats
     terms: TermIndex  # per-sentence word counts: an add analyses only new sentences
+    # per concept: the norm of its vector's unnormalised sum (graph.concept_sums), so a trickle update adds or takes
+    # away the changed rows' vectors; None in a save from before it existed (the moved vectors are summed again)
+    sum_norms: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,7 @@ def _derive(
         unit_inc = binary(unit_inc.multiply(unit_chunk @ extracted))
         sent_chunk = binary(st.sent_unit @ unit_chunk)
         sent_inc = binary(sent_inc.multiply(sent_chunk @ extracted))
-    vecs, counts = level_vectors(st, config, sent_inc, unit_inc)
+    vecs, counts, sum_norms = level_sums(st, config, sent_inc, unit_inc)
     co_inc = sent_inc if config.cooccurrence == "sentence" else chunk_inc  # ablation A: sentence windows
     margin = 0.0 if config.mode == "paper" else NEAR_MARGIN  # near pairs: trickle state (the paper has none)
     edges = build_edges(co_inc, vecs, config.theta_co, config.theta_sem, config.theta_sem_percentile, margin=margin)
@@ -181,6 +184,7 @@ def _derive(
             unit_names=unit_names,
             name_units=unit_names.T.tocsr(),
             stats=stats,
+            sum_norms=sum_norms,
         )
     )
 
@@ -192,18 +196,27 @@ def level_vectors(
     sentences holding the concept, |S_w|); "chunk" = ablation C (mean of the vectors of the units holding it, the
     unit count); "unit" = Eq. 1 with each sentence's vector replaced by its unit's: the unit vectors weighted by
     how many of their sentences hold the concept (|S_w|), so no sentence is embedded."""
+    vecs, counts, _ = level_sums(st, config, sent_inc, unit_inc)
+    return vecs, counts
+
+
+def level_sums(
+    st: Stored, config: G2ConSConfig, sent_inc: sp.csr_matrix, unit_inc: sp.csr_matrix
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`level_vectors` and the norms of the concepts' unnormalised sums
+    (:func:`~g2cons_plugins.graph.concept_sums`)."""
     if config.vector_level == "chunk":
-        return concept_vectors(unit_inc, st.unit_vecs)
+        return concept_sums(unit_inc, st.unit_vecs)
     if config.vector_level == "unit":
-        vecs, _ = concept_vectors(sp.csr_matrix(st.sent_unit.T @ sent_inc), st.unit_vecs)
-        return vecs, np.asarray(sent_inc.sum(axis=0)).ravel()
+        vecs, _, norms = concept_sums(sp.csr_matrix(st.sent_unit.T @ sent_inc), st.unit_vecs)
+        return vecs, np.asarray(sent_inc.sum(axis=0)).ravel(), norms
     if st.sent_vecs is None:
         raise InputError(
             "vector_level='sentence' (Eq. 1; mode='paper') needs sentence vectors, and this index holds none (it "
             "was built with vector_level='unit' or 'chunk'): build it with vector_level='sentence', or embed them "
             "with g2cons_plugins.state.with_vectors(stored, embedder, config)"
         )
-    return concept_vectors(sent_inc, st.sent_vecs)
+    return concept_sums(sent_inc, st.sent_vecs)
 
 
 def freeze(obj: Any) -> Any:

@@ -252,7 +252,11 @@ def derive_added(
     )
     pd = replace(pd, n_changed=pd.n_changed + k_c)
     moved = _moved(sent_inc[changed], U_new, config)
-    return _regraph(out, dv, pd, st, live, (C_new, 1), moved, config, force)
+    if config.vector_level == "unit":  # each new unit's vector, once per sentence of it holding the concept
+        rows: Rows = (sp.csr_matrix(S @ sent_inc), st.unit_vecs[ins.unit_at], 1)
+    else:  # each new or revived sentence's vector
+        rows = (sent_inc[changed], _rows_of(st.sent_vecs, changed), 1)
+    return _regraph(out, dv, pd, st, live, (C_new, 1), moved, config, force, rows)
 
 
 def _grown_t(T: sp.csr_matrix, rows: sp.csr_matrix, at: np.ndarray) -> sp.csr_matrix:
@@ -318,7 +322,36 @@ def derive_removed(
     out = replace(out, unit_concepts=out.unit_inc.T.tocsr(), name_units=out.unit_names.T.tocsr())
     pd = replace(pd, n_changed=pd.n_changed + len(gone_c))
     moved = _moved(dv.sent_inc[died], dv.unit_inc[gone_u], config)
-    return _regraph(out, dv, pd, st, live, (C_gone, -1), moved, config, force)
+    if config.vector_level == "unit":  # what the removed units added (their sentences' rows as they were)
+        rows: Rows = (sp.csr_matrix(prev.sent_unit[:, gone_u].T @ dv.sent_inc), prev.unit_vecs[gone_u], -1)
+    else:  # the sentences that died
+        rows = (dv.sent_inc[died], _rows_of(prev.sent_vecs, died), -1)
+    return _regraph(out, dv, pd, st, live, (C_gone, -1), moved, config, force, rows)
+
+
+Rows = tuple[sp.csr_matrix, np.ndarray, int]  # rows x concepts weights, the rows' vectors, +1 added / -1 removed
+
+
+def _rows_of(vecs: np.ndarray | None, rows: np.ndarray) -> np.ndarray:
+    if vecs is None:  # sentence-level vectors need sentence vectors (supports() allows no other case)
+        raise InputError("vector_level='sentence' needs sentence vectors")
+    return vecs[rows]
+
+
+def _summed(
+    vecs: np.ndarray, sum_norms: np.ndarray, moved: np.ndarray, rows: Rows, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The moved concepts' vectors and sum norms from their sums before (vector x sum norm) plus or minus the
+    changed rows' vectors (:func:`g2cons_plugins.graph.concept_sums`, to float rounding): time in the changed rows,
+    not in the concepts' frequency. A concept left in no sentence (``counts`` 0) gets a zero vector."""
+    X, W, sign = rows
+    S = vecs[moved].astype(np.float64) * sum_norms[moved][:, None]
+    S += sign * np.asarray(sp.csr_matrix(X)[:, moved].T @ W.astype(np.float64))
+    norms = np.linalg.norm(S, axis=1)
+    norms[counts == 0] = 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        V = np.where(norms[:, None] > 0, S / norms[:, None], 0.0).astype(np.float32)
+    return V, norms
 
 
 def _revive(
@@ -369,15 +402,22 @@ def _regraph(
     moved: np.ndarray,
     config: G2ConSConfig,
     force: bool = False,
+    rows: Rows | None = None,
 ) -> tuple[Derived, Pending]:
-    """Vectors and name shares of the concepts whose sentences changed (``moved``), the edges after the chunks
+    """Vectors and name shares of the concepts whose sentences changed (``moved``; from their sums and the changed
+    ``rows`` where the snapshot keeps the sum norms, else summed again), the edges after the chunks
     ``changed`` (their incidence rows, and +1 added / -1 removed; the pairs of a moved concept are recomputed
     once it moved more than :data:`VECTOR_SLACK`), adjacency, warm-started PageRank, statistics; the trickle
     state with the new liveness and staleness."""
     vecs, counts, shares = dv.concept_vecs.copy(), dv.sentence_counts.copy(), dv.name_share.copy()
     stale = pd.stale.copy()
+    sum_norms = None if dv.sum_norms is None or rows is None else dv.sum_norms.copy()
     if len(moved):
-        V, c = level_vectors(st, config, out.sent_inc[:, moved], out.unit_inc[:, moved])
+        if sum_norms is not None and rows is not None:
+            c = np.bincount(out.sent_inc.indices, minlength=len(vecs))[moved].astype(counts.dtype)
+            V, sum_norms[moved] = _summed(vecs, sum_norms, moved, rows, c)
+        else:
+            V, c = level_vectors(st, config, out.sent_inc[:, moved], out.unit_inc[:, moved])
         stale[moved] += np.linalg.norm(V.astype(np.float64) - vecs[moved], axis=1)
         vecs[moved], counts[moved] = V, c
         shares[moved] = _share_live(out.terms, pd.concept_cols[moved], live)
@@ -406,6 +446,7 @@ def _regraph(
             A=A,
             pagerank=pagerank(A, damping=config.pagerank_damping, x0=dv.pagerank, symmetric=True),
             stats=stats,
+            sum_norms=sum_norms,
         )
     )
     return dv_new, replace(pd, live=_frozen(live), stale=stale)

@@ -116,6 +116,8 @@ def test_drift_before_refresh_is_bounded(docs: list[dict[str, str]], monkeypatch
     np.testing.assert_array_equal(a.df, _chunk_df(fresh, list(a.vocab)))
     np.testing.assert_array_equal(a.sentence_counts[ia], b.sentence_counts[ib])
     np.testing.assert_allclose(a.concept_vecs[ia], b.concept_vecs[ib], atol=1e-6)
+    assert a.sum_norms is not None and b.sum_norms is not None  # the vectors were updated from their sums
+    np.testing.assert_allclose(a.sum_norms[ia], b.sum_norms[ib], rtol=1e-5)
     np.testing.assert_array_equal(a.name_share[ia], b.name_share[ib])
     assert (a.unit_inc[:, ia] != b.unit_inc[:, ib]).nnz == 0
     assert (a.chunk_inc[:, ia] != b.chunk_inc[:, ib]).nnz == 0
@@ -327,4 +329,20 @@ def test_known_sentences_in_new_and_removed_units_move_the_vectors(docs: list[di
     a, b = idx.derived, fresh.derived
     ia, ib, _ = _common(a, b)
     np.testing.assert_allclose(a.concept_vecs[ia], b.concept_vecs[ib], atol=1e-6)
+    np.testing.assert_allclose(a.sum_norms[ia], b.sum_norms[ib], rtol=1e-5)  # type: ignore[index]
     np.testing.assert_array_equal(a.sentence_counts[ia], b.sentence_counts[ib])
+
+
+def test_an_index_without_sum_norms_sums_the_moved_vectors_again(docs: list[dict[str, str]]) -> None:
+    """A snapshot from before the sum norms existed (None) still trickles: the moved concepts' vectors are summed
+    again from their rows, equal to a fresh build's, and no sum norms are made up for it."""
+    from dataclasses import replace
+
+    idx = G2ConSIndex.build(docs[:100], embedder="hash", config=CFG)
+    snap = idx.snapshot
+    old = G2ConSIndex.from_snapshot(replace(snap, derived=replace(snap.derived, sum_norms=None)))
+    old.add(docs[100:103], exact=False)
+    assert not old.refreshed and old.derived.sum_norms is None
+    fresh = G2ConSIndex.build(docs[:103], embedder="hash", config=CFG)
+    ia, ib, _ = _common(old.derived, fresh.derived)
+    np.testing.assert_allclose(old.derived.concept_vecs[ia], fresh.derived.concept_vecs[ib], atol=1e-6)

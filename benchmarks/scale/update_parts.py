@@ -103,12 +103,17 @@ def install() -> None:
     snapshot._trickle_added = _noting(snapshot._trickle_added)  # type: ignore[attr-defined]
     snapshot._trickle_removed = _noting(snapshot._trickle_removed)  # type: ignore[attr-defined]
 
-    mods = [
-        importlib.import_module(f"g2cons_plugins.{m}")
-        for m in ("update", "trickle_store", "graph", "edge_update", "snapshot", "lexical", "state", "vector_index")
-    ]
+    mods = []
+    for m in ("update", "trickle_store", "graph", "edge_update", "snapshot", "lexical", "state", "vector_index"):
+        try:  # an older checkout (PYTHONPATH) may not have every module
+            mods.append(importlib.import_module(f"g2cons_plugins.{m}"))
+        except ImportError:
+            continue
     for mod_name, qual in PARTS:
-        mod = importlib.import_module(f"g2cons_plugins.{mod_name}")
+        try:
+            mod = importlib.import_module(f"g2cons_plugins.{mod_name}")
+        except ImportError:
+            continue
         if "." in qual:
             cls_name, attr = qual.split(".")
             cls = getattr(mod, cls_name)

@@ -118,6 +118,8 @@ def write_derived(folder: Path, dv: Derived, config: G2ConSConfig) -> None:
         put_sparse(f"terms.{name}", getattr(dv.terms, name))
     for name in _DENSE:
         arrays[name] = np.ascontiguousarray(getattr(dv, name))
+    if dv.sum_norms is not None:
+        arrays["sum_norms"] = np.ascontiguousarray(dv.sum_norms)
     for name in _EDGE:
         arrays[f"edges.{name}"] = np.ascontiguousarray(getattr(dv.edges, name))
     for name in _NEAR:
@@ -298,6 +300,11 @@ def _read(r: _Reader, st: Stored, dim: int, config: G2ConSConfig) -> Derived:
     if not ok.all():
         k = int(np.argmin(ok))
         raise r.fail("concept_vecs", f"row {k} ({vocab[k]!r}) has squared norm {norm2[k]}, not a unit vector")
+    sum_norms = None
+    if "sum_norms" in r.npz.files:  # from format version 5 on (absent in an older save: the trickle sums again)
+        sum_norms = r.array("sum_norms", (n_v,), "f")
+        fine = np.isfinite(sum_norms) & np.where(counts > 0, sum_norms > 0, sum_norms == 0)
+        r.check("sum_norms", bool(fine.all()), "must be finite, > 0 for a concept with sentences and 0 without")
     pr = r.array("pagerank", (n_v,), "f")
     r.check("pagerank", (pr > 0).all() and (n_v == 0 or abs(float(pr.sum()) - 1.0) <= 1e-6), "is not a distribution")
     share = r.array("name_share", (n_v,), "f")
@@ -333,6 +340,7 @@ def _read(r: _Reader, st: Stored, dim: int, config: G2ConSConfig) -> Derived:
         name_units=name_units,
         stats=stats,
         terms=terms,
+        sum_norms=sum_norms,
     )
 
 
@@ -473,6 +481,8 @@ def differences(a: Derived, b: Derived) -> list[str]:
         return M
 
     pairs: list[tuple[str, Any, Any]] = [(k, getattr(a, k), getattr(b, k)) for k in _SPARSE + _DENSE]
+    if a.sum_norms is not None and b.sum_norms is not None:  # a save from before they existed has none
+        pairs.append(("sum_norms", a.sum_norms, b.sum_norms))
     pairs += [(f"terms.{k}", getattr(a.terms, k), getattr(b.terms, k)) for k in _TERMS]
     pairs += [(f"edges.{k}", getattr(a.edges, k), getattr(b.edges, k)) for k in _EDGE]
     if a.edges.near.margin and b.edges.near.margin:  # a save from before near pairs has none to compare
