@@ -364,3 +364,12 @@ def test_the_heaviest_name_candidates_equal_the_sorted_choice(weights: list[int]
     w = np.asarray(weights, dtype=np.float64)
     want = np.sort(cand[np.lexsort((cand, -w))[:k]])
     assert _heaviest(cand, w, k).tolist() == want.tolist()
+
+
+@given(st.lists(st.integers(min_value=-5, max_value=40), max_size=60), st.sampled_from([np.int32, np.int64, np.intp]))
+def test_sorted_unique_equals_numpy_unique(values: list[int], dtype: Any) -> None:
+    from g2cons_plugins.lexical import sorted_unique
+
+    a = np.asarray(values, dtype=dtype)
+    got, want = sorted_unique(a), np.unique(a)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
