@@ -244,6 +244,7 @@ def _brute_best(full: np.ndarray, m: int, at_least: float) -> list[int]:
     ),
     st.sampled_from([1, 2, 5, 1024]),
     st.booleans(),
+    st.booleans(),
 )
 def test_query_bm25_equals_the_full_array(
     n: int,
@@ -253,12 +254,21 @@ def test_query_bm25_equals_the_full_array(
     asks: list[tuple[int, float]],
     top_list: int,
     scores_first: bool,
+    unaligned: bool,
 ) -> None:
     """Scores of any units bit for bit, and the m best units with BM25 >= at_least (ties by position), read from
     the heaviest words' postings only, equal the full array's, for any sequence of asks (the later ones read the
-    list of best units the first one kept, or make a longer one); also after the full postings were summed."""
+    list of best units the first one kept, or make a longer one); also after the full postings were summed, and
+    with weights read from an unaligned buffer (as a memory-mapped file can give them)."""
     lex = _lexical(n, 11, seed, density)
     lex.column.pop("w10", None)
+    if unaligned:
+        data = lex.weights.data
+        moved = np.ndarray(data.shape, data.dtype, buffer=np.zeros(data.nbytes + 3, np.uint8), offset=3)
+        moved[:] = data
+        moved.flags.writeable = False
+        lex.weights.data = moved
+        assert not len(data) or not lex.weights.data.flags.aligned
     query = " ".join(f"w{c}" for c in cols)
     full = lex.scores(query)
     q = lex.query(query)
