@@ -223,6 +223,9 @@ class QueryBM25:
         units = sorted_unique(rows).astype(np.int64)
         vals = acc[units]
         keep = vals > 0
+        if keep.sum() > m:  # every unit scoring >= cut is here, at least m of them: keep those >= the m-th best
+            cut = max(cut, float(np.partition(vals, len(vals) - m)[len(vals) - m]))
+            keep &= vals >= cut
         units, vals = units[keep], vals[keep]
         order = np.lexsort((units, -vals))
         return units[order], vals[order], cut

@@ -282,6 +282,10 @@ def test_query_bm25_equals_the_full_array(
             got, vals = q.best(m, at_least)
             assert got.tolist() == _brute_best(full, m, at_least)
             assert vals.tobytes() == full[got].tobytes()
+            if q._top is not None:  # the kept list: every unit scoring at least its score c, best first
+                units, _, c = q._top
+                want = [u for u in np.argsort(-full, kind="stable").tolist() if full[u] > 0 and full[u] >= c]
+                assert units.tolist() == want
         assert q.of(units).tobytes() == full[units].tobytes()
         q.postings()
     q.close()
