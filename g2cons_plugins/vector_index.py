@@ -468,7 +468,7 @@ class UnitANN:
             if not ok:
                 return None
             total = len(sh.graph)
-            want = max(self.OVERFETCH * k, self.params.expansion_search)
+            want = max(int(self.OVERFETCH * k), self.params.expansion_search)
             count = min(total, want if sh.head is self else want + max(0, total - len(self)))
             q = np.asarray(query, dtype=np.float32)
             while count < total:  # asked for every node: every unit (an HNSW search may not reach them all)
