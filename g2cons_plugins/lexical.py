@@ -116,14 +116,15 @@ class QueryBM25:
     terms are added into an array over every unit that the thread reuses from query to query (zero outside the
     query's postings, so no array over every unit is allocated, cleared or scanned per query): a unit's score is
     then one read. The best units come from the postings whose score reaches the ``M x words``-th largest posting
-    score (``M = max(m, TOP_LIST)``): every unit scoring at least that, best first, is kept, so the later asks of
-    the query (a few best units, then the units above a score) read that list instead of every posting again.
+    score (``M = max(m, TOP_LIST)``): every unit scoring at least as well as the ``M``-th best, best first, is kept,
+    so the later asks of the query (a few best units, then the units above a score) read that list instead of
+    every posting again.
     :meth:`close` (called by ``retrieve``) clears the query's postings there and hands the array back; a query
     whose thread's array is in use gets its own. The postings' unit numbers are made index-sized once per query
     (a gather or a scatter with 32-bit indices costs numpy a conversion each time)."""
 
     MERGE_MAX = 8_192  # postings: up to this many in all, merged (faster than the array below; at 100k passages
-    # the array path took 0.58 ms of BM25 a query against 0.82 merged: benchmarks/scale/query_bm25.py)
+    # the array path took 0.43 ms of BM25 a query against 0.75 merged: benchmarks/scale/query_bm25.py)
     TOP_LIST = 1024  # the array path keeps at least this many best units once the best ones are asked for
 
     def __init__(self, lexical: LexicalIndex, cols: Sequence[int]) -> None:
@@ -209,8 +210,8 @@ class QueryBM25:
         return units[order], vals[order]
 
     def _best_list(self, m: int) -> tuple[np.ndarray, np.ndarray, float]:
-        """Every unit whose BM25 reaches the ``m x words``-th largest posting score (at least ``m`` units, or every
-        unit with a query word), best first, ties by position; their BM25; that score (0 for every unit)."""
+        """Every unit whose BM25 reaches the ``m``-th best unit's (ties included; every unit with a query word when
+        there are at most ``m``), best first, ties by position; their BM25; that score (0 for every unit)."""
         acc = self._accumulated()
         if self._row_scores is None:
             self._row_scores = acc[self._rows]
