@@ -67,10 +67,19 @@ def _phrase(name: str, anchored: bool = False, whole: bool = False) -> re.Patter
     ``normalize(text).startswith(normalize(name))``; ``whole``: to ``normalize(text) == normalize(name)``), without
     normalising the text: the words of the name, any run of non-word characters between them, no letter or digit
     on either side; case-insensitive."""
-    core = r"[\W_]+".join(map(re.escape, normalize(name).split())) + r"(?![^\W_])"
+    words = normalize(name).split()
+    core = r"[\W_]+".join(map(re.escape, words)) + r"(?![^\W_])"
     if whole:
         core += r"[\W_]*\Z"
-    return re.compile((r"[\W_]*" if anchored or whole else r"(?<![^\W_])") + core, re.IGNORECASE)
+    if anchored or whole:
+        return re.compile(r"[\W_]*" + core, re.IGNORECASE)
+    if not words:
+        return re.compile(r"(?<![^\W_])" + core, re.IGNORECASE)
+    # ``(?<![^\W_])`` + core, the look-behind checked after the name's first character (one character further
+    # back): a pattern that opens with a character lets the search skip to where it occurs (~2.5x faster on
+    # passages without the name) instead of trying the look-behind at every position
+    first = re.escape(words[0][0])
+    return re.compile(first + r"(?<![^\W_][\s\S])" + core[len(first) :], re.IGNORECASE)
 
 
 def _capitalised(token: str) -> bool:
@@ -160,6 +169,17 @@ def _holding(cand: np.ndarray, column: np.ndarray, column_sorted: bool) -> np.nd
     return cand[column[at] == cand]
 
 
+def _heaviest(cand: np.ndarray, w: np.ndarray, k: int) -> np.ndarray:
+    """The ``k`` units of ``cand`` (ascending) with the largest ``w``, ties by position, ascending: equal to
+    ``np.sort(cand[np.lexsort((cand, -w))[:k]])`` with a partition instead of a sort of every candidate."""
+    if len(cand) <= k or k <= 0:
+        return cand if k > 0 else cand[:0]
+    cut = np.partition(w, len(w) - k)[len(w) - k]  # the k-th largest weight
+    keep = w > cut  # fewer than k
+    keep[np.flatnonzero(w == cut)[: k - int(keep.sum())]] = True  # the first of the ties at the cut
+    return cand[keep]
+
+
 def _found(index: Snapshot, name: str) -> tuple[np.ndarray, float, list[float]]:
     """:func:`_matches` and, for each unit found, :func:`_head`."""
     lex = index.lexical
@@ -177,8 +197,7 @@ def _found(index: Snapshot, name: str) -> tuple[np.ndarray, float, list[float]]:
         cand = _holding(cand, W.indices[W.indptr[c] : W.indptr[c + 1]], W.has_sorted_indices)
     n_cand = len(cand)
     if n_cand > NAME_CHECK_MAX:  # the units where the rarest word weighs most, ties by position
-        w = weight[np.searchsorted(first, cand)]
-        cand = np.sort(cand[np.lexsort((cand, -w))[:NAME_CHECK_MAX]])
+        cand = _heaviest(cand, weight[np.searchsorted(first, cand)], NAME_CHECK_MAX)
     pattern, units = _phrase(name), index.stored.units
     found, heads = [], []
     for u in cand.tolist():

@@ -22,7 +22,7 @@ from .config import G2ConSConfig
 from .state import Stored
 from .terms import TermIndex
 
-__all__ = ["LexicalIndex", "QueryBM25", "SortedColumns"]
+__all__ = ["LexicalIndex", "QueryBM25", "SortedColumns", "sorted_unique"]
 
 K1 = 1.5
 B = 0.75
@@ -115,11 +115,17 @@ class QueryBM25:
     Up to ``MERGE_MAX`` postings in all, the postings are summed per unit by a merge (:meth:`postings`). Above, the
     terms are added into an array over every unit that the thread reuses from query to query (zero outside the
     query's postings, so no array over every unit is allocated, cleared or scanned per query): a unit's score is
-    then one read, and the best units come from the postings whose score reaches the ``m x words``-th largest
-    posting score. :meth:`close` (called by ``retrieve``) clears the query's postings there and hands the array
-    back; a query whose thread's array is in use gets its own."""
+    then one read. The best units come from the postings whose score reaches the ``M x words``-th largest posting
+    score (``M = max(m, TOP_LIST)``): every unit scoring at least as well as the ``M``-th best, best first, is kept,
+    so the later asks of the query (a few best units, then the units above a score) read that list instead of
+    every posting again.
+    :meth:`close` (called by ``retrieve``) clears the query's postings there and hands the array back; a query
+    whose thread's array is in use gets its own. The postings' unit numbers are made index-sized once per query
+    (a gather or a scatter with 32-bit indices costs numpy a conversion each time)."""
 
-    MERGE_MAX = 65_536  # postings: up to this many in all, merged (below that, faster than the array)
+    MERGE_MAX = 8_192  # postings: up to this many in all, merged (faster than the array below; at 100k passages
+    # the array path took 0.43 ms of BM25 a query against 0.75 merged: benchmarks/scale/query_bm25.py)
+    TOP_LIST = 1024  # the array path keeps at least this many best units once the best ones are asked for
 
     def __init__(self, lexical: LexicalIndex, cols: Sequence[int]) -> None:
         self.lexical, self.cols = lexical, list(cols)
@@ -127,8 +133,10 @@ class QueryBM25:
         W = lexical.weights
         self._total = int(sum(W.indptr[c + 1] - W.indptr[c] for c in self.cols))
         self._acc: np.ndarray | None = None  # the thread's array over every unit, holding this query's BM25
-        self._rows = np.zeros(0, dtype=W.indices.dtype)  # the query's postings' units (with repeats)
+        self._rows = np.zeros(0, dtype=np.intp)  # the query's postings' units (with repeats), column by column
         self._row_scores: np.ndarray | None = None  # their BM25
+        # every unit with BM25 >= _cut (> 0), best first (ties by position), and their BM25: see the class doc
+        self._top: tuple[np.ndarray, np.ndarray, float] | None = None
 
     def _column(self, c: int) -> tuple[np.ndarray, np.ndarray]:
         W = self.lexical.weights
@@ -140,10 +148,17 @@ class QueryBM25:
     def _accumulated(self) -> np.ndarray:
         if self._acc is None:
             acc = _take_scratch(self.lexical.weights.shape[0])
-            for c in self.cols:  # in the query's word order, as scores() adds them
-                rows, data = self._column(c)
-                acc[rows] += data  # row indices are unique within a column
-            self._rows = np.concatenate([self._column(c)[0] for c in self.cols])
+            columns = [self._column(c) for c in self.cols]
+            rows = np.concatenate([r for r, _ in columns]).astype(np.intp, copy=False)
+            # one aligned float64 copy: np.add.at (~1.8x as fast as acc[rows] += data) crawls on unaligned data,
+            # as a loaded index's memory-mapped weights can be
+            vals = np.concatenate([d for _, d in columns]).astype(np.float64, copy=False)
+            start = 0
+            for _, data in columns:  # in the query's word order, as scores() adds them
+                end = start + len(data)
+                np.add.at(acc, rows[start:end], vals[start:end])  # rows are unique within a column: acc[rows] += data
+                start = end
+            self._rows = rows
             self._acc = acc
         return self._acc
 
@@ -186,18 +201,47 @@ class QueryBM25:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         if self._merged():
             return _best_of(*self.postings(), m, at_least)
+        top = self._top
+        if top is None or (m > len(top[0]) and at_least < top[2]):
+            top = self._top = self._best_list(max(m, self.TOP_LIST))
+        units, vals, _ = top  # every unit scoring at least as well as the m-th best or at_least is in it
+        pick = np.flatnonzero(vals >= at_least)[:m] if at_least > 0 else np.arange(min(m, len(units)))
+        order = pick[np.argsort(units[pick])]
+        return units[order], vals[order]
+
+    def _best_list(self, m: int) -> tuple[np.ndarray, np.ndarray, float]:
+        """Every unit whose BM25 reaches the ``m``-th best unit's (ties included; every unit with a query word when
+        there are at most ``m``), best first, ties by position; their BM25; that score (0 for every unit)."""
         acc = self._accumulated()
         if self._row_scores is None:
             self._row_scores = acc[self._rows]
         v, rows = self._row_scores, self._rows
-        if at_least > 0:
-            keep = v >= at_least
-            v, rows = v[keep], rows[keep]
         k = m * len(self.cols)  # a unit holds at most one posting per query word: the k best postings hold at
-        if len(v) > k:  # least m units, so no unit outside them is among the m best
-            rows = rows[v >= np.partition(v, len(v) - k)[len(v) - k]]
-        units = np.unique(rows).astype(np.int64)
-        return _best_of(units, acc[units], m, at_least)
+        cut = 0.0  # least m units, so no unit outside them is among the m best
+        if len(v) > k:
+            cut = float(np.partition(v, len(v) - k)[len(v) - k])
+            rows = rows[v >= cut]
+        units = sorted_unique(rows).astype(np.int64)
+        vals = acc[units]
+        keep = vals > 0
+        if keep.sum() > m:  # every unit scoring >= cut is here, at least m of them: keep those >= the m-th best
+            cut = max(cut, float(np.partition(vals, len(vals) - m)[len(vals) - m]))
+            keep &= vals >= cut
+        units, vals = units[keep], vals[keep]
+        order = np.lexsort((units, -vals))
+        return units[order], vals[order], cut
+
+
+def sorted_unique(a: np.ndarray) -> np.ndarray:
+    """``np.unique(a)`` of an integer array, by a sort (numpy 2's hash-based ``unique`` took ~20x as long on the
+    few thousand unit numbers of a query)."""
+    s = np.sort(a, axis=None)
+    if len(s) < 2:
+        return s
+    keep = np.empty(len(s), dtype=bool)
+    keep[0] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return s[keep]
 
 
 _SCRATCH = threading.local()

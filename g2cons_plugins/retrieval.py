@@ -47,7 +47,7 @@ from .entities import name_bonus
 from .errors import InputError
 from .graph import pagerank
 from .language_check import check_query
-from .lexical import QueryBM25
+from .lexical import QueryBM25, sorted_unique
 from .snapshot import HasSnapshot, Snapshot, as_snapshot
 from .tables import unit_fields
 from .validate import positive_int
@@ -173,7 +173,7 @@ class DenseScores:
         if cand is None:  # exact; one partition of every score serves the seeds and the ranking
             best = _top_desc(self.full(), max(k, min(self.TOP_MIN, self.n)))
         else:
-            cand = np.unique(np.asarray(cand, dtype=np.int64))
+            cand = sorted_unique(np.asarray(cand, dtype=np.int64))
             self._cand, self._cand_scores = cand, self.vecs[cand] @ self.qv  # ascending, and their scores
             best = cand[np.lexsort((cand, -self._cand_scores))][:want]
         best.flags.writeable = False  # callers get views of it
@@ -304,7 +304,7 @@ class HybridScores(DenseScores):
             floor = float(self._dense.of(dense_top[-1:])[0])  # no unit outside dense_top has a higher cosine
             s = self.of(dense_top)
             kth = float(np.partition(s, len(s) - k)[len(s) - k]) if len(s) >= k else floor
-            pool = np.union1d(dense_top, self._lexical_extra(kth - floor, self.EXTRA_MAX * k))
+            pool = sorted_unique(np.concatenate((dense_top, self._lexical_extra(kth - floor, self.EXTRA_MAX * k))))
             s = self.of(pool)
             order = np.lexsort((pool, -s))[:k]
             if len(order) == k and s[order[-1]] > floor:
@@ -485,7 +485,7 @@ def _ranked(
         floor = -np.inf if exhaustive else float(sc.of(top[-1:])[0])
         if bonus:
             bonus_units = np.fromiter(bonus, dtype=np.int64, count=len(bonus))
-            pool = np.union1d(top, bonus_units)
+            pool = sorted_unique(np.concatenate((top, bonus_units)))
             final = sc.of(pool).astype(np.float64)
             final[np.searchsorted(pool, bonus_units)] += np.fromiter(bonus.values(), dtype=np.float64, count=len(bonus))
             order = np.lexsort((pool, -final))
@@ -684,7 +684,7 @@ def _covering(sc: DenseScores, n: int, per_name: dict[str, dict[int, float]]) ->
     """``n`` units chosen one at a time by score + the bonus of the query names not yet held by a chosen unit
     (a second unit about the same name does not outrank the unit about another name)."""
     ent_units = {u for per in per_name.values() for u in per}
-    pool = np.union1d(sc.top(n), np.fromiter(ent_units, dtype=np.int64, count=len(ent_units)))
+    pool = sorted_unique(np.concatenate((sc.top(n), np.fromiter(ent_units, dtype=np.int64, count=len(ent_units)))))
     base = sc.of(pool).astype(np.float64)
     of_name = {nm: _on(pool, per) for nm, per in per_name.items()}  # each name's bonus over the pool
     left = dict(per_name)

@@ -432,10 +432,27 @@ class UnitANN:
         order = np.argsort(self.keys, kind="stable")
         return self.keys[order], order
 
+    @functools.cached_property
+    def _key_table(self) -> np.ndarray | None:
+        """Key -> position (-1 where no unit has the key) when the keys are dense (the largest below
+        ``2 x n + 1024``: a built or loaded index has keys 0..n-1, an updated one a few more), else None."""
+        n = len(self.keys)
+        top = int(self.keys.max(initial=0))
+        if not n or top >= 2 * n + 1024:
+            return None
+        table = np.full(top + 1, -1, dtype=np.int32 if n < 2**31 else np.int64)
+        table[self.keys] = np.arange(n, dtype=table.dtype)
+        table.flags.writeable = False
+        return table
+
     def positions(self, keys: np.ndarray) -> np.ndarray:
         """The positions of the ``keys`` this snapshot holds (int64, in the given order; the others dropped)."""
-        sorted_keys, order = self._by_key
         keys = np.asarray(keys, dtype=np.uint64)
+        table = self._key_table
+        if table is not None:  # one read per key instead of a binary search over every key
+            pos = table[keys[keys < len(table)].astype(np.int64)]
+            return pos[pos >= 0].astype(np.int64)
+        sorted_keys, order = self._by_key
         at = np.minimum(np.searchsorted(sorted_keys, keys), max(len(sorted_keys) - 1, 0))
         hit = sorted_keys[at] == keys if len(sorted_keys) else np.zeros(len(keys), bool)
         return order[at[hit]].astype(np.int64)
@@ -451,7 +468,7 @@ class UnitANN:
             if not ok:
                 return None
             total = len(sh.graph)
-            want = max(self.OVERFETCH * k, self.params.expansion_search)
+            want = max(int(self.OVERFETCH * k), self.params.expansion_search)
             count = min(total, want if sh.head is self else want + max(0, total - len(self)))
             q = np.asarray(query, dtype=np.float32)
             while count < total:  # asked for every node: every unit (an HNSW search may not reach them all)

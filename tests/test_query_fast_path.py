@@ -190,6 +190,28 @@ def test_the_head_of_a_match_equals_the_title_and_opening_patterns(text: str, na
     assert _head(text, m) == want
 
 
+_PHRASE_CHARS = st.sampled_from(list("abkAB  \n_.-,é É1'\"(\u212a\u0130") + ["ab", "Ab", "ba", "kA"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_PHRASE_CHARS, min_size=0, max_size=16).map("".join), st.lists(_PHRASE_CHARS, min_size=0, max_size=6))
+def test_the_phrase_pattern_equals_the_look_behind_first_pattern(text: str, name_parts: list[str]) -> None:
+    """The name's pattern, its word-boundary look-behind checked after the first character, finds the same first
+    match (span) as the pattern that opens with the look-behind, and every later match too (case-insensitive,
+    the Kelvin sign and a dotted capital I included)."""
+    import re
+
+    from g2cons_plugins.entities import _phrase, normalize
+
+    name = "".join(name_parts)
+    core = r"[\W_]+".join(map(re.escape, normalize(name).split())) + r"(?![^\W_])"
+    old = re.compile(r"(?<![^\W_])" + core, re.IGNORECASE)
+    new = _phrase(name)
+    assert [m.span() for m in new.finditer(text)] == [m.span() for m in old.finditer(text)]
+    m_new, m_old = new.search(text), old.search(text)
+    assert (m_new and m_new.span()) == (m_old and m_old.span())
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.integers(min_value=0, max_value=40), unique=True, max_size=25),
@@ -209,33 +231,64 @@ def _brute_best(full: np.ndarray, m: int, at_least: float) -> list[int]:
     return sorted(units)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(
     st.integers(min_value=0, max_value=80),
     st.integers(min_value=0, max_value=10_000),
     st.lists(st.integers(min_value=0, max_value=11), min_size=0, max_size=9),
     st.sampled_from([0.02, 0.1, 0.4]),
-    st.integers(min_value=0, max_value=30),
-    st.sampled_from([0.0, 0.1, 0.5, 1.0, 2.0, 4.0]),
+    st.lists(
+        st.tuples(st.integers(min_value=0, max_value=30), st.sampled_from([0.0, 0.1, 0.5, 1.0, 2.0, 4.0, 9.0])),
+        min_size=1,
+        max_size=4,
+    ),
+    st.sampled_from([1, 2, 5, 1024]),
+    st.booleans(),
+    st.booleans(),
 )
 def test_query_bm25_equals_the_full_array(
-    n: int, seed: int, cols: list[int], density: float, m: int, at_least: float
+    n: int,
+    seed: int,
+    cols: list[int],
+    density: float,
+    asks: list[tuple[int, float]],
+    top_list: int,
+    scores_first: bool,
+    unaligned: bool,
 ) -> None:
     """Scores of any units bit for bit, and the m best units with BM25 >= at_least (ties by position), read from
-    the heaviest words' postings only, equal the full array's; also after the full postings were summed."""
+    the heaviest words' postings only, equal the full array's, for any sequence of asks (the later ones read the
+    list of best units the first one kept, or make a longer one); also after the full postings were summed, and
+    with weights read from an unaligned buffer (as a memory-mapped file can give them)."""
     lex = _lexical(n, 11, seed, density)
     lex.column.pop("w10", None)
+    if unaligned:
+        data = lex.weights.data
+        moved = np.ndarray(data.shape, data.dtype, buffer=np.zeros(data.nbytes + 3, np.uint8), offset=3)
+        moved[:] = data
+        moved.flags.writeable = False
+        lex.weights.data = moved
+        assert not len(data) or not lex.weights.data.flags.aligned
     query = " ".join(f"w{c}" for c in cols)
     full = lex.scores(query)
     q = lex.query(query)
     q.MERGE_MAX = 0  # the thread's array even for these few postings
+    q.TOP_LIST = top_list
     units = np.arange(n)[::-1]
-    assert q.of(units).tobytes() == full[units].tobytes()
+    if scores_first:
+        assert q.of(units).tobytes() == full[units].tobytes()
     for _ in range(2):  # then again from the summed postings
-        got, vals = q.best(m, at_least)
-        assert got.tolist() == _brute_best(full, m, at_least)
-        assert vals.tobytes() == full[got].tobytes()
+        for m, at_least in asks:
+            got, vals = q.best(m, at_least)
+            assert got.tolist() == _brute_best(full, m, at_least)
+            assert vals.tobytes() == full[got].tobytes()
+            if q._top is not None:  # the kept list: every unit scoring at least its score c, best first
+                units, _, c = q._top
+                want = [u for u in np.argsort(-full, kind="stable").tolist() if full[u] > 0 and full[u] >= c]
+                assert units.tolist() == want
+        assert q.of(units).tobytes() == full[units].tobytes()
         q.postings()
+    q.close()
 
 
 def test_query_bm25_hands_back_a_cleared_array_and_nested_queries_get_their_own() -> None:
@@ -290,3 +343,47 @@ def test_stopping_at_the_smallest_unit_keeps_the_items(tokens: list[int], beta: 
         new.add(u, 0.0, {})
         old.add(u, 0.0, {})
     assert [i.unit_id for i in new.items] == [i.unit_id for i in old.items]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(min_value=0, max_value=3000), min_size=0, max_size=60, unique=True),
+    st.lists(st.integers(min_value=0, max_value=3200), min_size=0, max_size=80),
+)
+def test_unit_index_positions_from_the_key_table_equal_the_binary_search(keys: list[int], found: list[int]) -> None:
+    """Found keys -> positions through the dense key table equal the sorted-key search (order kept, keys the
+    snapshot does not hold dropped), for dense and for sparse key sets (no table)."""
+    from g2cons_plugins.vector_index import UnitANN, UnitANNParams
+
+    ann = UnitANN(None, np.asarray(keys, dtype=np.uint64), UnitANNParams())  # type: ignore[arg-type]
+    sorted_keys, order = ann._by_key
+    q = np.asarray(found, dtype=np.uint64)
+    at = np.minimum(np.searchsorted(sorted_keys, q), max(len(sorted_keys) - 1, 0))
+    hit = sorted_keys[at] == q if len(sorted_keys) else np.zeros(len(q), bool)
+    want = order[at[hit]].astype(np.int64)
+    got = ann.positions(q)
+    assert got.dtype == np.int64 and got.tolist() == want.tolist()
+    assert (ann._key_table is None) == (not keys or max(keys) >= 2 * len(keys) + 1024)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(min_value=0, max_value=4), min_size=0, max_size=40),  # few weights: ties
+    st.integers(min_value=0, max_value=45),
+)
+def test_the_heaviest_name_candidates_equal_the_sorted_choice(weights: list[int], k: int) -> None:
+    from g2cons_plugins.entities import _heaviest
+
+    cand = np.arange(0, 3 * len(weights), 3, dtype=np.int32)
+    w = np.asarray(weights, dtype=np.float64)
+    want = np.sort(cand[np.lexsort((cand, -w))[:k]])
+    assert _heaviest(cand, w, k).tolist() == want.tolist()
+
+
+@given(st.lists(st.integers(min_value=-5, max_value=40), max_size=60), st.sampled_from([np.int32, np.int64, np.intp]))
+def test_sorted_unique_equals_numpy_unique(values: list[int], dtype: Any) -> None:
+    from g2cons_plugins.lexical import sorted_unique
+
+    a = np.asarray(values, dtype=dtype)
+    got, want = sorted_unique(a), np.unique(a)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()

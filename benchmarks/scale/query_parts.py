@@ -11,7 +11,8 @@ p50 / p95 over the queries of its inclusive time per query, milliseconds; the pa
 ``names`` and ``ranked``, ``ranked`` holds the later ``dense_top`` / ``hybrid_top`` calls). ``--profile N``
 prints a cProfile of N queries. ``--check FILE``: also writes the unit ids of every query's result (to compare
 two commits' outputs: ``--compare A B`` prints how many queries differ and the mean share of B's units that A
-holds); ``--exact``: the same queries with the vector index off (an exact scan of every unit), for ``--check``.
+holds); ``--exact``: the same queries with the vector index off (an exact scan of every unit), for ``--check``;
+``--overfetch F``: the unit index search visits ``max(F x k, ef)`` candidates instead of ``UnitANN.OVERFETCH`` x k.
 The end-to-end loop runs ``--rounds`` times (3) and the median of the rounds' p50 / p95 is reported (the machine
 is shared: a round can be slowed by other work), as wall time and as the query thread's CPU time
 (``end_to_end_cpu_ms``: with ``OPENBLAS_NUM_THREADS=1`` a query runs on one thread, so this is its cost without
@@ -100,6 +101,7 @@ def main() -> None:
     ap.add_argument("--exact", action="store_true")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--compare", nargs=2)
+    ap.add_argument("--overfetch", type=float, help="UnitANN.OVERFETCH for this run (candidates per unit asked)")
     args = ap.parse_args()
     if args.compare:
         a, b = (json.loads(Path(p).read_text()) for p in args.compare)
@@ -112,6 +114,10 @@ def main() -> None:
     t0 = time.perf_counter()
     idx = G2ConSIndex.load(args.index)
     load_s = time.perf_counter() - t0
+    if args.overfetch is not None:
+        from g2cons_plugins.vector_index import UnitANN
+
+        UnitANN.OVERFETCH = args.overfetch  # type: ignore[assignment]
     if args.exact:
         import dataclasses
 
