@@ -406,8 +406,9 @@ def _regraph(
 ) -> tuple[Derived, Pending]:
     """Vectors and name shares of the concepts whose sentences changed (``moved``; from their sums and the changed
     ``rows`` where the snapshot keeps the sum norms, else summed again), the edges after the chunks
-    ``changed`` (their incidence rows, and +1 added / -1 removed; the pairs of a moved concept are recomputed
-    once it moved more than :data:`VECTOR_SLACK`), adjacency, warm-started PageRank, statistics; the trickle
+    ``changed`` (their incidence rows, and +1 added / -1 removed; a moved concept's candidate pairs are recomputed
+    once it moved more than half the near-pair margin, or :data:`VECTOR_SLACK` where the snapshot has no near
+    pairs; :func:`g2cons_plugins.edge_update.update_edges`), adjacency, warm-started PageRank, statistics; the trickle
     state with the new liveness and staleness."""
     vecs, counts, shares = dv.concept_vecs.copy(), dv.sentence_counts.copy(), dv.name_share.copy()
     stale = pd.stale.copy()
