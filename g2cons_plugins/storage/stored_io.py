@@ -42,6 +42,7 @@ __all__ = [
     "fsync_write",
     "read_stored",
     "read_vectors",
+    "sentence_membership",
     "write_stored",
 ]
 
@@ -184,6 +185,13 @@ def _token_counts(path: Path, n_tokens: list[int], texts: Sequence[str]) -> np.n
     return n
 
 
+def sentence_membership(flat: np.ndarray, owner: np.ndarray, n_sentences: int, n_units: int) -> sp.csr_matrix:
+    """The read-only sentences x units 0/1 matrix of a stored state: sentence ``flat[i]`` is in unit
+    ``owner[i]``."""
+    ones = np.ones(len(flat), np.float32)
+    return freeze(binary(sp.csr_matrix((ones, (flat, owner)), shape=(n_sentences, n_units))))
+
+
 def read_stored(folder: Path, dim: int, columns: bool = True, sentence_vectors: bool = True) -> Stored:
     """The stored state of an index version folder: ``chunks.json`` + ``units.json`` (format versions 3 and 4,
     ``columns``) or ``chunks.jsonl`` + ``units.jsonl`` (versions 1 and 2), with ``sentences.json`` and the
@@ -195,9 +203,7 @@ def read_stored(folder: Path, dim: int, columns: bool = True, sentence_vectors: 
         raise PersistError(f"{sf}: must be a list of strings")
     read = _read_columns if columns else _read_jsonl
     chunks, chunk_tokens, units, parent, unit_tokens, flat, owner = read(folder, sentences)
-    sent_unit = freeze(
-        binary(sp.csr_matrix((np.ones(len(flat), np.float32), (flat, owner)), shape=(len(sentences), len(units))))
-    )
+    sent_unit = sentence_membership(flat, owner, len(sentences), len(units))
     for a in (chunk_tokens, parent, unit_tokens):
         a.flags.writeable = False
     return Stored(

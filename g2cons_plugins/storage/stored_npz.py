@@ -24,16 +24,15 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..columns import TextColumn, check_utf8, text_column
 from ..errors import PersistError
-from ..state import Stored, binary, freeze
+from ..state import Stored
 from ..tables import ChunkTable, UnitTable, metadata_json
 from .derived_io import savez
 from .memory import drop_mapped_pages
 from .npz_view import NpzView
-from .stored_io import fsync_write
+from .stored_io import fsync_write, sentence_membership
 
 __all__ = ["STORED_NPZ", "read_stored_npz", "write_stored_npz"]
 
@@ -141,9 +140,7 @@ def read_stored_npz(folder: Path, unit_vecs: np.ndarray, sent_vecs: np.ndarray |
     if len(text_at) and (int(text_at.min()) < 0 or int(text_at.max()) >= n_u or (np.diff(text_at) <= 0).any()):
         raise r.fail("unit.text_at", f"must list unit positions in [0, {n_u}), ascending")
     owner = np.repeat(np.arange(n_u), np.diff(off))
-    sent_unit = freeze(
-        binary(sp.csr_matrix((np.ones(len(flat), np.float32), (flat, owner)), shape=(len(sentences), n_u)))
-    )
+    sent_unit = sentence_membership(flat, owner, len(sentences), n_u)
     units = UnitTable(chunks, parent, unit_tokens, sentences, (off, flat), (text_at, written))
     for name, vecs, n in (("unit", unit_vecs, n_u), ("sentence", sent_vecs, len(sentences))):
         if vecs is not None and len(vecs) != n:
