@@ -35,7 +35,16 @@ from .state import Stored, binary, freeze
 from .storage.memory import drop_mapped_pages
 from .text import Tokenizer, count_tokens_batch
 
-__all__ = ["Inserted", "RowMap", "appended", "drop_stored", "insert_rows", "insert_stored", "with_spare"]
+__all__ = [
+    "Inserted",
+    "RowMap",
+    "appended",
+    "drop_stored",
+    "insert_rows",
+    "insert_stored",
+    "spliced",
+    "with_spare",
+]
 
 _LOCK = threading.Lock()
 T = TypeVar("T")
@@ -143,6 +152,30 @@ def insert_rows(M: sp.spmatrix, ins: np.ndarray, R: sp.spmatrix) -> sp.csr_matri
     indptr = np.concatenate([[0], np.cumsum(lens)])
     out = sp.csr_matrix((np.concatenate(dat), np.concatenate(idx), indptr), shape=(n + k, M.shape[1]))
     drop_mapped_pages([M])  # a loaded matrix's file pages, read once by the copy
+    return out
+
+
+# insertion points up to which spliced() copies the slices between them (a Python step each) instead of np.insert
+# (a boolean mask over the result: 0.09-0.16 s on 30M items against 0.012 s by slices for 60 points)
+SLICED_MAX = 4096
+
+
+def spliced(a: np.ndarray, where: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``np.insert(a, where, values)`` for a 1-d ``a`` and ascending ``where``: by copies of the slices between the
+    points when they are few (:data:`SLICED_MAX`), memory speed."""
+    where = np.asarray(where, np.int64)
+    values = np.asarray(values, dtype=a.dtype)
+    if len(where) > SLICED_MAX or a.ndim != 1:
+        return np.insert(a, where, values)
+    out = np.empty(len(a) + len(where), a.dtype)
+    src = dst = 0
+    for i, w in enumerate(where.tolist()):
+        out[dst : dst + w - src] = a[src:w]
+        dst += w - src
+        out[dst] = values[i]
+        dst += 1
+        src = w
+    out[dst:] = a[src:]
     return out
 
 

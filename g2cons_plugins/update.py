@@ -44,19 +44,23 @@ from .graph import graph_stats, pagerank
 from .state import Derived, Stored, binary, freeze, level_vectors
 from .storage.memory import drop_mapped_pages
 from .terms import TermIndex, analyze
-from .trickle_store import Inserted, RowMap, insert_rows
+from .trickle_store import Inserted, RowMap, insert_rows, spliced
 
 __all__ = [
+    "DEFER_CHUNKS",
+    "DEFER_MIN_CHUNKS",
     "DRIFT_BUDGET",
     "MAX_SHARE",
     "MIN_CHUNKS",
     "PAIR_WORK_MAX",
     "PAIR_WORK_SHARE",
+    "Deferred",
     "Pending",
     "TrickleTooLarge",
     "append_terms",
     "derive_added",
     "derive_removed",
+    "flushed",
     "supports",
     "use_trickle",
 ]
@@ -81,10 +85,40 @@ VECTOR_SLACK = 0.01
 # edge_update.BLOCK_WORK, so memory stays bounded either way)
 PAIR_WORK_MAX = 20_000_000
 PAIR_WORK_SHARE = 0.25
+# on an index of at least DEFER_MIN_CHUNKS chunks, an add leaves the concept vectors, edges and PageRank of the
+# concepts its chunks touch to a later update while at most DEFER_CHUNKS added chunks wait (:class:`Deferred`):
+# one chunk's concepts include frequent ones whose every edge and near pair is re-decided (about a million pairs
+# at 1M passages, 6 s), and the waiting chunks are re-graphed together at the add that passes DEFER_CHUNKS, the
+# next removal, or a refresh (benchmarks/scale/results/deferred_graph.md)
+DEFER_MIN_CHUNKS = 200_000
+DEFER_CHUNKS = 64
 
 
 class TrickleTooLarge(Exception):
     """A trickle update would recompute more pairs than :data:`PAIR_WORK_MAX`: the caller updates exactly."""
+
+
+Rows = tuple[sp.csr_matrix, np.ndarray, int]  # rows x concepts weights, the rows' vectors, +1 added / -1 removed
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """Added chunks whose concept-graph update waits (see :data:`DEFER_CHUNKS`): their chunk incidence rows, the
+    rows their concepts' vector sums gain, and the concepts whose vector they move. Everything else of those
+    chunks (stored, incidences, df, units, unit index, BM25) is in the snapshot already."""
+
+    chunks: sp.csr_matrix
+    rows: Rows
+    moved: np.ndarray
+
+    def joined(self, chunks: sp.csr_matrix, rows: Rows, moved: np.ndarray) -> Deferred:
+        """These chunks and another add's."""
+        X = sp.csr_matrix(sp.vstack([self.rows[0], rows[0]], format="csr"))
+        return Deferred(
+            sp.csr_matrix(sp.vstack([self.chunks, chunks], format="csr")),
+            (X, np.concatenate([self.rows[1], rows[1]]), 1),
+            np.union1d(self.moved, moved),
+        )
 
 
 @dataclass(frozen=True)
@@ -99,6 +133,7 @@ class Pending:
     n_base: int  # chunks at the last exact derive
     n_changed: int  # chunks added + removed since then
     stale: np.ndarray  # per concept: bound on how far its vector moved since its edges' cosines were computed
+    deferred: Deferred | None = None  # added chunks whose concept-graph update waits
 
     @classmethod
     def start(cls, st: Stored, dv: Derived) -> Pending:
@@ -256,13 +291,31 @@ def derive_added(
         rows: Rows = (sp.csr_matrix(S @ sent_inc), st.unit_vecs[ins.unit_at], 1)
     else:  # each new or revived sentence's vector
         rows = (sent_inc[changed], _rows_of(st.sent_vecs, changed), 1)
-    return _regraph(out, dv, pd, st, live, (C_new, 1), moved, config, force, rows)
+    wait = Deferred(sp.csr_matrix(C_new), rows, moved)
+    if pd.deferred is not None:
+        wait = pd.deferred.joined(wait.chunks, rows, moved)
+    if len(st.chunks) >= DEFER_MIN_CHUNKS and wait.chunks.shape[0] <= DEFER_CHUNKS:
+        sizes = {"n_chunks": len(st.chunks), "n_units": len(st.units), "n_sentences": int(live.sum())}
+        return freeze(replace(out, stats=replace(dv.stats, **sizes))), replace(pd, live=_frozen(live), deferred=wait)
+    pd = replace(pd, deferred=None)
+    return _regraph(out, dv, pd, st, live, (wait.chunks, 1), wait.moved, config, force, wait.rows)
+
+
+def flushed(dv: Derived, pd: Pending, st: Stored, config: G2ConSConfig, force: bool = False) -> tuple[Derived, Pending]:
+    """``dv`` with the concept-graph update of the added chunks that wait (:class:`Deferred`) made, and no chunk
+    waiting (``dv`` itself when none waits). Raises :class:`TrickleTooLarge` as :func:`derive_added` does."""
+    wait = pd.deferred
+    if wait is None:
+        return dv, pd
+    pd = replace(pd, deferred=None)
+    return _regraph(dv, dv, pd, st, pd.live, (wait.chunks, 1), wait.moved, config, force, wait.rows)
 
 
 def _grown_t(T: sp.csr_matrix, rows: sp.csr_matrix, at: np.ndarray) -> sp.csr_matrix:
     """The transpose ``T`` (columns x units) of an incidence with the new units' ``rows`` appended as columns
     ``at`` (after every old unit, ascending): each new entry goes at the end of its row (no sort of the touched
-    rows; one copy of the arrays), equal to the transpose of the grown incidence."""
+    rows; one copy of the arrays, by slices: :func:`~g2cons_plugins.trickle_store.spliced`), equal to the
+    transpose of the grown incidence."""
     R = sp.csr_matrix(rows).tocoo()
     unit = np.asarray(at, np.int64)[R.row]
     order = np.lexsort((unit, R.col))  # by row of T, then unit: each row's new entries in ascending order
@@ -270,8 +323,8 @@ def _grown_t(T: sp.csr_matrix, rows: sp.csr_matrix, at: np.ndarray) -> sp.csr_ma
     where = T.indptr[row + 1]  # the end of each entry's row in the old arrays (np.insert keeps equal ones in order)
     added = np.bincount(row, minlength=T.shape[0])
     indptr = T.indptr.astype(np.int64) + np.concatenate([[0], np.cumsum(added)])
-    indices = np.insert(T.indices, where, unit.astype(T.indices.dtype))
-    data = np.insert(T.data, where, val)
+    indices = spliced(T.indices, where, unit)
+    data = spliced(T.data, where, val)
     out = sp.csr_matrix((data, indices, indptr), shape=(T.shape[0], T.shape[1] + rows.shape[0]), copy=False)
     out.has_sorted_indices = True
     return out
@@ -298,6 +351,7 @@ def derive_removed(
     """The derived state of ``st`` (``prev`` without the chunks where ``keep_chunk`` is False); the removed
     chunks' sentences that no kept unit holds die (module doc). Raises :class:`TrickleTooLarge` as
     :func:`derive_added` does."""
+    dv, pd = flushed(dv, pd, prev, config, force)  # the added chunks that wait first: they may be removed now
     gone_c, gone_u = np.flatnonzero(~keep_chunk), np.flatnonzero(~keep_unit)
     live = pd.live & (np.diff(st.sent_unit.indptr) > 0)
     died = np.flatnonzero(pd.live & ~live)
@@ -327,9 +381,6 @@ def derive_removed(
     else:  # the sentences that died
         rows = (dv.sent_inc[died], _rows_of(prev.sent_vecs, died), -1)
     return _regraph(out, dv, pd, st, live, (C_gone, -1), moved, config, force, rows)
-
-
-Rows = tuple[sp.csr_matrix, np.ndarray, int]  # rows x concepts weights, the rows' vectors, +1 added / -1 removed
 
 
 def _rows_of(vecs: np.ndarray | None, rows: np.ndarray) -> np.ndarray:

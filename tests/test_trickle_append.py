@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from g2cons_plugins import G2ConSConfig, G2ConSIndex
+from g2cons_plugins import G2ConSConfig, G2ConSIndex, trickle_store
 from g2cons_plugins.chunks import make_chunks
 from g2cons_plugins.graph import adjacency
 from g2cons_plugins.snapshot import Snapshot, refreshed, with_added, with_removed
 from g2cons_plugins.storage.derived_io import differences
-from g2cons_plugins.trickle_store import appended, with_spare
+from g2cons_plugins.trickle_store import appended, spliced, with_spare
 
 EXCERPT = Path(__file__).resolve().parents[1] / "examples" / "data" / "musique_excerpt_corpus.jsonl"
 CFG = G2ConSConfig(theta_co=2, theta_sem=0.1)
@@ -103,3 +103,19 @@ def test_with_spare_makes_the_first_append_in_place() -> None:
     b = appended(a, [[6, 7]])
     assert np.shares_memory(a, b)
     np.testing.assert_array_equal(b, np.arange(8).reshape(4, 2))
+
+
+@pytest.mark.parametrize("n_points", [0, 1, 7, 300])
+def test_spliced_equals_np_insert(n_points: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The slice-copy insertion equals np.insert (ascending points, repeats, both ends), and so does its fallback."""
+    rng = np.random.default_rng(n_points)
+    a = rng.integers(0, 1000, 500).astype(np.int32)
+    where = np.sort(np.concatenate([rng.integers(0, len(a) + 1, n_points), [0, len(a)][: min(n_points, 2)]]))
+    where = where.astype(np.int64)
+    values = rng.integers(0, 1000, len(where))
+    want = np.insert(a, where, values.astype(a.dtype))
+    got = spliced(a, where, values)
+    assert got.dtype == a.dtype
+    np.testing.assert_array_equal(got, want)
+    monkeypatch.setattr(trickle_store, "SLICED_MAX", 0)
+    np.testing.assert_array_equal(spliced(a, where, values), want)
