@@ -93,6 +93,10 @@ def job_drift(args: argparse.Namespace) -> dict[str, Any]:
     cut = int(0.9 * len(docs))
     base, rest = [docs[i] for i in order[:cut]], [docs[i] for i in order[cut:]]
     fresh, fresh_s = _timed(lambda: G2ConSIndex.build(docs, embedder=emb))
+    if args.defer:  # the concept-graph update of small adds waits, here on any corpus size (update.Deferred)
+        from g2cons_plugins import update
+
+        update.DEFER_MIN_CHUNKS, update.DEFER_CHUNKS = 0, args.defer
     idx = G2ConSIndex.build(base, embedder=emb)
     t0 = time.perf_counter()
     for s in range(0, len(rest), args.batch):
@@ -106,6 +110,9 @@ def job_drift(args: argparse.Namespace) -> dict[str, Any]:
         "n_batches": -(-len(rest) // args.batch),
         "fresh_build_s": fresh_s,
         "trickle_adds_s": trickle_s,
+        "defer_chunks": args.defer,
+        "waiting_chunks": 0 if idx.snapshot.pending is None or idx.snapshot.pending.deferred is None
+        else int(idx.snapshot.pending.deferred.chunks.shape[0]),
         "graph": {"fresh": fresh.stats.to_dict(), "trickled": idx.stats.to_dict()},
     }
     cr: dict[str, Any] = {"fresh": _cr(fresh, questions), "trickled": _cr(idx, questions)}
@@ -163,6 +170,7 @@ def main() -> None:
     ap.add_argument("--corpus", default=str(corpus.DATA / "musique/ketrag500_corpus.jsonl"))
     ap.add_argument("--questions", default=str(corpus.DATA / "musique/ketrag500_questions.jsonl"))
     ap.add_argument("--batch", type=int, default=10)
+    ap.add_argument("--defer", type=int, default=0, help="drift: added chunks whose graph update may wait (0: none)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     if args.what == "_speed_job":
