@@ -32,6 +32,7 @@ from .config import G2ConSConfig
 from .embedders import Embedder, validate_embeddings
 from .errors import InputError
 from .state import Stored, binary, freeze
+from .storage.growable import growable
 from .storage.memory import drop_mapped_pages
 from .text import Tokenizer, count_tokens_batch
 
@@ -75,9 +76,14 @@ def appended(prev: np.ndarray, rows: np.ndarray) -> np.ndarray:
             and n > 0
             and prev.__array_interface__["data"][0] == buf.__array_interface__["data"][0]
         ):
-            buf = np.empty((n + k + max(int(SPARE * (n + k)), 16),) + prev.shape[1:], prev.dtype)
-            buf[:n] = prev
-            drop_mapped_pages([prev])  # a loaded array's file pages, read once by the copy
+            rows_cap = n + k + max(int(SPARE * (n + k)), 16)
+            mapped = growable(prev, rows_cap)  # a loaded array: its rows stay the file's pages (no copy)
+            if mapped is not None:
+                buf = mapped
+            else:
+                buf = np.empty((rows_cap,) + prev.shape[1:], prev.dtype)
+                buf[:n] = prev
+                drop_mapped_pages([prev])  # a loaded array's file pages, read once by the copy
             weakref.finalize(buf, _BUFFERS.pop, id(buf), None)
         buf[n : n + k] = rows
         _BUFFERS[id(buf)] = (weakref.ref(buf), n + k)

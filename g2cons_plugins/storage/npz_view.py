@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .growable import register_file_map
+
 __all__ = ["NpzView"]
 
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature, ..., file name length, extra field length (30 bytes)
@@ -46,6 +48,8 @@ class NpzView:
         with self.path.open("rb") as fh:
             size = fh.seek(0, 2)
             self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else None
+        if self._map is not None:
+            register_file_map(self._map, self.path)  # its arrays can grow without a copy (storage.growable)
 
     def __getitem__(self, name: str) -> np.ndarray:
         info = self._infos.get(name)
