@@ -415,10 +415,23 @@ class UnitANN:
     # 0.987 at 4x (+3.5 ms) (benchmarks/scale/results/ann_default.md)
     OVERFETCH = 2
 
-    def __init__(self, shared: _Shared, keys: np.ndarray, params: UnitANNParams) -> None:
+    def __init__(
+        self,
+        shared: _Shared,
+        keys: np.ndarray,
+        params: UnitANNParams,
+        pending: np.ndarray | None = None,
+        pending_vecs: np.ndarray | None = None,
+    ) -> None:
         keys = np.ascontiguousarray(keys, dtype=np.uint64)
         keys.flags.writeable = False
         self._shared, self.keys, self.params = shared, keys, params
+        # units added since a memory-mapped graph was loaded, not in it (see moved_unit_ann): keys (sorted) and
+        # float32 vectors; every search returns them as candidates
+        self.pending = np.zeros(0, np.uint64) if pending is None else np.asarray(pending, np.uint64)
+        self.pending_vecs = (
+            np.zeros((0, 0), np.float32) if pending_vecs is None else np.asarray(pending_vecs, np.float32)
+        )
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -469,12 +482,14 @@ class UnitANN:
                 return None
             total = len(sh.graph)
             want = max(int(self.OVERFETCH * k), self.params.expansion_search)
-            count = min(total, want if sh.head is self else want + max(0, total - len(self)))
+            held = len(self) - len(self.pending)  # this snapshot's units in the graph; others' are dropped
+            count = min(total, want if sh.head is self else want + max(0, total - held))
             q = np.asarray(query, dtype=np.float32)
+            extra = self.positions(self.pending) if len(self.pending) else np.zeros(0, np.int64)
             while count < total:  # asked for every node: every unit (an HNSW search may not reach them all)
                 found = self.positions(np.asarray(sh.graph.search(q, max(count, 1), threads=1).keys))
-                if len(found) >= min(k, len(self)):
-                    return found
+                if len(found) + len(extra) >= min(k, len(self)):
+                    return np.concatenate([found, extra]) if len(extra) else found
                 count = min(total, 2 * count)
             return np.arange(len(self), dtype=np.int64)
 
@@ -498,14 +513,16 @@ class UnitANN:
         to its key set); call under :meth:`_Shared.reading`. Vectors of units missing from it cannot be had here,
         so a copy only drops foreign keys; a key it lacks is a unit a newer snapshot removed."""
         sh = self._shared
-        if sh.head is self:
+        if sh.head is self and not len(self.pending):
             return sh.graph
         graph = sh.graph.copy()
         graph.expansion_search = self.params.expansion_search
         held = sh.head.keys if sh.head is not None else np.asarray(graph.keys, dtype=np.uint64)
         stale = np.setdiff1d(held, self.keys)
         if len(stale):
-            graph.remove(stale)
+            graph.remove(stale[graph.contains(stale)])
+        if len(self.pending):
+            graph.add(self.pending, self.pending_vecs, threads=available_threads())
         return graph
 
 
@@ -557,6 +574,9 @@ def moved_unit_ann(
     removed = np.sort(prev.keys[~held])  # no sort of every key
     vecs = np.asarray(vectors, dtype=np.float32)
     sh = prev._shared
+    lazy = _pending_after(prev, keys, added, removed, vecs)
+    if lazy is not None:
+        return lazy
     with sh.writing():
         in_place = sh.head is prev and not sh.view
         if in_place:
@@ -580,6 +600,32 @@ def moved_unit_ann(
         ann = UnitANN(target, keys, params)
         target.head = ann
     return ann
+
+
+# units a snapshot may hold outside a memory-mapped graph (UnitANN.pending): every search re-scores them exactly
+# (a few hundred microseconds per thousand), and adding them to the graph needs a copy of it in memory (2.5 s for
+# the 625 MB graph of 1M passages), made once they are more
+PENDING_MAX = 1024
+
+
+def _pending_after(
+    prev: UnitANN, keys: np.ndarray, added: np.ndarray, removed: np.ndarray, vecs: np.ndarray
+) -> UnitANN | None:
+    """The next snapshot's index without touching a memory-mapped graph (None where the graph is in memory, or
+    the units outside it would pass :data:`PENDING_MAX`): the added units are pending (their keys new, their
+    vectors kept), the removed ones left in the graph (a search drops keys the snapshot does not hold)."""
+    sh = prev._shared
+    if not sh.view or len(prev.pending) + len(added) > PENDING_MAX:
+        return None
+    with sh.writing():  # new keys are taken under the gate, as an update in place takes them
+        keys[added] = np.arange(sh.next_key, sh.next_key + len(added), dtype=np.uint64)
+        sh.next_key += len(added)
+    kept = ~np.isin(prev.pending, removed)
+    pending = np.concatenate([prev.pending[kept], keys[added]])
+    rows = [prev.pending_vecs[kept]] if len(prev.pending) else []
+    pend_vecs = np.concatenate(rows + [vecs[added]]) if len(pending) else np.zeros((0, vecs.shape[1]), np.float32)
+    order = np.argsort(pending, kind="stable")
+    return UnitANN(sh, keys, prev.params, pending[order], pend_vecs[order])
 
 
 # ---------------------------------------------------------------------------------------------- persistence

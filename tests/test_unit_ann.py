@@ -193,8 +193,9 @@ def test_saved_with_the_snapshot_and_mapped_on_load(
     again = G2ConSIndex.load(tmp_path / "again")
     assert again.snapshot.unit_ann.keys.tolist() == la.keys.tolist()
     _same(again.retrieve(_questions(1)[0], beta=700), ann.retrieve(_questions(1)[0], beta=700))
-    loaded.add([{"id": "new-1", "text": "The Lantern Guild was founded in Ostravel by Mira Quell."}])  # on a copy
-    assert not loaded.snapshot.unit_ann._shared.view and len(loaded.snapshot.unit_ann) == len(loaded.units)
+    loaded.add([{"id": "new-1", "text": "The Lantern Guild was founded in Ostravel by Mira Quell."}])
+    na = loaded.snapshot.unit_ann  # the new unit waits outside the mapped graph (pending), which is not copied
+    assert na._shared.view and len(na.pending) == 1 and len(na) == len(loaded.units)
     assert la._shared.view and len(la._shared.graph) == len(la)  # the mapped graph is never written
     monkeypatch.undo()
     rebuilt = G2ConSIndex.load(tmp_path / "idx", rebuild=True).snapshot.unit_ann  # rebuild: the files are ignored
@@ -328,3 +329,52 @@ def test_trickle_updates_update_the_unit_index_in_place() -> None:
     for q in _questions(4):
         got, want = idx.retrieve(q, beta=600, strategy="dense"), exact.retrieve(q, beta=600, strategy="dense")
         _same(got, want)
+
+
+def test_units_added_to_a_mapped_graph_wait_outside_it(
+    pair: tuple[G2ConSIndex, G2ConSIndex], docs: list[dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Adds and removes on a loaded (memory-mapped) graph leave it untouched: new units are pending (every search
+    re-scores them), removed ones are dropped by key; results equal an exact build of the same chunks; past
+    PENDING_MAX the graph is copied and holds them all; a save writes them into the graph; a pickle keeps them."""
+    base = G2ConSIndex.build(docs[:300], embedder="hash", config=ANN_ALL)
+    base.save(tmp_path / "idx")
+    idx = G2ConSIndex.load(tmp_path / "idx")
+    graph = idx.snapshot.unit_ann._shared.graph
+    extra = G2ConSIndex.build(docs[300:], embedder="hash").chunks
+    idx.add(list(extra[:40]))
+    drop = [docs[5]["id"], docs[77]["id"], extra[3].id]
+    idx.remove(drop)
+    ann = idx.snapshot.unit_ann
+    assert ann._shared.graph is graph and len(graph) == len(base.units)  # not written, not copied
+    assert 0 < len(ann.pending) < 40 * 3 and set(ann.pending.tolist()) <= set(ann.keys.tolist())
+    fresh = G2ConSIndex.build([d for d in docs[:340] if d["id"] not in drop], embedder="hash")
+    for q in _questions(8):
+        _same(idx.retrieve(q, beta=800), fresh.retrieve(q, beta=800))
+    clone = pickle.loads(pickle.dumps(ann))
+    assert len(clone._shared.graph) == len(clone) == len(ann) and not len(clone.pending)
+    idx.save(tmp_path / "again")
+    again = G2ConSIndex.load(tmp_path / "again").snapshot.unit_ann
+    assert len(again._shared.graph) == len(again) == len(ann) and not len(again.pending)
+    monkeypatch.setattr(vector_index, "PENDING_MAX", len(ann.pending))
+    idx.add(list(extra[40:45]))
+    full = idx.snapshot.unit_ann
+    assert not full._shared.view and not len(full.pending) and len(full._shared.graph) == len(idx.units)
+    fresh = G2ConSIndex.build([d for d in docs[:345] if d["id"] not in drop], embedder="hash")
+    for q in _questions(8):
+        _same(idx.retrieve(q, beta=800), fresh.retrieve(q, beta=800))
+
+
+def test_a_search_returns_the_pending_units(docs: list[dict[str, str]], tmp_path: Path) -> None:
+    """With a small search (ef 8 of hundreds of units), a pending unit is among the candidates of a query equal to
+    its own vector: pending units are always re-scored."""
+    small = G2ConSConfig(ann_threshold=1, ann_expansion_search=8)
+    G2ConSIndex.build(docs[:300], embedder="hash", config=small).save(tmp_path / "idx")
+    idx = G2ConSIndex.load(tmp_path / "idx")
+    idx.add(list(G2ConSIndex.build(docs[300:303], embedder="hash").chunks))
+    snap = idx.snapshot
+    ann = snap.unit_ann
+    assert len(ann.pending) and len(ann) > 100
+    for pos in ann.positions(ann.pending).tolist():
+        found = ann.search(np.asarray(snap.stored.unit_vecs[pos]), 1)
+        assert found is not None and pos in found.tolist() and len(found) < len(ann)
