@@ -51,6 +51,7 @@ from .lexical import QueryBM25, sorted_unique
 from .snapshot import HasSnapshot, Snapshot, as_snapshot
 from .tables import unit_fields
 from .validate import positive_int
+from .wide_rows import Matrix, as_csr, row, rows_union
 
 STRATEGIES = ("bridge", "paper", "dense", "ppr", "e2")
 SPREAD_REF = 0.1  # score_scale="spread": a query whose cosines have this std gets bridge_bonus / lexical_weight as is
@@ -312,10 +313,10 @@ class HybridScores(DenseScores):
             K = min(4 * K, self.n)
 
 
-def _units_of(unit_concepts: sp.csr_matrix, concepts: Sequence[int] | np.ndarray) -> np.ndarray:
+def _units_of(unit_concepts: Matrix, concepts: Sequence[int] | np.ndarray) -> np.ndarray:
     if len(concepts) == 0:
         return np.zeros(0, dtype=np.int64)
-    return np.unique(unit_concepts[np.asarray(concepts)].indices)
+    return rows_union(unit_concepts, concepts)
 
 
 _MIN_TOKENS: weakref.WeakKeyDictionary[Snapshot, int] = weakref.WeakKeyDictionary()
@@ -543,7 +544,7 @@ def _paper(index: Snapshot, qv: np.ndarray, dense: np.ndarray, beta: int) -> lis
                 break
         return f.items
     for c in seeds:  # local reranking, seed by seed
-        us = dv.unit_concepts[c].indices
+        us = _row(dv.unit_concepts, c)
         for u in us[_stable_desc(dense[us])]:
             f.add(
                 int(u),
@@ -562,9 +563,10 @@ def _paper(index: Snapshot, qv: np.ndarray, dense: np.ndarray, beta: int) -> lis
     return f.items
 
 
-def _row(M: sp.csr_matrix, i: int) -> np.ndarray:
-    """Column indices of row i of a csr matrix, without scipy's per-call overhead."""
-    return M.indices[M.indptr[i] : M.indptr[i + 1]]
+def _row(M: Matrix, i: int) -> np.ndarray:
+    """Column indices of row i of a csr matrix (or :class:`~g2cons_plugins.wide_rows.WideRows`), without scipy's
+    per-call overhead."""
+    return row(M, i)
 
 
 def _lexical_seeds(lexical: QueryBM25 | tuple[np.ndarray, np.ndarray], seeds: list[int], n: int) -> list[int]:
@@ -718,7 +720,7 @@ def _ppr(index: Snapshot, query: str, dense: np.ndarray, beta: int) -> list[Retr
     n_c, n_u = len(dv.vocab), len(st.units)
     qc = query_concepts(index, query)
     # graph over concepts + units: concept edges (Dice) and concept-unit links (weight 1)
-    B = dv.unit_concepts
+    B = as_csr(dv.unit_concepts)
     H = sp.bmat([[dv.A, B], [B.T, None]], format="csr")
     p = np.zeros(n_c + n_u)
     if qc:

@@ -47,6 +47,7 @@ from .storage.memory import release_free_memory
 from .tables import chunk_id_view, unit_text_view
 from .terms import TermIndex, analyze, share, top_concepts
 from .text import Tokenizer, count_tokens_batch
+from .wide_rows import Matrix, WideRows
 
 __all__ = [
     "Derived",
@@ -77,7 +78,7 @@ class Derived:
     sent_inc: sp.csr_matrix  # sentences x concepts
     unit_inc: sp.csr_matrix  # units x concepts
     chunk_inc: sp.csr_matrix  # chunks x concepts (T_w as columns)
-    unit_concepts: sp.csr_matrix  # concepts x units (transpose of unit_inc, csr for fast row access)
+    unit_concepts: Matrix  # concepts x units (transpose of unit_inc, for fast row access: wide_rows.row)
     concept_vecs: np.ndarray
     sentence_counts: np.ndarray  # |S_w|
     df: np.ndarray  # |T_w|: number of chunks containing w
@@ -88,7 +89,7 @@ class Derived:
     names: list[str]  # bridge vocabulary (see concepts.name_vocabulary)
     name_df: np.ndarray
     unit_names: sp.csr_matrix  # units x names
-    name_units: sp.csr_matrix  # names x units
+    name_units: Matrix  # names x units
     stats: GraphStats
     terms: TermIndex  # per-sentence word counts: an add analyses only new sentences
     # per concept: the norm of its vector's unnormalised sum (graph.concept_sums), so a trickle update adds or takes
@@ -230,7 +231,7 @@ def freeze(obj: Any) -> Any:
             a = getattr(obj, name, None)
             if isinstance(a, np.ndarray):
                 a.flags.writeable = False
-    elif isinstance(obj, (Derived, EdgeSet, NearPairs)):
+    elif isinstance(obj, (Derived, EdgeSet, NearPairs, WideRows)):
         for f in fields(obj):
             freeze(getattr(obj, f.name))
     elif isinstance(obj, TermIndex):

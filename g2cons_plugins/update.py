@@ -45,6 +45,7 @@ from .state import Derived, Stored, binary, freeze, level_vectors
 from .storage.memory import drop_mapped_pages
 from .terms import TermIndex, analyze
 from .trickle_store import Inserted, RowMap, insert_rows, spliced
+from .wide_rows import Matrix, WideRows, with_columns
 
 __all__ = [
     "DEFER_CHUNKS",
@@ -311,11 +312,19 @@ def flushed(dv: Derived, pd: Pending, st: Stored, config: G2ConSConfig, force: b
     return _regraph(dv, dv, pd, st, pd.live, (wait.chunks, 1), wait.moved, config, force, wait.rows)
 
 
-def _grown_t(T: sp.csr_matrix, rows: sp.csr_matrix, at: np.ndarray) -> sp.csr_matrix:
+def _grown_t(T: Matrix, rows: sp.csr_matrix, at: np.ndarray) -> Matrix:
     """The transpose ``T`` (columns x units) of an incidence with the new units' ``rows`` appended as columns
-    ``at`` (after every old unit, ascending): each new entry goes at the end of its row (no sort of the touched
-    rows; one copy of the arrays, by slices: :func:`~g2cons_plugins.trickle_store.spliced`), equal to the
-    transpose of the grown incidence."""
+    ``at`` (after every old unit, ascending): the new entries go into ``T``'s part of appended columns
+    (:class:`~g2cons_plugins.wide_rows.WideRows`; no copy of the rest), equal to the transpose of the grown
+    incidence."""
+    base = T.base if isinstance(T, WideRows) else T
+    tail = T.tail if isinstance(T, WideRows) else sp.csr_matrix((base.shape[0], 0), dtype=base.dtype)
+    return with_columns(T, _grown_csr_t(tail, rows, np.asarray(at, np.int64) - base.shape[1]))
+
+
+def _grown_csr_t(T: sp.csr_matrix, rows: sp.csr_matrix, at: np.ndarray) -> sp.csr_matrix:
+    """:func:`_grown_t` of a csr matrix: each new entry goes at the end of its row (no sort of the touched rows;
+    one copy of the arrays, by slices: :func:`~g2cons_plugins.trickle_store.spliced`)."""
     R = sp.csr_matrix(rows).tocoo()
     unit = np.asarray(at, np.int64)[R.row]
     order = np.lexsort((unit, R.col))  # by row of T, then unit: each row's new entries in ascending order

@@ -16,6 +16,7 @@ from g2cons_plugins.graph import adjacency
 from g2cons_plugins.snapshot import Snapshot, refreshed, with_added, with_removed
 from g2cons_plugins.storage.derived_io import differences
 from g2cons_plugins.trickle_store import appended, spliced, with_spare
+from g2cons_plugins.wide_rows import as_csr, row
 
 EXCERPT = Path(__file__).resolve().parents[1] / "examples" / "data" / "musique_excerpt_corpus.jsonl"
 CFG = G2ConSConfig(theta_co=2, theta_sem=0.1)
@@ -68,8 +69,11 @@ def test_appends_in_place_keep_every_snapshot_right(docs: list[dict[str, str]]) 
     for snap, rows in cases:
         dv = snap.derived
         assert (adjacency(dv.edges, len(dv.vocab)) != dv.A).nnz == 0
-        for T, M in ((dv.unit_concepts, dv.unit_inc), (dv.name_units, dv.unit_names)):
+        for W, M in ((dv.unit_concepts, dv.unit_inc), (dv.name_units, dv.unit_names)):
+            T = as_csr(W)
             assert T.shape == M.T.shape and (M.T.tocsr() != T).nnz == 0 and T.has_sorted_indices
+            for i in range(T.shape[0]):
+                np.testing.assert_array_equal(row(W, i), T.indices[T.indptr[i] : T.indptr[i + 1]])
             np.testing.assert_array_equal(T.indptr, M.T.tocsr().indptr)
         fresh = G2ConSIndex.build(rows, embedder="hash", config=CFG)
         r = refreshed(snap)

@@ -25,6 +25,7 @@ from ..config import G2ConSConfig
 from ..errors import InputError
 from ..index import G2ConSIndex
 from ..retrieval import RetrievedItem, fill_ranked, retrieve
+from ..wide_rows import row
 
 # the paper's Table 4 ablations of its own walk (mode="paper"), as config changes
 ABLATIONS: dict[str, dict[str, Any]] = {
@@ -184,7 +185,7 @@ def keyword_retrieve(
     tok = 0
     cap = pool_factor * beta
     for c in ranked:
-        us = dv.unit_concepts[c].indices
+        us = row(dv.unit_concepts, c)
         stop = False
         for u in us[np.lexsort((us, -dense[us]))]:
             if u in seen:

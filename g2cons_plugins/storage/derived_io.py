@@ -40,6 +40,7 @@ from ..errors import PersistError
 from ..graph import EdgeSet, GraphStats, NearPairs, graph_stats
 from ..state import Derived, Stored, freeze
 from ..terms import TermIndex
+from ..wide_rows import Matrix, as_csr
 from .memory import drop_mapped_pages
 from .npz_view import NpzView
 from .stored_io import fsync_write
@@ -105,8 +106,8 @@ def write_derived(folder: Path, dv: Derived, config: G2ConSConfig) -> None:
     arrays: dict[str, np.ndarray] = {}
     shapes: dict[str, list[int]] = {}
 
-    def put_sparse(name: str, M: sp.csr_matrix) -> None:
-        M = sp.csr_matrix(M)
+    def put_sparse(name: str, M: Matrix) -> None:
+        M = sp.csr_matrix(as_csr(M))
         arrays[f"{name}.data"] = np.ascontiguousarray(M.data)
         arrays[f"{name}.indices"] = np.ascontiguousarray(M.indices)
         arrays[f"{name}.indptr"] = np.ascontiguousarray(M.indptr)
