@@ -127,7 +127,8 @@ def growable(a: np.ndarray, rows: int) -> np.ndarray | None:
     finally:
         os.close(fd)
     raw = (ctypes.c_char * (rows * row_bytes)).from_address(addr + lead)
-    weakref.finalize(raw, _LIBC.munmap, addr, total)
+    release = weakref.finalize(raw, _LIBC.munmap, addr, total)
+    release.atexit = False  # at exit the process's maps go with it; unmapping then could pull memory from under views
     out = np.ndarray((rows, *a.shape[1:]), dtype=a.dtype, buffer=memoryview(raw))  # views: it is their base
     if len(a) and not (np.array_equal(out[0], a[0]) and np.array_equal(out[len(a) - 1], a[-1])):
         return None  # not the bytes the view reads (the map was not of this file): copy instead
