@@ -90,7 +90,7 @@ PAIR_WORK_SHARE = 0.25
 # concepts its chunks touch to a later update while at most DEFER_CHUNKS added chunks wait (:class:`Deferred`):
 # one chunk's concepts include frequent ones whose every edge and near pair is re-decided (about a million pairs
 # at 1M passages, 6 s), and the waiting chunks are re-graphed together at the add that passes DEFER_CHUNKS, the
-# next removal, or a refresh (benchmarks/scale/results/deferred_graph.md)
+# next removal, or a refresh (benchmarks/scale/results/add_stream_1m.md)
 DEFER_MIN_CHUNKS = 200_000
 DEFER_CHUNKS = 64
 
