@@ -219,7 +219,8 @@ def find_pairs(rows: np.ndarray, cols: np.ndarray, a: np.ndarray, b: np.ndarray)
         inside = pos < len(keys)
         found[inside] = keys[pos[inside]] == want[inside]
         return pos, found
-    return _search_ranges(cols, np.searchsorted(rows, a, side="left"), np.searchsorted(rows, a, side="right"), b)
+    a_ = a.astype(rows.dtype, copy=False)  # searchsorted copies ``rows`` to a wider type of needle (int32 pairs)
+    return _search_ranges(cols, np.searchsorted(rows, a_, side="left"), np.searchsorted(rows, a_, side="right"), b)
 
 
 def _search_ranges(

@@ -61,8 +61,8 @@ class NearPairs:
     @classmethod
     def empty(cls) -> NearPairs:
         """No near pairs (margin 0): an index saved before they existed, or ``mode="paper"``."""
-        z = np.zeros(0, np.int64)
-        return cls(z, z, z.astype(np.int32), z.astype(np.float32), 0.0)
+        z = np.zeros(0, np.int32)
+        return cls(z, z, z, z.astype(np.float32), 0.0)
 
 
 @dataclass(frozen=True)
@@ -136,12 +136,20 @@ def build_edges(
 
 
 def _sorted_pairs(blocks: list[Block], n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The blocks' pairs concatenated and sorted by (row, col) (pairs are unique): rows, cols (int64), Co,
-    cosines."""
+    """The blocks' pairs concatenated and sorted by (row, col) (pairs are unique): rows, cols (:func:`pair_ids`),
+    Co, cosines."""
     r, c, k = (np.concatenate([b[i] for b in blocks]) if blocks else np.zeros(0, np.int32) for i in range(3))
     cos = np.concatenate([b[3] for b in blocks]) if blocks else np.zeros(0, np.float32)
     order = np.argsort(r.astype(np.int64) * n + c)
-    return r[order].astype(np.int64), c[order].astype(np.int64), k[order], cos[order]
+    ids = pair_ids(n)
+    return r[order].astype(ids), c[order].astype(ids), k[order], cos[order]
+
+
+def pair_ids(n_concepts: int) -> type[np.signedinteger]:
+    """The integer type of the concept ids of stored pairs (edges, near pairs): int32 below 2**31 concepts
+    (half the memory and disk of int64: at 1M passages the edges and near pairs are the largest arrays an update
+    copies), else int64. An index saved with int64 pairs keeps them; an update keeps the type it finds."""
+    return np.int32 if n_concepts < 2**31 else np.int64
 
 
 THREADS_ENV = "G2CONS_NUM_THREADS"

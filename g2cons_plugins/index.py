@@ -39,6 +39,7 @@ from .retrieval import RetrievedItem
 from .selection import SelectionReport
 from .snapshot import Snapshot, make_snapshot, refreshed, with_added, with_removed
 from .state import Derived, Stored, store, with_vectors
+from .storage.memory import release_free_memory
 from .text import Tokenizer, get_tokenizer
 
 __all__ = ["G2ConSIndex"]
@@ -141,6 +142,7 @@ class G2ConSIndex:
         new = make_chunks(chunks)
         with self._write_lock:
             self._snapshot = with_added(self._snapshot, new, show_progress, exact)
+            release_free_memory()  # the temporaries of the update and the replaced snapshot's arrays
 
     def remove(self, ids: Iterable[Any], exact: bool | None = None) -> None:
         """Remove chunks by id (unknown ids raise, nothing is removed then). Removed chunks are never retrieved
@@ -151,12 +153,14 @@ class G2ConSIndex:
         id_list = list(ids)
         with self._write_lock:
             self._snapshot = with_removed(self._snapshot, id_list, exact)
+            release_free_memory()
 
     def refresh(self) -> None:
         """Recompute the derived state after trickle updates, so the index equals a fresh build on its chunks
         exactly (nothing is re-embedded); a no-op when :attr:`refreshed`. Atomic like :meth:`add`."""
         with self._write_lock:
             self._snapshot = refreshed(self._snapshot)
+            release_free_memory()
 
     @property
     def refreshed(self) -> bool:

@@ -26,7 +26,7 @@ from .graph import GraphStats
 from .lexical import LexicalIndex
 from .positions import ChunkPositions, UnitPositions
 from .state import Derived, Stored, derive, store
-from .storage.memory import drop_mapped_pages, state_arrays
+from .storage.memory import drop_mapped_pages, release_free_memory, state_arrays
 from .tables import ChunkTable
 from .terms import TermIndex
 from .terms import update as update_terms
@@ -275,6 +275,7 @@ def _trickled(
     old_units: np.ndarray,
 ) -> Snapshot:
     """The snapshot after a trickle update; ``old_units``: per unit of ``st``, its position in ``snap`` (-1: new)."""
+    release_free_memory()  # the derive's temporaries, before the unit index may take a copy of its graph
     unit_ann = _trickled_ann(snap, st, old_units)
     drop_mapped_pages(state_arrays(snap.stored, snap.derived))  # file pages the update read from a loaded index
     timings = {**st.timings, "update_trickle": time.perf_counter() - t0}

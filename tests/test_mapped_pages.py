@@ -1,11 +1,12 @@
 """A loaded index unmaps the file pages its load checks read (storage.memory.drop_mapped_pages) and still answers
-the same."""
+the same; an update gives the freed heap back (storage.memory.release_free_memory)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from g2cons_plugins import G2ConSIndex
 from g2cons_plugins.storage.memory import drop_mapped_pages
@@ -23,3 +24,21 @@ def test_dropped_pages_read_back_the_same(corpus: list[dict[str, str]], tmp_path
     np.testing.assert_array_equal(A.toarray(), idx.derived.A.toarray())
     np.testing.assert_array_equal(loaded.stored.unit_vecs, idx.stored.unit_vecs)
     assert [(r.unit_id, r.score) for r in loaded.retrieve("Who directed the film?")] == before
+
+
+def test_updates_give_freed_memory_back_after_the_swap(
+    corpus: list[dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """add / remove / refresh return the freed heap pages (malloc_trim) once the new snapshot replaced the old
+    one, so the replaced snapshot's arrays and the update's temporaries are given back, not kept by the process."""
+    import g2cons_plugins.index as index_mod
+
+    idx = G2ConSIndex.build(corpus, embedder="hash")
+    seen: list[object] = []
+    monkeypatch.setattr(index_mod, "release_free_memory", lambda: seen.append(idx.snapshot) or True)
+    before = idx.snapshot
+    idx.add([{"id": "zz-new", "text": "A new passage about the film's director and its studio."}], exact=False)
+    idx.remove(["zz-new"], exact=False)
+    idx.refresh()
+    assert len(seen) == 3
+    assert seen[0] is not before and seen[-1] is idx.snapshot  # called after each swap, on the new snapshot

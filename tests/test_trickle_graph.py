@@ -5,13 +5,15 @@ the rule only for a pair whose cosine is within the moved concepts' movement of 
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from g2cons_plugins import edge_update
 from g2cons_plugins.edge_update import find_pairs, update_edges
-from g2cons_plugins.graph import EdgeSet, NearPairs, adjacency, build_edges
+from g2cons_plugins.graph import EdgeSet, NearPairs, adjacency, build_edges, pair_ids
 
 
 def _incidence(rng: np.random.Generator, n: int, m: int) -> sp.csr_matrix:
@@ -128,12 +130,41 @@ def test_build_edges_keeps_the_band_below_theta() -> None:
     np.testing.assert_array_equal(edges.near.co, Co[r, c][band])
 
 
+@pytest.mark.parametrize("sign", [1, -1])
+def test_pairs_keep_their_integer_type(sign: int) -> None:
+    """build_edges stores the pairs' concept ids as int32; an update keeps the type it finds, so an index saved
+    with int64 pairs (before they were int32) updates to the same pairs, still int64."""
+    edges, after, changed, V2, moved, step, df, theta_co = _case(11, sign, 0.2)
+    assert edges.rows.dtype == edges.cols.dtype == np.int32
+    assert edges.near.rows.dtype == edges.near.cols.dtype == np.int32
+    wide = dataclasses.replace(
+        edges,
+        rows=edges.rows.astype(np.int64),
+        cols=edges.cols.astype(np.int64),
+        near=dataclasses.replace(
+            edges.near, rows=edges.near.rows.astype(np.int64), cols=edges.near.cols.astype(np.int64)
+        ),
+    )
+    redo = moved[step > 0.1]
+    got, A = update_edges(edges, after, V2, moved, redo, changed, sign, theta_co, df)
+    got64, A64 = update_edges(wide, after, V2, moved, redo, changed, sign, theta_co, df)
+    for pairs, pairs64 in ((got, got64), (got.near, got64.near)):
+        assert pairs.rows.dtype == pairs.cols.dtype == np.int32
+        assert pairs64.rows.dtype == pairs64.cols.dtype == np.int64
+        for f in ("rows", "cols", "co", "cosine"):
+            np.testing.assert_array_equal(getattr(pairs, f), getattr(pairs64, f), err_msg=f)
+    for f in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(A, f), getattr(A64, f), err_msg=f)
+    assert pair_ids(2**31 - 1) is np.int32 and pair_ids(2**31) is np.int64
+
+
 @pytest.mark.parametrize("n_queries", [3, 300])  # searches in row ranges / one search in the keys
-def test_find_pairs(n_queries: int) -> None:
+@pytest.mark.parametrize("ids", [np.int32, np.int64])  # pairs as built / as saved before they were int32
+def test_find_pairs(n_queries: int, ids: type) -> None:
     """Positions of present pairs, insertion points of absent ones, as a search over (row, col) keys gives."""
     rng = np.random.default_rng(0)
     key = np.unique(rng.integers(0, 400, 150))
-    rows, cols = key // 20, key % 20
+    rows, cols = (key // 20).astype(ids), (key % 20).astype(ids)
     a, b = rng.integers(0, 20, n_queries), rng.integers(0, 20, n_queries)
     a[0], b[0] = 19, 19  # past the last pair
     pos, found = find_pairs(rows, cols, a, b)

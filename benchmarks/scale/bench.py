@@ -11,9 +11,10 @@ includes embedding the question; real MuSiQue questions, default ``retrieve`` se
 saved index as a serving process would, add 1, 10 and 100 new chunks one call each: the trickle row; then the next
 1%, then remove 1% of the original ids, then ``refresh()``, which every save does first). Peak RSS per phase is
 sampled every 20 ms by a thread (``/proc/self/statm``); ``ru_maxrss`` is the process-wide peak; "resident after
-load" is the RSS right after ``load`` returns. Writes ``OUT.json``, ``OUT.md`` (a table, each size's update and
-query ratios, and the scale targets at 80k and 1M where those sizes were run) and ``OUT.png`` (a plot);
-``--render OUT.json`` re-writes the last two from saved results.
+load" is the RSS right after ``load`` returns, "after adds" the RSS once the adds (before the removal) are
+done. Writes ``OUT.json``, ``OUT.md`` (a table, each size's update and query ratios, and the scale targets at 80k
+and 1M where those sizes were run) and ``OUT.png`` (a plot); ``--render OUT.json`` re-writes the last two from
+saved results.
 """
 
 from __future__ import annotations
@@ -157,6 +158,7 @@ def job_update(n: int, seed: int, path: Path) -> dict[str, Any]:
     out["peak_rss_trickle_mb"] = mem.phase()
     out["add_1pct_s"] = _timed(idx.add, extra)
     out["peak_rss_add_mb"] = mem.phase()
+    out["rss_after_adds_mb"] = round(mem.now() / 2**20, 1)  # what a serving process holds after the adds
     out["remove_1pct_s"] = _timed(idx.remove, drop)
     out["peak_rss_remove_mb"] = mem.phase()
     out["refreshed_before_refresh"] = bool(idx.snapshot.refreshed)
@@ -241,7 +243,7 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines += [
         "",
         "| passages | add 1 / 10 / 100 chunks s | then one chunk at a time: median / mean / max s "
-        "| refresh s (peak RSS MB) | embedded texts per unit | resident after load / after queries MB |",
+        "| refresh s (peak RSS MB) | embedded texts per unit | resident after load / after queries / after adds MB |",
         "|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -255,7 +257,7 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             f"| {r['n_passages']:,} | {trickle} | {fed} | {_get(r, 'refresh_s', 2)} "
             f"({_get(r, 'peak_rss_refresh_mb', 0)}) | "
             f"{_get(r, 'embedded_per_unit', 2)} | {_get(r, 'rss_after_load_mb', 0)} / "
-            f"{_get(r, 'rss_after_queries_mb', 0)} |"
+            f"{_get(r, 'rss_after_queries_mb', 0)} / {_get(r, 'rss_after_adds_mb', 0)} |"
         )
     return "\n".join(lines) + "\n" + targets(rows)
 
