@@ -16,6 +16,7 @@ from the rule only for a pair whose cosine is within twice that slack of theta_s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +48,7 @@ def update_edges(
     theta_co: int,
     df: np.ndarray,
     max_work: float = float("inf"),
+    read: Callable[[], object] | None = None,
 ) -> tuple[EdgeSet, sp.csr_matrix]:
     """``edges`` (with their near pairs) after a few chunks changed, and their adjacency (module doc).
     ``incidence``: the chunk x concept incidence now; ``changed``: the incidence rows of the chunks added
@@ -55,7 +57,8 @@ def update_edges(
     the concepts whose df changed (those of ``changed``) are recomputed. ``n_candidates`` (a statistic) follows
     the redone concepts, the stored pairs and the pairs that became candidates near or above theta_sem (exact
     again at the next full build). Raises :class:`PairWorkExceeded` before looking up more than ``max_work``
-    (chunk, concept) entries for pairs that may have become candidates."""
+    (chunk, concept) entries for pairs that may have become candidates. ``read``: called once ``edges`` are read
+    for the last time, before the adjacency is built (a caller can unmap their file pages there)."""
     m = int(incidence.shape[1])
     theta_co, theta = max(int(theta_co), 1), edges.theta_sem
     low = theta - edges.near.margin
@@ -79,6 +82,9 @@ def update_edges(
     ok1 = cos1 >= low
     n_cand = int(edges.n_candidates - n_old + len(r1) + len(r2) - e.lost - n.lost)
     out = _assembled(edges, e, n, ((r1[ok1], c1[ok1], k1[ok1], cos1[ok1]), (r2, c2, k2, cos2)), df, n_cand)
+    del e, n, r1, c1, k1, cos1, r2, c2, k2, cos2
+    if read is not None:
+        read()
     return out, adjacency(out, m)
 
 

@@ -1,6 +1,7 @@
 """Arrays viewing an index file grow without a copy (g2cons_plugins.storage.growable): the grown buffer reads the
-file's bytes, writes never reach the file or the views of it, a replaced file is never mapped, and a loaded index
-trickle-added this way equals the same adds on the built index."""
+file's bytes, writes never reach the file or the views of it, its file pages can be unmapped without losing a row,
+a replaced file is never mapped, and a loaded index trickle-added this way equals the same adds on the built
+index."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex
 from g2cons_plugins.storage.growable import growable
+from g2cons_plugins.storage.memory import drop_mapped_pages
 from g2cons_plugins.storage.npz_view import NpzView
 from g2cons_plugins.trickle_store import appended
 from g2cons_plugins.wide_rows import as_csr
@@ -69,6 +71,29 @@ def _saved_npy(tmp_path: Path, b: np.ndarray) -> Path:
     return tmp_path / "b.npy"
 
 
+def _rss_file_kb() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("RssFile:"))
+
+
+@linux
+def test_dropped_file_pages_of_a_grown_array_read_back_the_same(tmp_path: Path) -> None:
+    """drop_mapped_pages unmaps the file pages of a grown loaded array (its resident file memory falls) but not the
+    page where appended rows start: every row, the file's and the appended ones, reads back the same."""
+    big = np.random.default_rng(0).random((100_003, 7)).astype(np.float32)  # 2.8 MB, not a whole number of pages
+    np.savez(tmp_path / "big.npz", a=big)
+    va = NpzView(tmp_path / "big.npz")["a"]
+    y = appended(va, np.full((3, 7), 5.0, np.float32))  # the first appended rows share the file's last page
+    assert y.base is not None and not y.base.flags.owndata
+    assert float(y.sum()) > 0  # every page read: resident
+    before = _rss_file_kb()
+    assert drop_mapped_pages([y]) == 1
+    assert before - _rss_file_kb() >= 2_000  # KB: most of the 2.8 MB of file pages
+    np.testing.assert_array_equal(y[: len(big)], big)
+    np.testing.assert_array_equal(y[len(big) :], np.full((3, 7), 5.0))
+    assert drop_mapped_pages([np.arange(3), np.ones((2, 2))[1:]]) == 0  # arrays of plain memory: nothing
+
+
 @linux
 def test_a_replaced_file_is_copied_not_mapped(tmp_path: Path) -> None:
     path, a, _ = _npz(tmp_path)
@@ -107,3 +132,12 @@ def test_adds_to_a_loaded_index_equal_adds_to_the_built_one(tmp_path: Path) -> N
     again = G2ConSIndex.load(tmp_path / "i")  # the files are as saved
     assert again.snapshot.stored.unit_vecs.shape[0] == n_saved
     np.testing.assert_array_equal(again.snapshot.stored.unit_vecs, a.stored.unit_vecs[:n_saved])
+    for idx in (built, loaded):  # a removal unmaps the grown arrays' file pages as it copies them
+        idx.remove([d["id"] for d in docs[10:14]] + ["d0102"], exact=False)
+    a, b = built.snapshot, loaded.snapshot
+    np.testing.assert_array_equal(a.stored.unit_vecs, b.stored.unit_vecs)
+    for name in ("chunk_inc", "unit_inc", "unit_concepts"):
+        assert (as_csr(getattr(a.derived, name)) != as_csr(getattr(b.derived, name))).nnz == 0, name
+    np.testing.assert_array_equal(a.derived.concept_vecs, b.derived.concept_vecs)
+    np.testing.assert_array_equal(a.derived.pagerank, b.derived.pagerank)
+    assert [r.unit_id for r in built.retrieve(q)] == [r.unit_id for r in loaded.retrieve(q)]

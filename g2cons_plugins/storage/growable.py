@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["growable", "register_file_map"]
+__all__ = ["drop_clean_pages", "growable", "register_file_map"]
 
 _PROT_RW = 0x1 | 0x2
 _MAP_PRIVATE, _MAP_FIXED, _MAP_ANONYMOUS, _MAP_NORESERVE = 0x02, 0x10, 0x20, 0x4000
@@ -35,6 +35,9 @@ _FAILED = ctypes.c_void_p(-1).value
 _LOCK = threading.Lock()
 FileId = tuple[int, int, int, int]  # device, inode, size, modification time (ns)
 _MAPS: dict[int, tuple[weakref.ref[Any], str, int, FileId]] = {}  # id(mmap) -> (it, its file, its address, file id)
+# id(buffer of growable) -> (it, address, bytes): its whole file pages before the one where appended rows start
+_CLEAN: dict[int, tuple[weakref.ref[Any], int, int]] = {}
+_MADV_DONTNEED = 4
 
 
 def _libc() -> Any:
@@ -48,6 +51,8 @@ def _libc() -> Any:
     libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
     libc.munmap.restype = ctypes.c_int
     libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+    libc.madvise.restype = ctypes.c_int
+    libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
     return libc
 
 
@@ -129,7 +134,25 @@ def growable(a: np.ndarray, rows: int) -> np.ndarray | None:
     raw = (ctypes.c_char * (rows * row_bytes)).from_address(addr + lead)
     release = weakref.finalize(raw, _LIBC.munmap, addr, total)
     release.atexit = False  # at exit the process's maps go with it; unmapping then could pull memory from under views
+    with _LOCK:  # no write ever reaches these pages: rows are appended after len(a) only
+        _CLEAN[id(raw)] = (weakref.ref(raw), addr, (lead + a.nbytes) // page * page)
+    weakref.finalize(raw, _CLEAN.pop, id(raw), None)
     out = np.ndarray((rows, *a.shape[1:]), dtype=a.dtype, buffer=memoryview(raw))  # views: it is their base
     if len(a) and not (np.array_equal(out[0], a[0]) and np.array_equal(out[len(a) - 1], a[-1])):
         return None  # not the bytes the view reads (the map was not of this file): copy instead
     return out
+
+
+def drop_clean_pages(buffer: Any) -> bool:
+    """Unmap the resident file pages of a :func:`growable` buffer (the object at the end of its arrays' ``base``
+    chain) that no write reaches: the whole pages before the one where appended rows start. They hold the file's
+    bytes, so a later read maps them again from the page cache (``madvise(MADV_DONTNEED)`` on a private file map),
+    as :func:`~g2cons_plugins.storage.memory.drop_mapped_pages` does for read-only maps. False where ``buffer`` is
+    not such a buffer."""
+    with _LOCK:
+        entry = _CLEAN.get(id(buffer))
+    if entry is None or entry[0]() is not buffer or _LIBC is None:
+        return False
+    if entry[2] > 0:
+        _LIBC.madvise(entry[1], entry[2], _MADV_DONTNEED)
+    return True

@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+from .growable import drop_clean_pages
+
 __all__ = ["drop_mapped_pages", "release_free_memory", "state_arrays"]
 
 
@@ -49,13 +51,14 @@ def release_free_memory() -> bool:
     return True
 
 
-def _maps(a: Any) -> Iterable[mmap.mmap]:
-    """The memory map (if any) at the end of the ``base`` chain of array ``a``."""
+def _maps(a: Any) -> Iterable[Any]:
+    """The memory map (if any) at the end of the ``base`` chain of array ``a``: an ``mmap.mmap``, or the buffer of
+    a :func:`~g2cons_plugins.storage.growable.growable` array (a loaded array that an add grew)."""
     while isinstance(a, np.ndarray):
         a = a.base
     if isinstance(a, memoryview):  # np.frombuffer's base
         a = a.obj
-    if isinstance(a, mmap.mmap):
+    if isinstance(a, mmap.mmap | ctypes.Array):
         yield a
 
 
@@ -64,7 +67,7 @@ def drop_mapped_pages(arrays: Iterable[Any]) -> int:
     other objects are skipped); returns how many maps were advised. The arrays stay valid: a page read later is
     mapped again from the page cache or the file. A no-op where ``madvise`` is missing."""
     advice = getattr(mmap, "MADV_DONTNEED", None)
-    seen: dict[int, mmap.mmap] = {}
+    seen: dict[int, Any] = {}
     for a in arrays:
         parts = [getattr(a, k, None) for k in ("data", "indices", "indptr")] if hasattr(a, "indptr") else [a]
         for part in parts:
@@ -72,10 +75,15 @@ def drop_mapped_pages(arrays: Iterable[Any]) -> int:
                 seen.setdefault(id(m), m)
     if advice is None:
         return 0
+    done = 0
     for m in seen.values():
-        if not m.closed and len(m):
-            m.madvise(advice)
-    return len(seen)
+        if isinstance(m, mmap.mmap):
+            if not m.closed and len(m):
+                m.madvise(advice)
+                done += 1
+        elif drop_clean_pages(m):  # the file pages of a grown loaded array (no-op for any other buffer)
+            done += 1
+    return done
 
 
 def state_arrays(*states: Any) -> Iterator[Any]:
