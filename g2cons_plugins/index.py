@@ -142,7 +142,6 @@ class G2ConSIndex:
         new = make_chunks(chunks)
         with self._write_lock:
             self._snapshot = with_added(self._snapshot, new, show_progress, exact)
-            release_free_memory()  # the temporaries of the update and the replaced snapshot's arrays
 
     def remove(self, ids: Iterable[Any], exact: bool | None = None) -> None:
         """Remove chunks by id (unknown ids raise, nothing is removed then). Removed chunks are never retrieved
@@ -153,7 +152,7 @@ class G2ConSIndex:
         id_list = list(ids)
         with self._write_lock:
             self._snapshot = with_removed(self._snapshot, id_list, exact)
-            release_free_memory()
+            release_free_memory()  # the replaced snapshot's copies (see Scale: what an updating process gives back)
 
     def refresh(self) -> None:
         """Recompute the derived state after trickle updates, so the index equals a fresh build on its chunks

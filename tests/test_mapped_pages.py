@@ -26,19 +26,22 @@ def test_dropped_pages_read_back_the_same(corpus: list[dict[str, str]], tmp_path
     assert [(r.unit_id, r.score) for r in loaded.retrieve("Who directed the film?")] == before
 
 
-def test_updates_give_freed_memory_back_after_the_swap(
-    corpus: list[dict[str, str]], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """add / remove / refresh return the freed heap pages (malloc_trim) once the new snapshot replaced the old
-    one, so the replaced snapshot's arrays and the update's temporaries are given back, not kept by the process."""
+def test_updates_give_freed_memory_back(corpus: list[dict[str, str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trickle update returns the freed heap pages (malloc_trim) before the unit index is updated; remove and
+    refresh return them again once the new snapshot replaced the old one, so the replaced snapshot's arrays are
+    given back, not kept by the process."""
     import g2cons_plugins.index as index_mod
+    import g2cons_plugins.snapshot as snapshot_mod
 
     idx = G2ConSIndex.build(corpus, embedder="hash")
-    seen: list[object] = []
-    monkeypatch.setattr(index_mod, "release_free_memory", lambda: seen.append(idx.snapshot) or True)
+    seen: list[tuple[str, object]] = []
+    monkeypatch.setattr(index_mod, "release_free_memory", lambda: seen.append(("swap", idx.snapshot)) or True)
+    monkeypatch.setattr(snapshot_mod, "release_free_memory", lambda: seen.append(("update", None)) or True)
     before = idx.snapshot
     idx.add([{"id": "zz-new", "text": "A new passage about the film's director and its studio."}], exact=False)
+    assert [w for w, _ in seen] == ["update"]
     idx.remove(["zz-new"], exact=False)
+    assert [w for w, _ in seen] == ["update", "update", "swap"]
+    assert seen[-1][1] is idx.snapshot and seen[-1][1] is not before  # after the swap
     idx.refresh()
-    assert len(seen) == 3
-    assert seen[0] is not before and seen[-1] is idx.snapshot  # called after each swap, on the new snapshot
+    assert seen[-1] == ("swap", idx.snapshot)
