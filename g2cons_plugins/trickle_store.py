@@ -20,7 +20,6 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import TypeVar
 
 import numpy as np
@@ -34,6 +33,7 @@ from .errors import InputError
 from .state import Stored, binary, freeze
 from .storage.growable import growable
 from .storage.memory import drop_mapped_pages
+from .tables import chunk_id_view
 from .text import Tokenizer, count_tokens_batch
 
 __all__ = [
@@ -241,7 +241,8 @@ def insert_stored(
     counted and embedded. ``positions``: the chunk and unit id -> position maps of ``prev``."""
     new = sorted(new, key=lambda c: c.id)
     per_chunk = _split_new(new, tok, config, *positions)
-    chunk_ins = np.array([bisect.bisect_left(prev.chunks, c.id, key=attrgetter("id")) for c in new], np.int64)
+    known = chunk_id_view(prev.chunks)  # ids read one at a time: a search over the chunks made a chunk per probe
+    chunk_ins = np.array([bisect.bisect_left(known, c.id) for c in new], np.int64)
     starts = np.searchsorted(prev.unit_parent, chunk_ins, side="left")
     units = [u for us in per_chunk for u in us]
     unit_chunk = np.repeat(np.arange(len(new)), [len(us) for us in per_chunk])

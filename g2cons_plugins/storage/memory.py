@@ -4,13 +4,17 @@ The concept graph is built on worker threads (:func:`g2cons_plugins.graph.build_
 its own malloc arena and keeps what a thread freed there for later use, so after a threaded pass the resident
 memory stays up to ~40% above what the result holds (measured at 80k passages: derive kept 686 MB instead of
 479 MB single-threaded; 424 MB after :func:`release_free_memory`). ``malloc_trim(0)`` returns those free pages;
-it takes milliseconds. Elsewhere (another C library, another OS) this is a no-op.
+it takes milliseconds. Elsewhere (another C library, another OS) this is a no-op. A trickle update calls it before
+the unit index is updated, and ``remove`` / ``refresh`` once the new snapshot replaced the old one (not every
+``add``: the next update would fault fresh pages again).
 
 A loaded index reads its arrays from read-only memory maps of its files (:mod:`~g2cons_plugins.storage.npz_view`,
 ``np.load(mmap_mode="r")``). Checking them on load reads every page once, and each page read stays mapped into the
 process: at 100k passages 566 MB of clean file pages counted as resident after a load that needed none of them.
 :func:`drop_mapped_pages` unmaps those pages (``madvise(MADV_DONTNEED)``; the file and the page cache are untouched,
-a later read maps the page again from the cache), so the process holds only what queries touch.
+a later read maps the page again from the cache), so the process holds only what queries touch. It also unmaps the
+unwritten file pages of arrays an add grew (:func:`~g2cons_plugins.storage.growable.drop_clean_pages`); a removal
+calls it as soon as it has copied each group of arrays.
 """
 
 from __future__ import annotations
