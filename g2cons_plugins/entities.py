@@ -34,7 +34,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .snapshot import HasSnapshot, Snapshot, as_snapshot
-from .tables import unit_text
+from .tables import unit_texts
 
 __all__ = ["entity_bonus", "name_bonus", "name_matches", "normalize", "query_names"]
 
@@ -198,10 +198,9 @@ def _found(index: Snapshot, name: str) -> tuple[np.ndarray, float, list[float]]:
     n_cand = len(cand)
     if n_cand > NAME_CHECK_MAX:  # the units where the rarest word weighs most, ties by position
         cand = _heaviest(cand, weight[np.searchsorted(first, cand)], NAME_CHECK_MAX)
-    pattern, units = _phrase(name), index.stored.units
+    pattern = _phrase(name)
     found, heads = [], []
-    for u in cand.tolist():
-        text = unit_text(units, u)
+    for u, text in zip(cand.tolist(), unit_texts(index.stored.units, cand), strict=True):
         m = pattern.search(text)
         if m is not None:
             found.append(u)

@@ -312,7 +312,7 @@ class UnitANNParams:
 
     quantization: str = "i8"
     connectivity: int = 16
-    expansion_add: int = 64
+    expansion_add: int = 128
     expansion_search: int = 128
 
     def __post_init__(self) -> None:
@@ -410,10 +410,10 @@ class UnitANN:
       that needs every unit is exact anyway.
     """
 
-    # a search visits max(OVERFETCH x k, ef) candidates, all re-scored exactly: at 154k wordllama units (i8, M 16)
-    # the default query's context shared 0.951 of its units with the exact path's at 1x, 0.975 at 2x (+1.1 ms),
-    # 0.987 at 4x (+3.5 ms) (benchmarks/scale/results/ann_default.md)
-    OVERFETCH = 2
+    # a search visits max(OVERFETCH x k, ef) candidates, all re-scored exactly. At 123k wordllama units (i8, M 16)
+    # the default query's context shared 0.980 of its units with the exact path's with ef_add 64 and 2x, 0.980 with
+    # ef_add 128 (the default) and 1.5x in 0.7 ms less (benchmarks/scale/results/ann_graph_80k.md)
+    OVERFETCH = 1.5
 
     def __init__(
         self,

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from g2cons_plugins.columns import Rope, TextColumn, check_utf8, concat, inserted, kept, text_column
+from g2cons_plugins.columns import Rope, TextColumn, check_utf8, concat, inserted, kept, take, text_column
 
 _texts = st.lists(st.text(max_size=12), max_size=30)
 
@@ -40,6 +40,17 @@ def test_ropes_insert_and_keep_like_lists(texts: list[str], data: st.DataObject)
     assert all(not isinstance(s, Rope) for s, _, _ in k.pieces) and len(k.pieces) <= 2 * len(at) + 1 + int(mask.sum())
     a, b = sorted(data.draw(st.tuples(st.integers(0, len(want)), st.integers(0, len(want)))))
     assert list(r[a:b]) == want[a:b]
+
+
+@settings(max_examples=150, deadline=None)
+@given(_texts, st.data())
+def test_take_reads_items_like_indexing(texts: list[str], data: st.DataObject) -> None:
+    base = text_column(texts)
+    at = sorted(data.draw(st.lists(st.integers(0, len(texts)), max_size=4)))
+    rope = inserted(base, at, [f"new{k}" for k in range(len(at))])
+    for seq in (base, rope, list(rope)):
+        idx = data.draw(st.lists(st.integers(0, len(seq) - 1), max_size=40)) if len(seq) else []
+        assert take(seq, np.asarray(idx, dtype=np.int64)) == [seq[i] for i in idx]
 
 
 def test_adjacent_pieces_merge() -> None:

@@ -111,3 +111,28 @@ def test_vector_index_path_keeps_the_hybrid_term_without_a_full_scan(
     assert [i.unit_id for i in items] == [i.unit_id for i in want]
     np.testing.assert_allclose([i.score for i in items], [i.score for i in want], atol=1e-5)
     assert any(x.reason.get("source") == "bm25" for x in items)  # the lexical seed still applies
+
+
+def test_spread_with_a_vector_index_is_the_std_of_the_strided_sample(
+    corpus: list[dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a unit index the spread comes from the sample's covariance (one d x d product a query): it equals the
+    std of the sample's cosines, and for a sample of every unit the exact path's spread."""
+    pytest.importorskip("usearch")
+    import g2cons_plugins.retrieval as retrieval
+
+    cfg = G2ConSConfig(unit_tokens=None, ann_threshold=1)
+    index = G2ConSIndex.build(corpus, embedder="hash", config=cfg)
+    exact = G2ConSIndex.build(corpus, embedder="hash", config=G2ConSConfig(unit_tokens=None))
+    vecs = np.asarray(index.snapshot.stored.unit_vecs, dtype=np.float64)
+    monkeypatch.setattr(retrieval, "SPREAD_SAMPLE", 3)  # a strided sample of about 3 units
+    step = max(1, len(vecs) // 3)
+    for q in QUERIES:
+        sc = _dense(index, q)
+        assert sc.ann is not None  # type: ignore[attr-defined]
+        qv = np.asarray(sc.qv, dtype=np.float64)  # type: ignore[attr-defined]
+        assert score_spread(sc) == pytest.approx(float(np.std(vecs[::step] @ qv)), rel=1e-6)  # type: ignore[arg-type]
+    retrieval._SAMPLES.clear()
+    monkeypatch.setattr(retrieval, "SPREAD_SAMPLE", len(vecs))  # every unit: the exact path's value
+    for q in QUERIES:
+        assert score_spread(_dense(index, q)) == pytest.approx(score_spread(_dense(exact, q)), rel=1e-5)  # type: ignore[arg-type]
