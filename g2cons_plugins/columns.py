@@ -11,6 +11,7 @@ Measured at 100k passages: the chunks and units as Python objects took 197 MB of
 
 from __future__ import annotations
 
+import bisect
 import codecs
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, TypeVar, overload
@@ -18,7 +19,8 @@ from typing import Any, TypeVar, overload
 import numpy as np
 
 __all__ = [
-    "Rope", "SequenceEq", "TextColumn", "position", "check_utf8", "concat", "inserted", "kept", "take", "text_column",
+    "Rope", "SequenceEq", "TextColumn", "bisect_left", "position", "check_utf8", "concat", "inserted", "kept", "take",
+    "text_column",
 ]
 
 T = TypeVar("T")
@@ -125,7 +127,7 @@ class Rope(SequenceEq, Sequence[T]):
     """The concatenation of ``pieces``: ``(sequence, start, stop)`` slices of other sequences (never of a Rope:
     :func:`concat` flattens). Read-only."""
 
-    __slots__ = ("_ends", "_pieces")
+    __slots__ = ("_ends", "_firsts", "_pieces")
 
     def __init__(self, pieces: Sequence[tuple[Sequence[T], int, int]]) -> None:
         merged: list[tuple[Sequence[T], int, int]] = []
@@ -138,6 +140,7 @@ class Rope(SequenceEq, Sequence[T]):
                 merged.append((s, a, b))
         self._pieces = tuple(merged)
         self._ends = np.cumsum([b - a for _, a, b in self._pieces], dtype=np.int64)
+        self._firsts: list[T] | None = None
 
     def __len__(self) -> int:
         return int(self._ends[-1]) if len(self._ends) else 0
@@ -161,6 +164,17 @@ class Rope(SequenceEq, Sequence[T]):
         p = int(np.searchsorted(self._ends, i, side="right"))
         s, a, _ = self._pieces[p]
         return s, a + i - (int(self._ends[p - 1]) if p else 0)
+
+    def bisect_left(self, key: Any) -> int:
+        """Where ``key`` goes in this rope of sorted items (``bisect.bisect_left`` semantics): a binary search over
+        the pieces' first items, then one inside a piece on its own sequence (no piece look-up per probe)."""
+        if self._firsts is None:
+            self._firsts = [s[a] for s, a, _ in self._pieces]
+        p = bisect.bisect_left(self._firsts, key)  # pieces before p start below key: it goes in piece p - 1 or at p
+        if p == 0:
+            return 0
+        s, a, b = self._pieces[p - 1]
+        return int(self._ends[p - 1]) - b + bisect.bisect_left(s, key, a, b)
 
     def split(self, idx: np.ndarray) -> Iterator[tuple[Sequence[T], np.ndarray, np.ndarray]]:
         """For each piece that items ``idx`` (positions in ``[0, len)``) fall in: the piece's sequence, where in
@@ -214,6 +228,11 @@ def take(seq: Sequence[T], idx: np.ndarray) -> list[T]:
     if isinstance(seq, TextColumn | Rope):
         return seq.take(idx)  # type: ignore[return-value]  # a TextColumn is a Sequence[str]: T is str
     return [seq[i] for i in idx.tolist()]
+
+
+def bisect_left(seq: Sequence[Any], key: Any) -> int:
+    """``bisect.bisect_left(seq, key)`` for a sorted sequence; a :class:`Rope` searches piece by piece."""
+    return seq.bisect_left(key) if isinstance(seq, Rope) else bisect.bisect_left(seq, key)
 
 
 def concat(pieces: Iterable[tuple[Sequence[Any], int, int]]) -> Rope[Any]:

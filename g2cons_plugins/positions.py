@@ -9,13 +9,13 @@ dicts these replace held 14 MB (and a trickle update copied both); a lookup cost
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 
 import numpy as np
 
 from .chunks import Chunk, Unit, unit_id
+from .columns import bisect_left
 from .tables import chunk_id_view, unit_id_view
 
 __all__ = ["ChunkPositions", "UnitPositions", "first_mismatch", "positions_of", "unit_id", "unit_ids"]
@@ -51,7 +51,7 @@ class ChunkPositions(Mapping[str, int]):
     def __getitem__(self, key: str) -> int:
         if not isinstance(key, str):
             raise KeyError(key)
-        i = bisect.bisect_left(self._ids, key)
+        i = bisect_left(self._ids, key)
         if i < len(self._ids) and self._ids[i] == key:
             return i
         raise KeyError(key)

@@ -15,7 +15,6 @@ Known sentences are found through a text -> row map that is shared, append-only,
 
 from __future__ import annotations
 
-import bisect
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -26,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .chunks import Chunk, Unit, split_units
-from .columns import concat, inserted, kept
+from .columns import bisect_left, concat, inserted, kept
 from .config import G2ConSConfig
 from .embedders import Embedder, validate_embeddings
 from .errors import InputError
@@ -242,7 +241,7 @@ def insert_stored(
     new = sorted(new, key=lambda c: c.id)
     per_chunk = _split_new(new, tok, config, *positions)
     known = chunk_id_view(prev.chunks)  # ids read one at a time: a search over the chunks made a chunk per probe
-    chunk_ins = np.array([bisect.bisect_left(known, c.id) for c in new], np.int64)
+    chunk_ins = np.array([bisect_left(known, c.id) for c in new], np.int64)
     starts = np.searchsorted(prev.unit_parent, chunk_ins, side="left")
     units = [u for us in per_chunk for u in us]
     unit_chunk = np.repeat(np.arange(len(new)), [len(us) for us in per_chunk])

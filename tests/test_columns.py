@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import bisect
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from g2cons_plugins.columns import Rope, TextColumn, check_utf8, concat, inserted, kept, take, text_column
+from g2cons_plugins.columns import (
+    Rope,
+    TextColumn,
+    bisect_left,
+    check_utf8,
+    concat,
+    inserted,
+    kept,
+    take,
+    text_column,
+)
 
 _texts = st.lists(st.text(max_size=12), max_size=30)
 
@@ -51,6 +63,20 @@ def test_take_reads_items_like_indexing(texts: list[str], data: st.DataObject) -
     for seq in (base, rope, list(rope)):
         idx = data.draw(st.lists(st.integers(0, len(seq) - 1), max_size=40)) if len(seq) else []
         assert take(seq, np.asarray(idx, dtype=np.int64)) == [seq[i] for i in idx]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(max_size=6), max_size=30, unique=True), st.data())
+def test_a_sorted_rope_bisects_like_its_list(texts: list[str], data: st.DataObject) -> None:
+    items = sorted(texts)
+    col, copy = text_column(items), list(items)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(items)), max_size=6)))
+    edges = [0, *cuts, len(items)]
+    rope = concat((col if k % 2 else copy, a, b) for k, (a, b) in enumerate(zip(edges, edges[1:], strict=False)))
+    assert list(rope) == items
+    keys = items + data.draw(st.lists(st.text(max_size=6), max_size=10)) + [""]
+    for key in keys:
+        assert bisect_left(rope, key) == bisect.bisect_left(items, key) == bisect_left(copy, key)
 
 
 def test_adjacent_pieces_merge() -> None:
