@@ -12,7 +12,9 @@ saved index as a serving process would, add 1, 10 and 100 new chunks one call ea
 1%, then remove 1% of the original ids, then ``refresh()``, which every save does first). Peak RSS per phase is
 sampled every 20 ms by a thread (``/proc/self/statm``); ``ru_maxrss`` is the process-wide peak; "resident after
 load" is the RSS right after ``load`` returns, "after adds" the RSS once the adds (before the removal) are
-done. Writes ``OUT.json``, ``OUT.md`` (a table, each size's update and query ratios, and the scale targets at 80k
+done. Before the load and the update jobs the saved index is written back to disk (``os.sync()``): the kernel's
+writeback of a just-saved index (700 MB at 80k) otherwise shares the 2 cores with the timed queries. Writes
+``OUT.json``, ``OUT.md`` (a table, each size's update and query ratios, and the scale targets at 80k
 and 1M where those sizes were run) and ``OUT.png`` (a plot); ``--render OUT.json`` re-writes the last two from
 saved results.
 """
@@ -210,7 +212,9 @@ def run_size(n: int, embedder: str, seed: int, n_queries: int, workdir: Path) ->
     row = _subprocess(
         ["--job", "build", "--n", str(n), "--embedder", embedder, "--seed", str(seed), "--path", str(path)]
     )
+    os.sync()  # the save's dirty pages are written back now, not by the kernel during the timed queries
     row.update(_subprocess(["--job", "load", "--path", str(path), "--queries", str(n_queries)]))
+    os.sync()
     row.update(_subprocess(["--job", "update", "--n", str(n), "--seed", str(seed), "--path", str(path)]))
     row["loadavg_1min_after"] = round(os.getloadavg()[0], 2)  # other work on the machine skews every timing
     shutil.rmtree(path, ignore_errors=True)
