@@ -115,7 +115,8 @@ class G2ConSConfig:
     # The index is saved with the snapshot and updated in place on add/remove (g2cons_plugins.vector_index).
     # 100k units (~65k wordllama passages): below it the exact scan keeps a query under ~10 ms; at 154k units the
     # index took the default query from 13.6 to 3.9 ms p50 (context unit recall 0.977), and an i8 graph costs
-    # ~9.6 CPU s per 100k units, ~72 s of a 1M-passage build on 2 cores (~24.4 min in all); on MuSiQue ketrag500
+    # ~9.6 CPU s per 100k units with ef_add 64 (~72 s of a 1M-passage build on 2 cores), about twice that with
+    # ef_add 128 (benchmarks/scale/results/ann_graph_80k.md); on MuSiQue ketrag500
     # with the index forced on, Context Recall at 1k-4k equals the exact path's within 0.4
     # (benchmarks/scale/results/ann_default.md).
     ann_threshold: int | None = 100_000

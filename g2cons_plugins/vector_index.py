@@ -411,8 +411,8 @@ class UnitANN:
     """
 
     # a search visits max(OVERFETCH x k, ef) candidates, all re-scored exactly. At 123k wordllama units (i8, M 16)
-    # the default query's context shared 0.980 of its units with the exact path's with ef_add 64 and 2x, 0.980 with
-    # ef_add 128 (the default) and 1.5x in 0.7 ms less (benchmarks/scale/results/ann_graph_80k.md)
+    # the default query's context shared 0.979 of its units with the exact path's with ef_add 64 and 2x, 0.980 with
+    # ef_add 128 (the default) and 1.5x, in 0.3-0.8 ms less (benchmarks/scale/results/ann_graph_80k.md)
     OVERFETCH = 1.5
 
     def __init__(

@@ -152,7 +152,7 @@ BIG = [
 ]
 BIG_A, BIG_B = BIG[:800], BIG[400:]
 SAVE_LOOP = """
-import json, sys
+import json, os, sys
 from g2cons_plugins import G2ConSConfig, G2ConSIndex
 docs = json.loads(open(sys.argv[2], encoding="utf-8").read())
 cfg = G2ConSConfig(theta_co=1)
@@ -163,8 +163,9 @@ i = 0
 while True:
     (a if i % 2 == 0 else b).save(sys.argv[1])
     i += 1
-    with open(sys.argv[3], "w") as fh:
+    with open(sys.argv[3] + ".tmp", "w") as fh:  # renamed into place: a reader never sees it half-written
         fh.write(str(i))
+    os.replace(sys.argv[3] + ".tmp", sys.argv[3])
 """
 
 
