@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import codecs
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar, overload
 
 import numpy as np
@@ -176,21 +176,19 @@ class Rope(SequenceEq, Sequence[T]):
         s, a, b = self._pieces[p - 1]
         return int(self._ends[p - 1]) - b + bisect.bisect_left(s, key, a, b)
 
-    def split(self, idx: np.ndarray) -> Iterator[tuple[Sequence[T], np.ndarray, np.ndarray]]:
-        """For each piece that items ``idx`` (positions in ``[0, len)``) fall in: the piece's sequence, where in
-        ``idx`` those items are, and their positions in that sequence."""
+    def take(
+        self, idx: np.ndarray, read: Callable[[Sequence[T], np.ndarray], list[Any]] | None = None
+    ) -> list[Any]:
+        """Items ``idx`` (positions in ``[0, len)``): one :func:`take` per piece they fall in, or ``read(piece's
+        sequence, positions there)`` for what to read of them instead of the items."""
         idx = np.asarray(idx, dtype=np.int64)
+        out: list[Any] = [None] * len(idx)
         piece = np.searchsorted(self._ends, idx, side="right")
         for p in np.unique(piece).tolist():
             at = np.flatnonzero(piece == p)
             s, a, _ = self._pieces[p]
-            yield s, at, a + idx[at] - (int(self._ends[p - 1]) if p else 0)
-
-    def take(self, idx: np.ndarray) -> list[T]:
-        """Items ``idx`` (positions in ``[0, len)``): one :func:`take` per piece they fall in."""
-        out: list[Any] = [None] * len(idx)
-        for s, at, local in self.split(idx):
-            for k, item in zip(at.tolist(), take(s, local), strict=True):
+            local = a + idx[at] - (int(self._ends[p - 1]) if p else 0)
+            for k, item in zip(at.tolist(), (read or take)(s, local), strict=True):
                 out[k] = item
         return out
 

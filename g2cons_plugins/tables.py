@@ -134,14 +134,10 @@ class UnitTable(SequenceEq, Sequence[Unit]):
         slot = self.slot[js]
         p = self.parent[js]
         alone = self._starts[p + 1] - self._starts[p] == 1
-        for where, texts in (
-            (slot >= 0, lambda w: take(self.texts, slot[w])),
-            ((slot < 0) & alone, lambda w: take(self.chunk_texts, p[w])),
-        ):
-            at = np.flatnonzero(where)
-            if len(at):
-                for k, t in zip(at.tolist(), texts(at), strict=True):
-                    out[k] = t
+        for where, column, row in ((slot >= 0, self.texts, slot), ((slot < 0) & alone, self.chunk_texts, p)):
+            at = np.flatnonzero(where)  # the units whose text is written out, and those that are their chunk's
+            for k, t in zip(at.tolist(), take(column, row[at]), strict=True):
+                out[k] = t
         joined = np.flatnonzero((slot < 0) & ~alone)  # the units whose text is their sentences joined by a space
         if len(joined):
             lo, hi = self.sent_off[js[joined]], self.sent_off[js[joined] + 1]
@@ -186,11 +182,7 @@ def unit_texts(units: Sequence[Unit], js: np.ndarray) -> list[str]:
     if isinstance(units, UnitTable):
         return units.texts_of(js)
     if isinstance(units, Rope):
-        out: list[str] = [""] * len(js)
-        for piece, at, local in units.split(js):
-            for k, t in zip(at.tolist(), unit_texts(piece, local), strict=True):
-                out[k] = t
-        return out
+        return units.take(js, unit_texts)
     return [units[j].text for j in js.tolist()]
 
 
