@@ -49,7 +49,7 @@ from .graph import pagerank
 from .language_check import check_query
 from .lexical import QueryBM25, sorted_unique
 from .snapshot import HasSnapshot, Snapshot, as_snapshot
-from .tables import unit_fields
+from .tables import unit_fields_of
 from .validate import positive_int
 from .wide_rows import Matrix, as_csr, row, rows_union
 
@@ -343,7 +343,7 @@ class _Filler:
     def __init__(self, index: Snapshot, beta: int, stop_on_overflow: bool, max_misses: int | None = MAX_MISSES):
         self.index, self.beta, self.stop = index, beta, stop_on_overflow
         self.max_misses = max_misses
-        self.items: list[RetrievedItem] = []
+        self._placed: list[tuple[int, float, int, dict[str, Any]]] = []  # (unit, score, tokens, reason)
         self.seen: set[int] = set()
         self.used = 0
         self.misses = 0
@@ -362,10 +362,19 @@ class _Filler:
                 self.full = True
             return
         self.misses = 0
-        uid, parent, text = unit_fields(st.units, u)
         self.seen.add(u)
         self.used += n
-        self.items.append(RetrievedItem(uid, parent, text, float(score), n, reason))
+        self._placed.append((u, float(score), n, reason))
+
+    @property
+    def items(self) -> list[RetrievedItem]:
+        """The units placed so far, in order, their ids and texts read a column at a time."""
+        js = np.fromiter((p[0] for p in self._placed), dtype=np.int64, count=len(self._placed))
+        fields = unit_fields_of(self.index.stored.units, js)
+        return [
+            RetrievedItem(uid, parent, text, score, n, reason)
+            for (uid, parent, text), (_, score, n, reason) in zip(fields, self._placed, strict=True)
+        ]
 
 
 def fill_ranked(

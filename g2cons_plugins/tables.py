@@ -21,8 +21,8 @@ from .columns import Rope, SequenceEq, concat, position, take
 from .errors import PersistError
 
 __all__ = [
-    "ChunkTable", "UnitTable", "chunk_id_view", "unit_fields", "unit_id_view", "unit_text", "unit_text_view",
-    "unit_texts",
+    "ChunkTable", "UnitTable", "chunk_id_view", "unit_fields", "unit_fields_of", "unit_id_view", "unit_text",
+    "unit_text_view", "unit_texts",
 ]
 
 
@@ -149,6 +149,16 @@ class UnitTable(SequenceEq, Sequence[Unit]):
                 out[k] = " ".join(sents[a:b])
         return out
 
+    def fields_of(self, js: np.ndarray) -> list[tuple[str, str, str]]:
+        """Id, parent id and text of units ``js`` (positions), read a column at a time: equal to
+        ``[self.fields(j) for j in js]``."""
+        js = np.asarray(js, dtype=np.int64)
+        p = self.parent[js].astype(np.int64)
+        lo, hi = self._starts[p], self._starts[p + 1]
+        cids = take(self.chunk_ids, p)
+        ids = [unit_id(c, i, n) for c, i, n in zip(cids, (js - lo).tolist(), (hi - lo).tolist(), strict=True)]
+        return list(zip(ids, cids, self.texts_of(js), strict=True))
+
     def _sentences(self, j: int) -> tuple[str, ...]:
         return tuple(self.sentences[k] for k in self.sent_flat[self.sent_off[j] : self.sent_off[j + 1]].tolist())
 
@@ -193,6 +203,17 @@ def unit_fields(units: Sequence[Unit], j: int) -> tuple[str, str, str]:
         return seq.fields(k)
     u = seq[k]
     return u.id, u.parent_id, u.text
+
+
+def unit_fields_of(units: Sequence[Unit], js: np.ndarray) -> list[tuple[str, str, str]]:
+    """``[unit_fields(units, j) for j in js]``, a column at a time where ``units`` are columns (or a Rope of them):
+    the cost of filling a context with a hundred units of a large index."""
+    js = np.asarray(js, dtype=np.int64)
+    if isinstance(units, UnitTable):
+        return units.fields_of(js)
+    if isinstance(units, Rope):
+        return units.take(js, unit_fields_of)
+    return [(u.id, u.parent_id, u.text) for u in (units[j] for j in js.tolist())]
 
 
 class _Field(SequenceEq, Sequence[str]):

@@ -7,8 +7,9 @@ import hashlib
 import io
 import json
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from g2cons_plugins import G2ConSConfig, G2ConSIndex, PersistError
 from g2cons_plugins.columns import inserted
 from g2cons_plugins.storage.derived_io import savez
 from g2cons_plugins.storage.persistence import POINTER
-from g2cons_plugins.tables import ChunkTable, UnitTable, unit_fields, unit_text, unit_texts
+from g2cons_plugins.tables import ChunkTable, UnitTable, unit_fields, unit_fields_of, unit_text, unit_texts
 
 DOCS = [
     {"id": f"d{i:02d}", "title": f"Title {i}", "text": f"Alice Moreau{i % 3} met Bob in Paris. " * (1 + 2 * (i % 4))}
@@ -57,6 +58,10 @@ def test_loaded_columns_equal_the_built_lists(built: G2ConSIndex, saved: Path) -
     assert all(got.snapshot.unit_pos[u.id] == j for j, u in enumerate(built.units))
 
 
+def _fields(units: Sequence[Any], js: np.ndarray) -> list[tuple[str, str, str]]:
+    return [(units[j].id, units[j].parent_id, units[j].text) for j in js.tolist()]
+
+
 def test_unit_texts_equal_the_texts_read_one_at_a_time(built: G2ConSIndex, tmp_path: Path) -> None:
     two = G2ConSIndex.build(DOCS, embedder="hash", config=G2ConSConfig(theta_co=1, unit_tokens=24))
     assert any(len(u.sentences) > 1 for u in two.units)  # units of several sentences
@@ -66,6 +71,7 @@ def test_unit_texts_equal_the_texts_read_one_at_a_time(built: G2ConSIndex, tmp_p
     assert isinstance(units, UnitTable)
     js = np.random.default_rng(0).permutation(np.repeat(np.arange(len(units)), 2))  # any order, repeats
     assert unit_texts(units, js) == [two.units[j].text for j in js.tolist()]
+    assert unit_fields_of(units, js) == _fields(two.units, js)  # ids of one-unit and many-unit chunks
     # the same units with no text written out (an older save): each text is its sentences joined, or its chunk's
     joined = UnitTable(
         got.stored.chunks, units.parent, units.n_tokens, units.sentences, (units.sent_off, units.sent_flat),
@@ -74,11 +80,13 @@ def test_unit_texts_equal_the_texts_read_one_at_a_time(built: G2ConSIndex, tmp_p
     one = np.diff(joined._starts)[joined.parent] == 1
     assert one.any() and not one.all()  # both kinds of unit are read
     assert unit_texts(joined, js) == [joined.text(j) for j in js.tolist()]
+    assert unit_fields_of(joined, js) == [joined.fields(j) for j in js.tolist()] == _fields(two.units, js)
     # as a trickle update holds them: pieces of the mapped table and new units in a list
     rope = inserted(units, [2, 2, len(units)], [built.units[5], built.units[0], built.units[1]])
     js = np.random.default_rng(1).permutation(len(rope))
     assert unit_texts(rope, js) == [rope[j].text for j in js.tolist()]
     assert unit_texts(list(rope), js) == [rope[j].text for j in js.tolist()]
+    assert unit_fields_of(rope, js) == unit_fields_of(list(rope), js) == _fields(rope, js)
 
 
 def test_updates_of_a_loaded_index_equal_updates_of_the_built_one(built: G2ConSIndex, saved: Path) -> None:
