@@ -112,8 +112,11 @@ def _assembled(
         dice[redice] = (2.0 * e.co[redice] / (dff[r] + dff[c])).astype(np.float32)
     new_e = [x[up] for x in ins]
     new_e.append((2.0 * new_e[2] / (dff[new_e[0]] + dff[new_e[1]])).astype(np.float32))
+    new_n = tuple(x[~up] for x in ins)
+    del ins, moving  # what is merged is held once (its two parts), not three times
     er, ec, eco, ecos, edice = _spliced((edges.rows, edges.cols, e.co, e.cos, dice), e_stay, tuple(new_e))
-    nr, nc, nco, ncos = _spliced((near.rows, near.cols, n.co, n.cos), n_stay, tuple(x[~up] for x in ins))
+    del new_e, dice
+    nr, nc, nco, ncos = _spliced((near.rows, near.cols, n.co, n.cos), n_stay, new_n)
     return EdgeSet(
         er,
         ec,
@@ -180,7 +183,7 @@ def _spliced(old: tuple[np.ndarray, ...], keep: np.ndarray, new: tuple[np.ndarra
     if len(drop) == 0 and len(at) == 0:
         return old
     if len(drop) + len(at) > len(keep) // 512 + 256:  # a Python step per change: masks past this
-        return _masked(tuple(x[keep] for x in old), new, at - np.searchsorted(drop, at))
+        return _masked(old, keep, new, at - np.searchsorted(drop, at))
     cuts = np.unique(np.concatenate([[0, len(keep)], drop, drop + 1, at]))
     dropped = np.zeros(len(cuts), bool)
     dropped[np.searchsorted(cuts, drop)] = True
@@ -197,15 +200,18 @@ def _spliced(old: tuple[np.ndarray, ...], keep: np.ndarray, new: tuple[np.ndarra
     return tuple(out)
 
 
-def _masked(old: tuple[np.ndarray, ...], new: tuple[np.ndarray, ...], at: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Columns ``old`` with the columns ``new`` inserted before the old positions ``at`` (sorted)."""
+def _masked(
+    old: tuple[np.ndarray, ...], keep: np.ndarray, new: tuple[np.ndarray, ...], at: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    """Columns ``old`` where ``keep``, with the columns ``new`` inserted before the kept positions ``at`` (sorted);
+    a column at a time (one column's kept items are a temporary at once)."""
     where = at + np.arange(len(at))
-    is_old = np.ones(len(old[0]) + len(at), bool)
+    is_old = np.ones(int(np.count_nonzero(keep)) + len(at), bool)
     is_old[where] = False
     out = []
     for o, n in zip(old, new, strict=True):
         a = np.empty(len(is_old), dtype=o.dtype)
-        a[is_old] = o
+        a[is_old] = o[keep]
         a[where] = n
         out.append(a)
     return tuple(out)
@@ -255,7 +261,7 @@ def _touching_pairs(csr: sp.csr_matrix, df: np.ndarray, t: np.ndarray, in_t: np.
     theta_co chunks cannot reach it: as in :func:`build_edges`, it is left out)."""
     t = t[df[t] >= theta_co]
     if len(t) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int32)
     C = sp.csr_matrix(csr, dtype=np.float32)
     CT = sp.csr_matrix(C[:, t].T)  # one column slice; the product is made by blocks of rows of it
     per_chunk = C.nnz / max(C.shape[0], 1)
@@ -266,8 +272,8 @@ def _touching_pairs(csr: sp.csr_matrix, df: np.ndarray, t: np.ndarray, in_t: np.
     for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
         P = sp.csr_matrix(CT[lo:hi] @ C)  # memory: one block's product
         keep = np.flatnonzero(P.data >= theta_co - 0.5)
-        a = t[lo + np.searchsorted(P.indptr, keep, side="right") - 1]
-        b, k = P.indices[keep].astype(np.int64), np.rint(P.data[keep]).astype(np.int64)
+        a = t[lo + np.searchsorted(P.indptr, keep, side="right") - 1].astype(np.int32)
+        b, k = P.indices[keep].astype(np.int32), np.rint(P.data[keep]).astype(np.int32)
         del P
         sel = (a != b) & ~(in_t[b] & (b < a))
         out.append((np.minimum(a[sel], b[sel]), np.maximum(a[sel], b[sel]), k[sel]))
@@ -290,7 +296,7 @@ def _new_pairs(
     chunks)."""
     r, c, d = delta
     if sign < 0 or len(r) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+        return np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.float32)
     cos = _cosines(vectors, r, c)
     hot = np.flatnonzero(cos >= low)
     work = float(np.minimum(df[r[hot]], df[c[hot]]).sum())
@@ -299,7 +305,7 @@ def _new_pairs(
     k = _co_of_pairs(csr, df, r[hot], c[hot])
     crossed = (k >= theta_co) & (k - d[hot] < theta_co)
     became = hot[crossed]
-    return r[became], c[became], k[crossed], cos[became]
+    return r[became], c[became], k[crossed].astype(np.int32), cos[became]
 
 
 def _moved_pairs(
@@ -310,9 +316,11 @@ def _moved_pairs(
     still reaches theta_co, plus the changed pairs held by no chunk now whose change alone reaches it."""
     a, b, k = _touching_pairs(csr, df, mv, in_mv, theta_co)
     m = int(csr.shape[1])
-    order = np.argsort(a * m + b)
-    a, b, k = a[order], b[order], k[order]
-    key, dkey = a * m + b, delta[0] * m + delta[1]
+    key = a.astype(np.int64) * m + b
+    order = np.argsort(key)
+    a, b, k, key = a[order], b[order], k[order], key[order]
+    del order
+    dkey = delta[0].astype(np.int64) * m + delta[1]
     pos = np.minimum(np.searchsorted(dkey, key), max(len(dkey) - 1, 0))
     found = dkey[pos] == key if len(dkey) else np.zeros(len(key), bool)
     n_old = int(((k - np.where(found, delta[2][pos], 0)) >= theta_co).sum())
@@ -329,7 +337,7 @@ def _delta_pairs(changed: sp.csr_matrix, sign: int, m: int) -> Pairs:
     C = sp.csr_matrix(changed, dtype=np.float32)
     D = sp.triu(sp.csr_matrix(C.T @ C), k=1).tocoo()
     order = np.argsort(D.row.astype(np.int64) * m + D.col)
-    return D.row[order].astype(np.int64), D.col[order].astype(np.int64), sign * np.rint(D.data[order]).astype(np.int64)
+    return D.row[order].astype(np.int32), D.col[order].astype(np.int32), sign * np.rint(D.data[order]).astype(np.int32)
 
 
 # memory for the dense 0/1 chunk rows of _co_of_pairs (the other ends' chunks are looked up in them by batches of
