@@ -32,6 +32,7 @@ from .errors import InputError
 from .state import Stored, binary, freeze
 from .storage.growable import growable
 from .storage.memory import drop_mapped_pages
+from .storage.spill import kept_rows
 from .tables import chunk_id_view
 from .text import Tokenizer, count_tokens_batch
 
@@ -353,7 +354,7 @@ def drop_stored(prev: Stored, keep_chunk: np.ndarray) -> tuple[Stored, np.ndarra
         sentences=prev.sentences,
         sent_unit=freeze(sp.csr_matrix(prev.sent_unit[:, np.flatnonzero(keep_unit)])),
         sent_vecs=prev.sent_vecs,
-        unit_vecs=_ro(prev.unit_vecs[keep_unit]),
+        unit_vecs=kept_rows(prev.unit_vecs, keep_unit),  # file-backed where prev's are (storage.spill)
         timings=dict(prev.timings),
     )
     return st, keep_unit

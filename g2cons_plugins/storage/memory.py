@@ -32,7 +32,7 @@ import numpy as np
 
 from .growable import drop_clean_pages
 
-__all__ = ["drop_mapped_pages", "release_free_memory", "state_arrays"]
+__all__ = ["drop_mapped_pages", "is_file_backed", "release_free_memory", "state_arrays"]
 
 
 @cache
@@ -64,6 +64,11 @@ def _maps(a: Any) -> Iterable[Any]:
         a = a.obj
     if isinstance(a, mmap.mmap | ctypes.Array):
         yield a
+
+
+def is_file_backed(a: Any) -> bool:
+    """Array ``a`` is a view of a file map (a loaded index's array, or one an add grew from it)."""
+    return any(True for _ in _maps(a))
 
 
 def drop_mapped_pages(arrays: Iterable[Any]) -> int:
