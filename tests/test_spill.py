@@ -28,6 +28,7 @@ def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     d.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(d))
     monkeypatch.setattr(spill, "SPILL_MIN_BYTES", 0)
+    monkeypatch.setattr(spill, "in_memory_fs", lambda path: False)  # whatever this machine's /tmp is
     return d
 
 
@@ -56,6 +57,7 @@ def test_kept_rows_equal_the_mask_and_leave_no_file(
         scratch.mkdir()
         mp.setattr(tempfile, "tempdir", str(scratch))
         mp.setattr(spill, "SPILL_MIN_BYTES", 0)
+        mp.setattr(spill, "in_memory_fs", lambda path: False)
         mp.setattr(spill, "_BLOCK_BYTES", block)  # blocks of one row up to every row at once
         got = spill.kept_rows(_mapped(Path(tmp), a), keep)
         assert got.shape == a[keep].shape and got.dtype == a.dtype
@@ -80,6 +82,9 @@ def test_arrays_in_memory_small_ones_and_a_full_disk_are_copied(
     assert not is_file_backed(spill.kept_rows(mapped, keep))
     monkeypatch.setattr(spill, "SPILL_MIN_BYTES", 0)
     assert is_file_backed(spill.kept_rows(mapped, keep))
+    monkeypatch.setattr(spill, "in_memory_fs", lambda path: True)  # a tmpfs: the file would be memory too
+    assert not is_file_backed(spill.kept_rows(mapped, keep))
+    monkeypatch.setattr(spill, "in_memory_fs", lambda path: False)
 
     def full(*args: object, **kwargs: object) -> tuple[int, str]:
         raise OSError(28, "No space left on device")
@@ -122,3 +127,20 @@ def test_a_loaded_index_removes_by_trickle_with_file_backed_vectors(
     np.testing.assert_array_equal(again.stored.unit_vecs, fresh.stored.unit_vecs)
     del idx, vecs
     assert list(scratch.iterdir()) == []
+
+
+def test_memory_file_systems_are_told_by_the_longest_mount_point(tmp_path: Path) -> None:
+    table = tmp_path / "mounts"
+    table.write_text(
+        "/dev/vda / ext4 rw 0 0\n"
+        "tmpfs /tmp tmpfs rw 0 0\n"
+        "/dev/vdb /tmp/disk\\040here ext4 rw 0 0\n"
+        "none /run/r ramfs rw 0 0\n"
+        "short\n",
+        encoding="utf-8",
+    )
+    got = {p: spill.in_memory_fs(p, str(table)) for p in ("/", "/home/x", "/tmp", "/tmp/a/b", "/tmp/disk here/f",
+                                                              "/tmp/disky", "/run/r/q", "/run/rr")}
+    assert got == {"/": False, "/home/x": False, "/tmp": True, "/tmp/a/b": True, "/tmp/disk here/f": False,
+                   "/tmp/disky": True, "/run/r/q": True, "/run/rr": False}
+    assert spill.in_memory_fs("/tmp", str(tmp_path / "no-such-table")) is False  # no table (not Linux): a disk

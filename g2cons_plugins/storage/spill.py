@@ -9,9 +9,10 @@ kernel can write back and reclaim; the process maps only the pages a query reads
 The file is made in the temporary directory (``tempfile.gettempdir()``, ``TMPDIR`` honoured) and unlinked at once:
 no name is left behind, and its space is freed when the last view of the map goes. Only on POSIX, only for an
 array that is itself a view of a file map (a loaded index, or one an add grew) and of at least
-:data:`SPILL_MIN_BYTES`; anywhere else, or when the file cannot be written (no space), the rows are copied into
-memory as before. An add that later grows the spilled array copies it (:mod:`g2cons_plugins.storage.growable`
-maps arrays from named files only).
+:data:`SPILL_MIN_BYTES`, and only where the temporary directory is on a disk: a ``tmpfs`` or ``ramfs`` holds its
+files in memory that the kernel cannot drop, so the copy would only change its name. Anywhere else, or when the
+file cannot be written (no space), the rows are copied into memory as before. An add that later grows the
+spilled array copies it (:mod:`g2cons_plugins.storage.growable` maps arrays from named files only).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import numpy as np
 
 from .memory import drop_mapped_pages, is_file_backed
 
-__all__ = ["SPILL_MIN_BYTES", "kept_rows"]
+__all__ = ["SPILL_MIN_BYTES", "in_memory_fs", "kept_rows"]
 
 SPILL_MIN_BYTES = 64 * 2**20  # smaller arrays are copied into memory (a file for them is not worth it)
 _BLOCK_BYTES = 32 * 2**20  # rows written per write call: the temporary copy of one block
@@ -36,7 +37,13 @@ def kept_rows(a: np.ndarray, keep: np.ndarray) -> np.ndarray:
     keep = np.asarray(keep, dtype=bool)
     if len(keep) != len(a):
         raise ValueError(f"keep has {len(keep)} items for {len(a)} rows")
-    if os.name == "posix" and a.ndim >= 1 and a.nbytes >= SPILL_MIN_BYTES and is_file_backed(a):
+    if (
+        os.name == "posix"
+        and a.ndim >= 1
+        and a.nbytes >= SPILL_MIN_BYTES
+        and is_file_backed(a)
+        and not in_memory_fs(tempfile.gettempdir())
+    ):
         try:
             return _spilled(a, keep)
         except OSError:
@@ -44,6 +51,29 @@ def kept_rows(a: np.ndarray, keep: np.ndarray) -> np.ndarray:
     out = np.ascontiguousarray(a[keep])
     out.flags.writeable = False
     return out
+
+
+_MEMORY_FS = frozenset({"tmpfs", "ramfs"})
+
+
+def in_memory_fs(path: str, mounts: str = "/proc/mounts") -> bool:
+    """``path`` is on a file system that keeps its files in memory (``tmpfs``, ``ramfs``), by the longest mount
+    point of the table ``mounts`` that holds it; False where that table cannot be read (not Linux)."""
+    try:
+        with open(mounts, encoding="utf-8", errors="replace") as f:
+            rows = [line.split() for line in f]
+    except OSError:
+        return False
+    where = os.path.realpath(path)
+    best, fs = "", ""
+    for row in rows:
+        if len(row) < 3:
+            continue
+        mount = row[1].replace("\\040", " ")
+        inside = where == mount or where.startswith(mount.rstrip("/") + "/")
+        if inside and len(mount) >= len(best):
+            best, fs = mount, row[2]
+    return fs in _MEMORY_FS
 
 
 def _spilled(a: np.ndarray, keep: np.ndarray) -> np.ndarray:
