@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .graph import EdgeSet, NearPairs, adjacency
+from .graph import EdgeSet, NearPairs, adjacency, pair_ids
 
 __all__ = ["BLOCK_WORK", "PairWorkExceeded", "find_pairs", "update_edges"]
 
@@ -263,6 +263,7 @@ def _touching_pairs(csr: sp.csr_matrix, df: np.ndarray, t: np.ndarray, in_t: np.
     if len(t) == 0:
         return np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int32)
     C = sp.csr_matrix(csr, dtype=np.float32)
+    ids, counts = pair_ids(C.shape[1]), pair_ids(C.shape[0])  # int32 (half the memory) below 2**31
     CT = sp.csr_matrix(C[:, t].T)  # one column slice; the product is made by blocks of rows of it
     per_chunk = C.nnz / max(C.shape[0], 1)
     work = np.cumsum(np.diff(CT.indptr) * per_chunk)
@@ -272,8 +273,8 @@ def _touching_pairs(csr: sp.csr_matrix, df: np.ndarray, t: np.ndarray, in_t: np.
     for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
         P = sp.csr_matrix(CT[lo:hi] @ C)  # memory: one block's product
         keep = np.flatnonzero(P.data >= theta_co - 0.5)
-        a = t[lo + np.searchsorted(P.indptr, keep, side="right") - 1].astype(np.int32)
-        b, k = P.indices[keep].astype(np.int32), np.rint(P.data[keep]).astype(np.int32)
+        a = t[lo + np.searchsorted(P.indptr, keep, side="right") - 1].astype(ids)
+        b, k = P.indices[keep].astype(ids), np.rint(P.data[keep]).astype(counts)
         del P
         sel = (a != b) & ~(in_t[b] & (b < a))
         out.append((np.minimum(a[sel], b[sel]), np.maximum(a[sel], b[sel]), k[sel]))
@@ -305,7 +306,7 @@ def _new_pairs(
     k = _co_of_pairs(csr, df, r[hot], c[hot])
     crossed = (k >= theta_co) & (k - d[hot] < theta_co)
     became = hot[crossed]
-    return r[became], c[became], k[crossed].astype(np.int32), cos[became]
+    return r[became], c[became], k[crossed].astype(d.dtype), cos[became]
 
 
 def _moved_pairs(
@@ -337,7 +338,8 @@ def _delta_pairs(changed: sp.csr_matrix, sign: int, m: int) -> Pairs:
     C = sp.csr_matrix(changed, dtype=np.float32)
     D = sp.triu(sp.csr_matrix(C.T @ C), k=1).tocoo()
     order = np.argsort(D.row.astype(np.int64) * m + D.col)
-    return D.row[order].astype(np.int32), D.col[order].astype(np.int32), sign * np.rint(D.data[order]).astype(np.int32)
+    ids, counts = pair_ids(m), pair_ids(C.shape[0])  # int32 (half the memory) below 2**31
+    return D.row[order].astype(ids), D.col[order].astype(ids), sign * np.rint(D.data[order]).astype(counts)
 
 
 # memory for the dense 0/1 chunk rows of _co_of_pairs (the other ends' chunks are looked up in them by batches of
