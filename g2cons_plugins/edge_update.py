@@ -79,10 +79,12 @@ def update_edges(
     r2, c2, k2, cos2 = _new_pairs(
         incidence, df, vectors, (dr[fresh], dc[fresh], dk[fresh]), sign, low, theta_co, max_work
     )
-    ok1 = cos1 >= low
     n_cand = int(edges.n_candidates - n_old + len(r1) + len(r2) - e.lost - n.lost)
-    out = _assembled(edges, e, n, ((r1[ok1], c1[ok1], k1[ok1], cos1[ok1]), (r2, c2, k2, cos2)), df, n_cand)
-    del e, n, r1, c1, k1, cos1, r2, c2, k2, cos2
+    ok1 = cos1 >= low
+    found = ((r1[ok1], c1[ok1], k1[ok1], cos1[ok1]), (r2, c2, k2, cos2))
+    del delta, dr, dc, dk, fresh, r1, c1, k1, cos1, ok1, r2, c2, k2, cos2  # not held through the merge
+    out = _assembled(edges, e, n, found, df, n_cand)
+    del e, n, found
     if read is not None:
         read()
     return out, adjacency(out, m)

@@ -482,6 +482,7 @@ def _regraph(
             V, c = level_vectors(st, config, out.sent_inc[:, moved], out.unit_inc[:, moved])
         stale[moved] += np.linalg.norm(V.astype(np.float64) - vecs[moved], axis=1)
         vecs[moved], counts[moved] = V, c
+        del V  # in vecs now; not held through the edge update
         shares[moved] = _share_live(out.terms, pd.concept_cols[moved], live)
     margin = dv.edges.near.margin
     redo = moved[stale[moved] > (margin / 2 if margin > 0 else VECTOR_SLACK)]
