@@ -5,6 +5,7 @@
 - :mod:`.derived_io` -- the derived state (concept graph, vectors, statistics) as ``derived.npz`` + ``derived.json``.
 - :mod:`.npz_view` -- an uncompressed ``.npz`` read in place (one read-only memory map).
 - :mod:`.memory` -- freed memory given back to the operating system after threaded passes.
+- :mod:`.spill` -- the rows a removal keeps of a file-backed array, written to an unlinked file and mapped.
 
 Nothing is imported here: each module is imported where it is used. Their old paths
 (``g2cons_plugins.persistence``, ...) still import, with a :class:`DeprecationWarning` (:mod:`g2cons_plugins._compat`).
