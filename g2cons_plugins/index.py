@@ -311,13 +311,20 @@ class G2ConSIndex:
 
     # ------------------------------------------------------------------ persistence
     def save(self, path: str | Path) -> None:
-        """Write the current snapshot to ``path`` atomically (see :mod:`g2cons_plugins.storage.persistence`);
-        after trickle updates the index is refreshed first (:meth:`refresh`), so what is saved is exact."""
+        """Write the current snapshot to ``path`` atomically (see :mod:`g2cons_plugins.storage.persistence`).
+        After trickle updates it is saved as the exact snapshot they started from plus their log, where that
+        snapshot is saved on the same file system (loaded from, or saved to, any index path there): nothing is
+        re-derived, and a load replays the log to the same state. Otherwise the index is refreshed first
+        (:meth:`refresh`) and saved whole."""
         from .storage.persistence import save_index
 
-        if self._snapshot.pending is not None:
-            self.refresh()
-        save_index(self._snapshot, Path(path))
+        snap = self._snapshot
+        saved = save_index(snap, Path(path))
+        with self._write_lock:
+            if self._snapshot is snap:  # no update since: keep the saved one (refreshed, or noting where it is saved)
+                self._snapshot = saved
+        if snap.pending is not None and saved.pending is None:  # refreshed to be saved whole: as refresh() does
+            release_free_memory()
 
     @classmethod
     def load(

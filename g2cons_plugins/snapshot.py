@@ -21,7 +21,7 @@ import numpy as np
 from .chunks import Chunk, Unit
 from .config import G2ConSConfig
 from .embedders import Embedder, validate_embeddings
-from .errors import InputError
+from .errors import InputError, PersistError
 from .graph import GraphStats
 from .lexical import LexicalIndex
 from .positions import ChunkPositions, UnitPositions
@@ -31,11 +31,22 @@ from .tables import ChunkTable
 from .terms import TermIndex
 from .terms import update as update_terms
 from .text import Tokenizer, count_tokens_batch
+from .trickle_log import Origin, RecordingEmbedder, ReplayEmbedder, TrickleOp
 from .trickle_store import drop_stored, insert_stored
-from .update import Pending, TrickleTooLarge, append_terms, derive_added, derive_removed, use_trickle
+from .update import Pending, TrickleTooLarge, append_terms, derive_added, derive_removed, supports, use_trickle
 from .validate import check_text, normalize_id
 
-__all__ = ["HasSnapshot", "Snapshot", "as_snapshot", "make_snapshot", "refreshed", "with_added", "with_removed"]
+__all__ = [
+    "HasSnapshot",
+    "Snapshot",
+    "as_snapshot",
+    "make_snapshot",
+    "refreshed",
+    "replayed",
+    "with_added",
+    "with_origin",
+    "with_removed",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -51,6 +62,7 @@ class Snapshot:
     unit_ann: Any = None  # approximate nearest-neighbour index over unit vectors (large corpora), else None
     pending: Pending | None = None  # trickle state since the last exact derive (g2cons_plugins.update), else None
     bm25: Any = field(default=None, repr=False)  # the units' BM25 weights read with a saved index, else None
+    origin: Origin | None = None  # where this snapshot is saved, when it is exact and was loaded or saved as is
 
     @cached_property
     def chunk_pos(self) -> ChunkPositions:
@@ -240,13 +252,60 @@ def refreshed(snap: Snapshot) -> Snapshot:
     return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st), previous=snap)
 
 
-def _trickle_added(snap: Snapshot, new: Sequence[Chunk], force: bool = False) -> Snapshot:
-    """A trickle add (:mod:`g2cons_plugins.update`)."""
-    t0 = time.perf_counter()
-    pd = snap.pending or Pending.start(snap.stored, snap.derived)
-    st, ins, sent_map = insert_stored(
-        snap.stored, new, snap.embedder, snap.tokenizer, snap.config, (snap.chunk_pos, snap.unit_pos), pd.sent_map
+def replayed(snap: Snapshot, ops: Sequence[TrickleOp]) -> Snapshot:
+    """``snap`` after the logged trickle updates ``ops``, made again in their order (:mod:`g2cons_plugins.trickle_log`):
+    the same state the updates left, with nothing embedded. An update that does not fit ``snap`` (an added id it
+    holds, a removed id it does not) raises :class:`~g2cons_plugins.errors.InputError`."""
+    if not ops:
+        return snap
+    if supports(snap.config) is not None:
+        raise InputError(f"a trickle log cannot replay on this config ({supports(snap.config)})")
+    for i, op in enumerate(ops):
+        if op.kind == "add":
+            clash = sorted(c.id for c in op.chunks if c.id in snap.chunk_pos)
+            if clash:
+                raise InputError(f"update {i} adds chunk ids the index holds: {clash[:5]}")
+            snap = _trickle_added(snap, op.chunks, force=True, replay=op)
+        else:
+            unknown = sorted(x for x in op.ids if x not in snap.chunk_pos)
+            if unknown or len(op.ids) >= len(snap.stored.chunks):
+                raise InputError(f"update {i} removes chunk ids the index does not hold ({unknown[:5]}) or all of them")
+            snap = _trickle_removed(snap, set(op.ids), force=True)
+    return snap
+
+
+def with_origin(snap: Snapshot, origin: Origin) -> Snapshot:
+    """``snap`` noted as saved at ``origin`` (an exact snapshot), or its trickle updates as starting from the exact
+    snapshot saved there: the same state, its computed look-ups (positions, BM25) kept."""
+    new = (
+        replace(snap, origin=origin)
+        if snap.pending is None
+        else replace(snap, pending=replace(snap.pending, origin=origin))
     )
+    for name in ("chunk_pos", "unit_pos", "lexical"):
+        if name in snap.__dict__:
+            new.__dict__[name] = snap.__dict__[name]
+    return new
+
+
+def _trickle_added(
+    snap: Snapshot, new: Sequence[Chunk], force: bool = False, replay: TrickleOp | None = None
+) -> Snapshot:
+    """A trickle add (:mod:`g2cons_plugins.update`), logged (:mod:`g2cons_plugins.trickle_log`); ``replay``: the
+    logged add being replayed (its vectors are used, nothing is embedded)."""
+    t0 = time.perf_counter()
+    pd = snap.pending or Pending.start(snap.stored, snap.derived, snap.origin)
+    emb: RecordingEmbedder | ReplayEmbedder = (
+        RecordingEmbedder(snap.embedder)
+        if replay is None
+        else ReplayEmbedder(snap.embedder.name, snap.embedder.dim, replay, "trickle log")
+    )
+    st, ins, sent_map = insert_stored(
+        snap.stored, new, emb, snap.tokenizer, snap.config, (snap.chunk_pos, snap.unit_pos), pd.sent_map
+    )
+    if isinstance(emb, ReplayEmbedder) and not emb.done():
+        raise PersistError("trickle log: a replayed add embeds fewer texts than the logged add did")
+    pd = pd.logged(emb.op(new) if isinstance(emb, RecordingEmbedder) else replay)  # type: ignore[arg-type]
     fresh = list(st.sentences[len(snap.stored.sentences) :])
     terms, word_map = append_terms(snap.derived.terms, fresh, pd.word_map, snap.config)
     pd = replace(pd, sent_map=sent_map, word_map=word_map)
@@ -258,7 +317,7 @@ def _trickle_added(snap: Snapshot, new: Sequence[Chunk], force: bool = False) ->
 def _trickle_removed(snap: Snapshot, drop: set[str], force: bool = False) -> Snapshot:
     """A trickle removal (:mod:`g2cons_plugins.update`)."""
     t0 = time.perf_counter()
-    pd = snap.pending or Pending.start(snap.stored, snap.derived)
+    pd = (snap.pending or Pending.start(snap.stored, snap.derived, snap.origin)).logged(TrickleOp.remove(sorted(drop)))
     keep_chunk = np.ones(len(snap.stored.chunks), bool)
     keep_chunk[[snap.chunk_pos[i] for i in drop]] = False
     st, keep_unit = drop_stored(snap.stored, keep_chunk)

@@ -44,6 +44,7 @@ from .graph import graph_stats, pagerank
 from .state import Derived, Stored, binary, freeze, level_vectors
 from .storage.memory import drop_mapped_pages, state_arrays
 from .terms import TermIndex, analyze
+from .trickle_log import Origin, TrickleOp
 from .trickle_store import Inserted, RowMap, insert_rows, spliced
 from .wide_rows import Matrix, WideRows, with_columns
 
@@ -135,16 +136,23 @@ class Pending:
     n_changed: int  # chunks added + removed since then
     stale: np.ndarray  # per concept: bound on how far its vector moved since its edges' cosines were computed
     deferred: Deferred | None = None  # added chunks whose concept-graph update waits
+    origin: Origin | None = None  # where the exact snapshot these updates started from is saved, if it is
+    ops: tuple[TrickleOp, ...] = ()  # the updates since then, in order (g2cons_plugins.trickle_log)
 
     @classmethod
-    def start(cls, st: Stored, dv: Derived) -> Pending:
-        """The trickle state of an exact snapshot (one pass over its sentences and words)."""
+    def start(cls, st: Stored, dv: Derived, origin: Origin | None = None) -> Pending:
+        """The trickle state of an exact snapshot (one pass over its sentences and words); ``origin``: where that
+        snapshot is saved."""
         word_map = RowMap(dv.terms.words)
         cols = np.fromiter((word_map.rows[w] for w in dv.vocab), np.int64, count=len(dv.vocab))
         name_cols = np.fromiter((word_map.rows[w] for w in dv.names), np.int64, count=len(dv.names))
         live = np.ones(len(st.sentences), bool)
         stale = np.zeros(len(dv.vocab), np.float64)
-        return cls(cols, name_cols, live, RowMap(st.sentences), word_map, len(st.chunks), 0, stale)
+        return cls(cols, name_cols, live, RowMap(st.sentences), word_map, len(st.chunks), 0, stale, origin=origin)
+
+    def logged(self, op: TrickleOp) -> Pending:
+        """This state with ``op`` appended to its log."""
+        return replace(self, ops=(*self.ops, op))
 
     @property
     def drift(self) -> float:

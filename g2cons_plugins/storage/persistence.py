@@ -20,6 +20,9 @@ Layout of an index directory (format version 5)::
                                the rest, read only after every checksum matched, memory-mapped, never rebuilt on
                                load (:mod:`~g2cons_plugins.vector_index`); a version without them still loads
                                (the index is then built), and a reader that knows no ``unit_ann`` ignores them
+        trickle_log.json       format version 6 only: a version 5 folder's files (hard links to the files of the
+        trickle_vectors.npy    saved exact snapshot) plus the trickle updates made since, in order; the manifest's
+                               ``trickle`` entry gives the counts after them (see **Trickle log** below)
     .lock                    taken by a saving process (``fcntl.flock``); loaders never take it (they pin a
                              version folder with a shared lock on the folder itself)
 
@@ -44,6 +47,17 @@ old version only if it gets the folder's exclusive lock at once: a pinned versio
 it free, however many saves a long load (19 s at 1M passages) overlaps. A loader that finds its version removed
 before it could pin it (two saves within that instant) reads the pointer again. Where ``flock`` is not available,
 a loader retries like that for up to :data:`RACE_RETRY_S` seconds.
+
+**Trickle log.** A snapshot with trickle updates pending (:mod:`g2cons_plugins.update`) is not re-derived to be
+saved. Its updates started from an exact snapshot; where that one is saved (the index was loaded from, or saved
+to, a version that is still there as it was), the new version holds that version's data files as hard links (no
+byte copied) plus the log of the updates (:mod:`g2cons_plugins.trickle_log`: an add's chunks and the vectors it
+embedded, a removal's ids). A load reads the exact snapshot, then makes the same updates again in the same order:
+the very state that was saved, bit for bit, with nothing embedded. Such a version is format version 6 (a
+library that reads only up to 5 refuses it rather than take the log's base for the index). Where the exact
+snapshot is not saved, its version is gone or changed, or the file system refuses hard links (another device),
+the save refreshes the index (``refresh()``: the trickle drift is gone) and writes it whole, as version 5. The
+log is as long as the updates since the last exact derive, which the drift budget bounds.
 
 **Verified.** ``CURRENT`` holds the sha256 of the manifest and the manifest holds the sha256 of every file, so no
 byte goes unchecked (the config included); the checksums are computed on a thread while the files are parsed, and
@@ -82,9 +96,10 @@ import numpy as np
 from ..config import G2ConSConfig
 from ..embedders import CachedEmbedder, Embedder, get_embedder
 from ..errors import G2ConSError, PersistError
-from ..snapshot import HasSnapshot, Snapshot, as_snapshot, make_snapshot, refreshed
+from ..snapshot import HasSnapshot, Snapshot, as_snapshot, make_snapshot, refreshed, replayed, with_origin
 from ..state import Stored, derive, needs_sentence_vectors
 from ..text import Tokenizer, get_tokenizer
+from ..trickle_log import Origin
 from ..vector_index import UNIT_ANN_FILES, UnitANN, read_unit_ann, write_unit_ann
 from .derived_io import DERIVED_FILES, differences, read_derived, write_derived
 from .lexical_io import LEXICAL_NPZ, read_lexical, write_lexical
@@ -100,6 +115,7 @@ from .stored_io import (
     write_stored,
 )
 from .stored_npz import STORED_NPZ, read_stored_npz, write_stored_npz
+from .trickle_io import LOG_FILES, read_log, write_log
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "load_snapshot", "read_manifest", "save_index"]
 
@@ -113,7 +129,8 @@ FILES_V3 = STORED_FILES + DERIVED_FILES  # format versions 3 and 4: the texts as
 OPTIONAL_FILES = (SENTENCE_VECTORS, LEXICAL_NPZ)  # from format version 4 on: written where there is something to write
 FILES_V2 = STORED_FILES_JSONL + DERIVED_FILES  # format version 2: records as JSON lines
 LEGACY_FILES = ("manifest.json",) + STORED_FILES_JSONL  # what format version 1 wrote into the folder itself
-READ_VERSIONS = (2, 3, 4, FORMAT_VERSION)  # versioned layouts this library reads (and version 1, files in the folder)
+LOG_VERSION = 6  # 6: a version 5 snapshot (exact) + the trickle updates since (trickle_log.json / trickle_vectors.npy)
+READ_VERSIONS = (2, 3, 4, FORMAT_VERSION, LOG_VERSION)  # versioned layouts read (and version 1, files in the folder)
 BUNDLED_TOKENIZERS = ("cl100k_base", "o200k_base")
 _VERSION = re.compile(r"^v-\d{8}T\d{6}-[0-9a-f]{12}$")
 _TMP = re.compile(r"^\.tmp-(v-\d{8}T\d{6}-[0-9a-f]{12}|CURRENT-[0-9a-f]{12})$")
@@ -243,10 +260,16 @@ def is_index_dir(path: Path) -> bool:
 _is_our_index = is_index_dir  # the name earlier versions used
 
 
-def save_index(index: HasSnapshot, path: Path) -> None:
-    """Write the current snapshot of ``index`` to ``path`` atomically (see module doc); a snapshot with trickle
-    updates pending is refreshed first (:func:`g2cons_plugins.snapshot.refreshed`), so the saved state is exact."""
-    snap = refreshed(as_snapshot(index))
+def save_index(index: HasSnapshot, path: Path) -> Snapshot:
+    """Write the current snapshot of ``index`` to ``path`` atomically (see module doc) and return it as saved
+    (with where it is saved: :attr:`~g2cons_plugins.snapshot.Snapshot.origin`, or its trickle state's).
+
+    A snapshot with trickle updates pending is saved as the exact snapshot they started from (hard links to its
+    files where it is saved, on the same file system) plus their log (format version 6; see **Trickle log** in the
+    module doc): nothing is re-derived, and a load replays the log. Where that cannot be done (the exact snapshot
+    was never saved, its version is gone or changed, or the file system refuses a link), it is refreshed first
+    (:func:`g2cons_plugins.snapshot.refreshed`) and saved whole."""
+    snap = as_snapshot(index)
     path = Path(path)
     if path.is_symlink() and not path.is_dir():
         raise PersistError(f"{path} is a symbolic link to a file; refusing to write through it")
@@ -261,18 +284,30 @@ def save_index(index: HasSnapshot, path: Path) -> None:
         previous = _current_name(path)
         name = f"v-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(6)}"
         tmp = path / f".tmp-{name}"
+        base = _log_base(snap)
+        if snap.pending is not None and base is None:
+            snap = refreshed(snap)
         os.mkdir(tmp)  # umask applies
         try:
-            manifest_bytes = _write_version(snap, tmp)
+            manifest_bytes = None
+            if base is not None:
+                manifest_bytes = _write_log_version(snap, base, tmp)
+                if manifest_bytes is None:  # no hard link here: refreshed and saved whole
+                    shutil.rmtree(tmp)
+                    os.mkdir(tmp)
+                    snap = refreshed(snap)
+            if manifest_bytes is None:
+                manifest_bytes = _write_version(snap, tmp)
             _fsync_dir(tmp)
             os.rename(tmp, path / name)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         _fsync_dir(path)
+        origin = Origin(str((path / name).resolve()), _sha256_bytes(manifest_bytes))
         pointer = {
             "format": FORMAT,
-            "version": FORMAT_VERSION,
+            "version": FORMAT_VERSION if snap.pending is None else LOG_VERSION,
             "data": name,
             "manifest_sha256": _sha256_bytes(manifest_bytes),
         }
@@ -285,17 +320,68 @@ def save_index(index: HasSnapshot, path: Path) -> None:
             for f in LEGACY_FILES:  # migrated: remove exactly what format version 1 wrote
                 with contextlib.suppress(FileNotFoundError):
                     (path / f).unlink()
+    return with_origin(snap, origin)  # a version 6 holds the files of the exact snapshot its log starts from too
 
 
 def _check_serialisable(snap: Snapshot) -> None:
     """Fail before writing anything: metadata must be JSON, text valid Unicode (checked at build already)."""
-    for c in snap.stored.chunks:
+    chunks = list(snap.stored.chunks)
+    if snap.pending is not None:  # the logged adds' chunks too (some may have been removed since)
+        chunks += [c for op in snap.pending.ops for c in op.chunks]
+    for c in chunks:
         if not c.metadata:
             continue
         try:
             encode_json(dict(c.metadata)).encode("utf-8")
         except (TypeError, ValueError, UnicodeEncodeError) as e:
             raise PersistError(f"chunk {c.id!r}: metadata must be JSON-serialisable to persist ({e})") from None
+
+
+def _log_base(snap: Snapshot) -> tuple[Path, dict[str, Any]] | None:
+    """The saved version holding the exact snapshot that ``snap``'s trickle updates started from, and the manifest
+    of that snapshot's files, when it is still there as it was saved; None for an exact snapshot or when not."""
+    pd = snap.pending
+    if pd is None or pd.origin is None:
+        return None
+    folder = Path(pd.origin.folder)
+    try:
+        data = _read_small(folder / "manifest.json", MANIFEST_MAX_BYTES)
+    except (OSError, PersistError):
+        return None
+    if _sha256_bytes(data) != pd.origin.manifest_sha256:
+        return None
+    m = json.loads(data.decode("utf-8"))
+    base = {k: v for k, v in m.items() if k != "trickle"}
+    base["version"] = FORMAT_VERSION
+    base["files"] = {k: v for k, v in m["files"].items() if k not in LOG_FILES}
+    return folder, base
+
+
+def _write_log_version(snap: Snapshot, base: tuple[Path, dict[str, Any]], folder: Path) -> bytes | None:
+    """Version 6 in ``folder``: hard links to the base version's files, the trickle log, the manifest (the base's,
+    with the log's files and the counts after the log); None when a file system refuses the links."""
+    src, m = base
+    names = list(_files(FORMAT_VERSION, m["files"]) + _ann_files(m))
+    for name in names:
+        try:
+            os.link(src / name, folder / name, follow_symlinks=False)
+        except OSError:  # another file system, no hard links here, or a save elsewhere removed that version
+            return None
+    assert snap.pending is not None
+    write_log(folder, snap.pending.ops, int(snap.embedder.dim), _write)
+    st = snap.stored
+    manifest = {
+        **m,
+        "version": LOG_VERSION,
+        "files": {**m["files"], **{name: _sha256(folder / name) for name in LOG_FILES}},
+        "trickle": {
+            "updates": len(snap.pending.ops),
+            "counts": {"chunks": len(st.chunks), "units": len(st.units), "sentences": len(st.sentences)},
+        },
+    }
+    data = json.dumps(manifest, indent=2).encode("utf-8")
+    _write(folder / "manifest.json", lambda fh: fh.write(data))
+    return data
 
 
 def _write_version(snap: Snapshot, folder: Path) -> bytes:
@@ -475,7 +561,15 @@ def _manifest(folder: Path, digest: str | None) -> dict[str, Any]:
     if digest is not None and unknown:
         raise PersistError(f"{mf}: field 'config' has keys this library does not know: {unknown[:5]} (newer version?)")
     files = need("files", dict)
-    expected = _files(m["version"], files) + _ann_files(m)
+    expected = _files(m["version"], files) + _ann_files(m) + _log_files(m)
+    if m["version"] == LOG_VERSION:
+        tr = m.get("trickle")
+        cnt = tr.get("counts") if isinstance(tr, dict) else None
+        if not isinstance(cnt, dict) or any(
+            isinstance(cnt.get(k), bool) or not isinstance(cnt.get(k), int) or cnt[k] < 0
+            for k in ("chunks", "units", "sentences")
+        ):
+            raise PersistError(f"{mf}: field 'trickle.counts' must give the chunks, units and sentences after the log")
     for f in expected:
         if not isinstance(files.get(f), str) or not _HEX64.match(files[f]):
             raise PersistError(f"{mf}: field 'files.{f}' must be a sha256 hex digest")
@@ -597,7 +691,7 @@ def _read(
     rebuild: bool,
 ) -> Snapshot:
     m = _manifest(folder, digest)
-    files = list(_files(m["version"], m["files"]) + _ann_files(m))
+    files = list(_files(m["version"], m["files"]) + _ann_files(m) + _log_files(m))
     for name in files:
         f = folder / name
         _no_symlink(f)
@@ -629,6 +723,11 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _log_files(m: dict[str, Any]) -> tuple[str, ...]:
+    """The trickle log's files (format version 6)."""
+    return LOG_FILES if m.get("version") == LOG_VERSION else ()
 
 
 def _ann_files(m: dict[str, Any]) -> tuple[str, ...]:
@@ -705,6 +804,29 @@ def _parse(
         bm25 = read_lexical(folder, len(stored.units), len(derived.terms.words))
     snap = make_snapshot(stored, cached, config, tok, derived=derived, unit_ann=ann, bm25=bm25)
     drop_mapped_pages([*state_arrays(snap.stored, snap.derived), bm25])  # checked; queries map what they read
+    if digest is not None and not rebuild:
+        snap = with_origin(snap, Origin(str(folder.resolve()), digest))
+    if _log_files(m):
+        snap = _replayed(folder, m, snap, dim, checked)
+    return snap
+
+
+def _replayed(folder: Path, m: dict[str, Any], snap: Snapshot, dim: int, checked: Callable[[], None]) -> Snapshot:
+    """``snap`` (the version's exact snapshot) after its trickle log (read once every checksum matched)."""
+    checked()
+    ops = read_log(folder, dim)
+    try:
+        snap = replayed(snap, ops)
+    except G2ConSError as e:
+        raise PersistError(
+            f"{folder / LOG_FILES[0]}: the logged updates do not replay on the saved index ({e})"
+        ) from None
+    st, want = snap.stored, m["trickle"]["counts"]
+    for key, n in (("chunks", len(st.chunks)), ("units", len(st.units)), ("sentences", len(st.sentences))):
+        if want[key] != n:
+            raise PersistError(
+                f"{folder / 'manifest.json'}: field 'trickle.counts.{key}' is {want[key]} but the replay made {n}"
+            )
     return snap
 
 
