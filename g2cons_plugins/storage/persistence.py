@@ -277,7 +277,8 @@ def save_index(index: HasSnapshot, path: Path) -> Snapshot:
         raise PersistError(f"{path} exists and is not a directory")
     if path.is_dir() and not is_index_dir(path) and any(not _ours(p.name) for p in path.iterdir()):
         raise PersistError(f"{path} is a non-empty directory that is not a g2cons index; refusing to replace it")
-    _check_serialisable(snap)
+    logged = _log_base(snap) is not None
+    _check_serialisable(snap, logged)  # before anything is written
     path.mkdir(parents=True, exist_ok=True)
     with _writer_lock(path):
         _clean_leftovers(path)
@@ -287,6 +288,8 @@ def save_index(index: HasSnapshot, path: Path) -> Snapshot:
         base = _log_base(snap)
         if snap.pending is not None and base is None:
             snap = refreshed(snap)
+        if logged and base is None:  # its base went meanwhile: every chunk is written
+            _check_serialisable(snap, False)
         os.mkdir(tmp)  # umask applies
         try:
             manifest_bytes = None
@@ -296,6 +299,7 @@ def save_index(index: HasSnapshot, path: Path) -> Snapshot:
                     shutil.rmtree(tmp)
                     os.mkdir(tmp)
                     snap = refreshed(snap)
+                    _check_serialisable(snap, False)
             if manifest_bytes is None:
                 manifest_bytes = _write_version(snap, tmp)
             _fsync_dir(tmp)
@@ -323,10 +327,11 @@ def save_index(index: HasSnapshot, path: Path) -> Snapshot:
     return with_origin(snap, origin)  # a version 6 holds the files of the exact snapshot its log starts from too
 
 
-def _check_serialisable(snap: Snapshot) -> None:
-    """Fail before writing anything: metadata must be JSON, text valid Unicode (checked at build already)."""
-    chunks = list(snap.stored.chunks)
-    if snap.pending is not None:  # the logged adds' chunks too (some may have been removed since)
+def _check_serialisable(snap: Snapshot, log_only: bool) -> None:
+    """Fail before writing anything: metadata must be JSON, text valid Unicode (checked at build already). With
+    ``log_only``, only the chunks of the trickle log's adds are written (the others are saved already)."""
+    chunks = [] if log_only else list(snap.stored.chunks)
+    if snap.pending is not None:  # the logged adds' chunks (some may have been removed since)
         chunks += [c for op in snap.pending.ops for c in op.chunks]
     for c in chunks:
         if not c.metadata:
@@ -709,6 +714,8 @@ def _read(
             _check_sums(folder, mismatch)
             raise
         _check_sums(folder, mismatch)
+    if _log_files(m):  # every file matched; with the collector on (a replay frees what it replaces)
+        snap = _replayed(folder, m, snap, int(m["embedder"]["dim"]))
     return snap
 
 
@@ -806,14 +813,11 @@ def _parse(
     drop_mapped_pages([*state_arrays(snap.stored, snap.derived), bm25])  # checked; queries map what they read
     if digest is not None and not rebuild:
         snap = with_origin(snap, Origin(str(folder.resolve()), digest))
-    if _log_files(m):
-        snap = _replayed(folder, m, snap, dim, checked)
     return snap
 
 
-def _replayed(folder: Path, m: dict[str, Any], snap: Snapshot, dim: int, checked: Callable[[], None]) -> Snapshot:
-    """``snap`` (the version's exact snapshot) after its trickle log (read once every checksum matched)."""
-    checked()
+def _replayed(folder: Path, m: dict[str, Any], snap: Snapshot, dim: int) -> Snapshot:
+    """``snap`` (the version's exact snapshot) after its trickle log (called once every checksum matched)."""
     ops = read_log(folder, dim)
     try:
         snap = replayed(snap, ops)
