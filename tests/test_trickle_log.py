@@ -18,6 +18,7 @@ import scipy.sparse as sp
 from test_trickle import CFG, STRATEGIES, _docs, _key, _questions
 
 from g2cons_plugins import G2ConSIndex, PersistError
+from g2cons_plugins import update as upd
 from g2cons_plugins.embedders import get_embedder
 from g2cons_plugins.state import Derived
 from g2cons_plugins.storage import persistence
@@ -88,6 +89,10 @@ def _assert_same_state(a: G2ConSIndex, b: G2ConSIndex) -> None:
             np.testing.assert_array_equal(getattr(pa, f), getattr(pb, f))
         assert [(o.kind, o.ids, o.texts) for o in pa.ops] == [(o.kind, o.ids, o.texts) for o in pb.ops]
         assert (pa.deferred is None) == (pb.deferred is None)
+        if pa.deferred is not None and pb.deferred is not None:  # the added chunks whose graph update waits
+            assert _same(pa.deferred.chunks, pb.deferred.chunks) and _same(pa.deferred.rows[0], pb.deferred.rows[0])
+            np.testing.assert_array_equal(pa.deferred.rows[1], pb.deferred.rows[1])
+            np.testing.assert_array_equal(pa.deferred.moved, pb.deferred.moved)
 
 
 @pytest.mark.parametrize("level", ["unit", "sentence"])  # unit vectors only (default) / sentence vectors too
@@ -256,3 +261,28 @@ def test_an_exact_update_starts_the_log_again(docs: list[dict[str, str]], tmp_pa
     idx.save(path)
     assert _version(path)[0] == persistence.FORMAT_VERSION
     assert isinstance(G2ConSIndex.load(path).derived, Derived)
+
+
+def test_adds_waiting_for_their_graph_update_replay_too(
+    docs: list[dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the concept-graph update of small adds waiting (as on an index of 200,000+ chunks), a save while
+    chunks wait, and one after the add that makes the waiting update, both load to the same state."""
+    monkeypatch.setattr(upd, "DEFER_MIN_CHUNKS", 0)
+    monkeypatch.setattr(upd, "DEFER_CHUNKS", 4)
+    path = tmp_path / "ix"
+    idx = G2ConSIndex.build(docs[:100], embedder="hash", config=CFG)
+    idx.save(path)
+    idx.add(docs[100:101], exact=False)
+    idx.add(docs[101:103], exact=False)
+    assert idx.snapshot.pending is not None and idx.snapshot.pending.deferred is not None  # 3 chunks wait
+    idx.save(path)
+    _assert_same_state(G2ConSIndex.load(path), idx)
+    idx.add(docs[103:105], exact=False)  # passes 4: the waiting update is made
+    assert idx.snapshot.pending is not None and idx.snapshot.pending.deferred is None
+    idx.remove([docs[3]["id"]], exact=False)
+    idx.save(path)
+    loaded = G2ConSIndex.load(path)
+    _assert_same_state(loaded, idx)
+    q = _questions(1)[0]
+    assert _key(loaded.retrieve(q, beta=500)) == _key(idx.retrieve(q, beta=500))
