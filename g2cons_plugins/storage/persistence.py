@@ -715,7 +715,9 @@ def _read(
             raise
         _check_sums(folder, mismatch)
     if _log_files(m):  # every file matched; with the collector on (a replay frees what it replaces)
-        snap = _replayed(folder, m, snap, int(m["embedder"]["dim"]))
+        box = [snap]
+        del snap  # the replay holds the only reference: the exact snapshot goes once the first update replaced it
+        return _replayed(folder, m, box, int(m["embedder"]["dim"]))
     return snap
 
 
@@ -816,11 +818,12 @@ def _parse(
     return snap
 
 
-def _replayed(folder: Path, m: dict[str, Any], snap: Snapshot, dim: int) -> Snapshot:
-    """``snap`` (the version's exact snapshot) after its trickle log (called once every checksum matched)."""
+def _replayed(folder: Path, m: dict[str, Any], box: list[Snapshot], dim: int) -> Snapshot:
+    """The version's exact snapshot (the one item of ``box``, taken out of it) after its trickle log (called once
+    every checksum matched)."""
     ops = read_log(folder, dim)
     try:
-        snap = replayed(snap, ops)
+        snap = replayed(box.pop(), ops)
     except G2ConSError as e:
         raise PersistError(
             f"{folder / LOG_FILES[0]}: the logged updates do not replay on the saved index ({e})"
