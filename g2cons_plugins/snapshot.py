@@ -305,7 +305,9 @@ def _trickle_added(
     )
     if isinstance(emb, ReplayEmbedder) and not emb.done():
         raise PersistError("trickle log: a replayed add embeds fewer texts than the logged add did")
-    pd = pd.logged(emb.op(new) if isinstance(emb, RecordingEmbedder) else replay)  # type: ignore[arg-type]
+    op = emb.op(new) if isinstance(emb, RecordingEmbedder) else replay
+    assert op is not None
+    pd = pd.logged(op)
     fresh = list(st.sentences[len(snap.stored.sentences) :])
     terms, word_map = append_terms(snap.derived.terms, fresh, pd.word_map, snap.config)
     pd = replace(pd, sent_map=sent_map, word_map=word_map)
