@@ -125,3 +125,31 @@ def test_add_same_named_files_from_two_folders_and_remove_by_path(
     capsys.readouterr()
     assert main(["add", "g", "b/report.txt", "b/./report.txt"]) == 2
     assert "given twice" in capsys.readouterr().err
+
+
+def test_add_and_remove_save_a_trickle_log_unless_refresh(
+    graph: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a graph where small changes trickle, ``add`` / ``remove`` save the updates' log (format version 6; the
+    next load replays it and keeps the drift until a refresh); ``--refresh`` saves the exact state (version 5)."""
+    import shutil
+
+    from g2cons_plugins import update as upd
+
+    monkeypatch.setattr(upd, "MIN_CHUNKS", 10)
+    monkeypatch.setattr(upd, "MAX_SHARE", 0.5)
+    g = tmp_path / "g"
+    shutil.copytree(graph, g)
+    (tmp_path / "new.txt").write_text("The Lantern Guild was founded in Ostravel by Mira Quell.", encoding="utf-8")
+
+    def version() -> int:
+        return int(json.loads((g / "CURRENT").read_text(encoding="utf-8"))["version"])
+
+    assert main(["add", str(g), str(tmp_path / "new.txt"), "--quiet"]) == 0
+    assert version() == 6 and not G2ConSIndex.load(g).refreshed
+    assert main(["remove", str(g), "p03.txt"]) == 0
+    loaded = G2ConSIndex.load(g)
+    assert version() == 6 and "p03.txt" not in {c.id for c in loaded.chunks}
+    assert [op.kind for op in loaded.snapshot.pending.ops] == ["add", "remove"]  # type: ignore[union-attr]
+    assert main(["remove", str(g), "p04.txt", "--refresh"]) == 0
+    assert version() == 5 and G2ConSIndex.load(g).refreshed

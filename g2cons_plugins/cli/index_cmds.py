@@ -239,6 +239,8 @@ def cmd_add(args: argparse.Namespace) -> int:
         raise InputError(f"already in {args.graph}: {clash[:5]}; remove them first (g2cons remove DIR ID)")
     before = len(index.chunks)
     index.add(chunks, show_progress=_show(args))
+    if args.refresh:
+        index.refresh()
     _save_graph(index, args.graph, {**saved, "chunk_tokens": size, "chunk_overlap": overlap})
     print(index.stats)
     print(
@@ -270,6 +272,8 @@ def cmd_remove(args: argparse.Namespace) -> int:
         raise InputError(f"unknown chunk or document ids: {unknown[:5]} (not in the graph at {args.graph})")
     before = len(index.chunks)
     index.remove(sorted(set(drop)))
+    if args.refresh:
+        index.refresh()
     _save_graph(index, args.graph, _read_sidecar(args.graph))
     print(index.stats)
     print(f"removed {len(set(drop)):,} chunks: {before:,} -> {len(index.chunks):,} chunks")
@@ -353,13 +357,21 @@ def register_fuse(sub: Any) -> None:
     f.set_defaults(func=cmd_fuse)
 
 
+TRICKLE = (
+    "A change of at most 1% of a graph of 2,000+ chunks is a trickle update: only what it touches is recomputed, "
+    "and the graph is saved with a log of the updates since its last exact state (a bounded drift until then; a "
+    "load replays the log); --refresh saves the exact state instead. A larger change equals a rebuild."
+)
+REFRESH_HELP = "re-derive after the change and save the exact state, equal to a rebuild (slower; no log to replay)"
+
+
 def register_add(sub: Any) -> None:
     """Add the ``add`` subcommand."""
     a = sub.add_parser(
         "add",
         help="add documents to a saved graph without a rebuild",
         description="Read FILES (.txt/.md files, folders, .csv, .jsonl, .json), chunk them with the graph's "
-        "settings, and add them; nothing already in the graph is embedded again. Equals a rebuild.",
+        "settings, and add them; nothing already in the graph is embedded again. " + TRICKLE,
         epilog="example:\n  g2cons add ragtest/g2cons/graph new/report.txt new/more_docs/",
         formatter_class=FMT,
     )
@@ -367,6 +379,7 @@ def register_add(sub: Any) -> None:
     a.add_argument("files", nargs="+", type=Path, metavar="FILES")
     input_opts(a, defaults=False)
     a.add_argument("--quiet", action="store_true", help="no progress bars")
+    a.add_argument("--refresh", action="store_true", help=REFRESH_HELP)
     a.set_defaults(func=cmd_add)
 
 
@@ -376,10 +389,11 @@ def register_remove(sub: Any) -> None:
         "remove",
         help="remove chunks or whole documents from a saved graph without a rebuild",
         description="Remove by chunk id or by document id (a file's relative path, a record's id): a document "
-        "id removes all its chunks. Equals a rebuild without them.",
+        "id removes all its chunks. " + TRICKLE,
         epilog="example:\n  g2cons remove ragtest/g2cons/graph new/report.txt 'big.txt#3'   # a document, a chunk",
         formatter_class=FMT,
     )
     r.add_argument("graph", type=Path, metavar="DIR")
     r.add_argument("ids", nargs="+", metavar="IDS")
+    r.add_argument("--refresh", action="store_true", help=REFRESH_HELP)
     r.set_defaults(func=cmd_remove)
