@@ -286,3 +286,17 @@ def test_adds_waiting_for_their_graph_update_replay_too(
     _assert_same_state(loaded, idx)
     q = _questions(1)[0]
     assert _key(loaded.retrieve(q, beta=500)) == _key(idx.retrieve(q, beta=500))
+
+
+def test_a_reader_of_version_5_refuses_a_log(
+    docs: list[dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A library that reads up to format version 5 would take the log's base for the index: it refuses instead."""
+    path = tmp_path / "ix"
+    idx = G2ConSIndex.build(docs[:100], embedder="hash", config=CFG)
+    idx.save(path)
+    _updated(idx, docs)
+    idx.save(path)
+    monkeypatch.setattr(persistence, "READ_VERSIONS", (2, 3, 4, 5))
+    with pytest.raises(PersistError, match="format version 6"):
+        G2ConSIndex.load(path)
