@@ -78,6 +78,7 @@ import contextlib
 import gc
 import hashlib
 import json
+import logging
 import os
 import re
 import secrets
@@ -123,6 +124,7 @@ FORMAT = "g2cons-index"
 FORMAT_VERSION = 5  # 5: the texts as columns in stored.npz (read in place); 4: sentence_vectors.npy optional
 WRITE_VERSION = FORMAT_VERSION  # what a save writes (4 still can be written, for tests of the older reader)
 POINTER = "CURRENT"
+log = logging.getLogger("g2cons_plugins")
 LOCK = ".lock"
 FILES = (STORED_NPZ, SENTENCE_VECTORS, "unit_vectors.npy") + DERIVED_FILES + (LEXICAL_NPZ,)  # format version 5
 FILES_V3 = STORED_FILES + DERIVED_FILES  # format versions 3 and 4: the texts as JSON columns
@@ -822,6 +824,8 @@ def _replayed(folder: Path, m: dict[str, Any], box: list[Snapshot], dim: int) ->
     """The version's exact snapshot (the one item of ``box``, taken out of it) after its trickle log (called once
     every checksum matched)."""
     ops = read_log(folder, dim)
+    t0 = time.perf_counter()
+    log.info("%s: replaying the %d trickle updates saved since its last exact state", folder, len(ops))
     try:
         snap = replayed(box.pop(), ops)
     except G2ConSError as e:
@@ -834,6 +838,7 @@ def _replayed(folder: Path, m: dict[str, Any], box: list[Snapshot], dim: int) ->
             raise PersistError(
                 f"{folder / 'manifest.json'}: field 'trickle.counts.{key}' is {want[key]} but the replay made {n}"
             )
+    log.info("%s: %d updates replayed in %.1f s", folder, len(ops), time.perf_counter() - t0)
     return snap
 
 
