@@ -300,3 +300,17 @@ def test_a_reader_of_version_5_refuses_a_log(
     monkeypatch.setattr(persistence, "READ_VERSIONS", (2, 3, 4, 5))
     with pytest.raises(PersistError, match="format version 6"):
         G2ConSIndex.load(path)
+
+
+def test_updates_to_an_index_saved_in_an_older_layout_are_saved_whole(
+    docs: list[dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Loaded from format version 4 (texts as JSON columns), updated, saved: refreshed and written whole."""
+    monkeypatch.setattr(persistence, "WRITE_VERSION", 4)
+    G2ConSIndex.build(docs[:100], embedder="hash", config=CFG).save(tmp_path / "ix")
+    monkeypatch.setattr(persistence, "WRITE_VERSION", 5)
+    idx = G2ConSIndex.load(tmp_path / "ix")
+    _updated(idx, docs)
+    idx.save(tmp_path / "ix")
+    assert idx.refreshed and _version(tmp_path / "ix")[0] == persistence.FORMAT_VERSION
+    assert json.loads((_version(tmp_path / "ix")[1] / "manifest.json").read_text(encoding="utf-8"))["version"] == 5

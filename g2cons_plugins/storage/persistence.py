@@ -358,6 +358,8 @@ def _log_base(snap: Snapshot) -> tuple[Path, dict[str, Any]] | None:
     if _sha256_bytes(data) != pd.origin.manifest_sha256:
         return None
     m = json.loads(data.decode("utf-8"))
+    if m.get("version") not in (FORMAT_VERSION, LOG_VERSION):  # an older layout: saved whole, in today's
+        return None
     base = {k: v for k, v in m.items() if k != "trickle"}
     base["version"] = FORMAT_VERSION
     base["files"] = {k: v for k, v in m["files"].items() if k not in LOG_FILES}
