@@ -4,20 +4,19 @@ latency, memory and embedded texts per unit, per corpus size.
     nice -n 10 python benchmarks/scale/bench.py --sizes 10000,100000,1000000 --embedder wordllama \\
         --out benchmarks/scale/results/scale_wordllama
 
-Corpora come from ``corpus.py`` (seeded recombinations of real sentences). Each size runs in three fresh
-processes, so every peak-RSS figure belongs to that size and that job alone: ``build`` (build, save; counts every
-text the embedder receives: "embedded texts per unit"), ``load`` (load the saved index, then queries: latency
-includes embedding the question; real MuSiQue questions, default ``retrieve`` settings) and ``update`` (load the
-saved index as a serving process would, add 1, 10 and 100 new chunks one call each: the trickle row; then the next
-1%, then remove 1% of the original ids, then ``refresh()``, which every save does first). Peak RSS per phase is
-sampled every 20 ms by a thread (``/proc/self/statm``); ``ru_maxrss`` is the process-wide peak; "resident after
-load" is the RSS right after ``load`` returns, "after adds" the RSS once the adds (before the removal) are
-done. Before the load and the update jobs the saved index is written back to disk (``os.sync()``): the kernel's
-writeback of a just-saved index (700 MB at 80k) otherwise shares the 2 cores with the timed queries. Writes
-``OUT.json``, ``OUT.md`` (a table, each size's update and query ratios, and the scale targets at 80k
-and 1M where those sizes were run) and ``OUT.png`` (a plot); ``--render OUT.json`` re-writes the last two from
-saved results.
-"""
+Corpora come from ``corpus.py`` (seeded recombinations of real sentences). Each size runs in three fresh processes,
+so every peak-RSS figure belongs to that size and that job alone: ``build`` (build, save; counts every text the
+embedder receives: "embedded texts per unit"), ``load`` (load the saved index, then queries: latency includes
+embedding the question; real MuSiQue questions, default ``retrieve`` settings) and ``update`` (load the saved index
+as a serving process would, add 1, 10 and 100 new chunks one call each: the trickle row; then the next 1%, then
+remove 1% of the original ids, then ``refresh()``, which a save made first until the trickle log;
+``save_after_updates.py`` compares the two). Peak RSS per phase is sampled every 20 ms by a thread
+(``/proc/self/statm``); ``ru_maxrss`` is the process-wide peak; "resident after load" is the RSS right after
+``load`` returns, "after adds" the RSS once the adds (before the removal) are done. Before the load and the update
+jobs the saved index is written back to disk (``os.sync()``): the kernel's writeback of a just-saved index (700 MB
+at 80k) otherwise shares the 2 cores with the timed queries. Writes ``OUT.json``, ``OUT.md`` (a table, each size's
+update and query ratios, and the scale targets at 80k and 1M where those sizes were run) and ``OUT.png`` (a plot);
+``--render OUT.json`` re-writes the last two from saved results."""
 
 from __future__ import annotations
 
@@ -137,8 +136,8 @@ STREAM = 80
 
 def job_update(n: int, seed: int, path: Path) -> dict[str, Any]:
     """Load the saved index (as a serving process would), add 1, 10 and 100 new chunks (one call each), then
-    :data:`STREAM` chunks one at a time, the next 1%, remove 1% of the original ids, then ``refresh()`` (what a save
-    does first); peak RSS per phase."""
+    :data:`STREAM` chunks one at a time, the next 1%, remove 1% of the original ids, then ``refresh()`` (what a
+    save did first before the trickle log); peak RSS per phase."""
     import random
 
     from g2cons_plugins import G2ConSIndex
