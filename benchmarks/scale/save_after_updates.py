@@ -9,15 +9,15 @@
 loads it and makes ``bench.py``'s updates (``job_update``: add 1, 10 and 100 new chunks, then 80 one at a time,
 the next 1%, then remove 1% of the original ids), then:
 
-1. ``log``: saves to ``INDEX-log`` (a sibling folder: the new version links the loaded version's files and writes
-   the log); seconds and peak RSS of the save;
-2. ``load``: a fresh process loads ``INDEX-log`` (reads the exact snapshot, replays the log): seconds, peak RSS,
-   and whether 20 questions retrieve exactly what the updating process retrieved (ids, order and scores);
-3. ``whole``: the updating process refreshes and saves to ``INDEX-whole`` (what every save did before): seconds
-   and peak RSS of each.
+1. ``log``: saves to ``log/`` in a new temporary folder beside INDEX (the same file system: the new version links
+   the loaded version's files and writes the log); seconds and peak RSS of the save;
+2. ``load``: a fresh process loads ``log/`` (reads the exact snapshot, replays the log): seconds, peak RSS, and
+   whether 20 questions retrieve exactly what the updating process retrieved (ids, order and scores);
+3. ``whole``: the updating process refreshes and saves to ``whole/`` (what every save did before): seconds and
+   peak RSS of each.
 
-Peak RSS is sampled every 20 ms (``bench.PeakRSS``), per step. The two copies are removed at the end (the index
-given is only read).
+Peak RSS is sampled every 20 ms (``bench.PeakRSS``), per step. The temporary folder is removed at the end (the
+index given is only read).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -73,15 +74,15 @@ def update_and_save(index: Path, n: int, seed: int) -> dict[str, Any]:
         "peak_rss_updates_mb": mem.phase(),
         "rss_before_save_mb": round(mem.now() / 2**20, 1),
     }
-    log_path, whole_path = index.with_name(index.name + "-log"), index.with_name(index.name + "-whole")
-    for p in (log_path, whole_path):
-        shutil.rmtree(p, ignore_errors=True)
+    # a folder of ours beside the index (the same file system, so the log save can link its files)
+    work = Path(tempfile.mkdtemp(prefix=f".{index.name}-saves-", dir=index.parent))
+    log_path, whole_path = work / "log", work / "whole"
     out["log_save_s"] = bench._timed(idx.save, log_path)
     out["log_save_peak_rss_mb"] = mem.phase()
     out["log_save_refreshed"] = bool(idx.refreshed)
     out["log_version"] = json.loads((log_path / "CURRENT").read_text())["version"]
     expected = _results(idx)
-    check = index.with_name(index.name + "-expected.json")
+    check = work / "expected.json"
     check.write_text(json.dumps(expected))
     res = subprocess.run(
         [sys.executable, __file__, "--job", "load", "--index", str(log_path), "--check", str(check)],
@@ -96,8 +97,7 @@ def update_and_save(index: Path, n: int, seed: int) -> dict[str, Any]:
     out["whole_refresh_peak_rss_mb"] = mem.phase()
     out["whole_save_s"] = bench._timed(idx.save, whole_path)
     out["whole_save_peak_rss_mb"] = mem.phase()
-    for p in (log_path, whole_path, check):
-        shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink()
+    shutil.rmtree(work)
     return out
 
 

@@ -14,7 +14,6 @@ import numpy as np
 
 from ..chunks import Chunk
 from ..errors import PersistError
-from ..tables import metadata_json
 from ..trickle_log import TrickleOp
 
 __all__ = ["LOG_FILES", "LOG_JSON", "LOG_VECTORS", "read_log", "write_log"]
@@ -34,10 +33,7 @@ def write_log(
     for op in ops:
         if op.kind == "add":
             assert op.vectors is not None
-            chunks = [
-                {"id": c.id, "text": c.text, "metadata": json.loads(metadata_json(c.metadata) or "{}")}
-                for c in op.chunks
-            ]
+            chunks = [{"id": c.id, "text": c.text, "metadata": dict(c.metadata)} for c in op.chunks]
             records.append({"kind": "add", "chunks": chunks, "texts": list(op.texts)})
             vecs.append(op.vectors)
         else:
