@@ -16,13 +16,13 @@ from the rule only for a pair whose cosine is within twice that slack of theta_s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
-from .graph import EdgeSet, NearPairs, adjacency, pair_ids
+from .graph import EdgeSet, NearPairs, adjacency, pair_ids, pairs_sorted
 
 __all__ = ["BLOCK_WORK", "PairWorkExceeded", "find_pairs", "update_edges"]
 
@@ -83,19 +83,23 @@ def update_edges(
     ok1 = cos1 >= low
     found = ((r1[ok1], c1[ok1], k1[ok1], cos1[ok1]), (r2, c2, k2, cos2))
     del delta, dr, dc, dk, fresh, r1, c1, k1, cos1, ok1, r2, c2, k2, cos2  # not held through the merge
-    out = _assembled(edges, e, n, found, df, n_cand)
-    del e, n, found
+    held: list[object] = [e, n, found]
+    del e, n, found  # the merge lets each go once it is merged
+    out = _assembled(edges, held, df, n_cand)
     if read is not None:
         read()
     return out, adjacency(out, m)
 
 
-def _assembled(
-    edges: EdgeSet, e: _Restored, n: _Restored, found: tuple[tuple[np.ndarray, ...], ...], df: np.ndarray, n_cand: int
-) -> EdgeSet:
+def _assembled(edges: EdgeSet, held: list[object], df: np.ndarray, n_cand: int) -> EdgeSet:
     """The edges and near pairs after a change: the kept ones of each set (``e``, ``n``), those that crossed
     theta_sem either way and the ``found`` pairs (rows, cols, Co, cosine; cosine >= the band's low end) merged
-    into the set their cosine puts them in; the Dice weights of the kept edges whose df changed recomputed."""
+    into the set their cosine puts them in; the Dice weights of the kept edges whose df changed recomputed.
+    ``held`` is ``[e, n, found]``; it is emptied here, so that each part is let go as soon as it is merged (at 80k
+    passages the parts and their copies are ~100 MB of the removal's peak)."""
+    e, n, found = held
+    held.clear()
+    assert isinstance(e, _Restored) and isinstance(n, _Restored) and isinstance(found, tuple)
     theta, near = edges.theta_sem, edges.near
     e_stay, e_down = e.keep & (e.cos >= theta), e.keep & (e.cos < theta)
     n_up, n_stay = n.keep & (n.cos >= theta), n.keep & (n.cos < theta)
@@ -103,7 +107,13 @@ def _assembled(
         (edges.rows[e_down], edges.cols[e_down], e.co[e_down], e.cos[e_down]),
         (near.rows[n_up], near.cols[n_up], n.co[n_up], n.cos[n_up]),
     )
+    del e_down, n_up
     ins = [np.concatenate(x) for x in zip(*found, *moving, strict=True)]
+    del found, moving
+    order = np.lexsort((ins[1], ins[0]))  # by pair once: both sets' new pairs are then in order
+    for i, x in enumerate(ins):
+        ins[i] = x[order]
+    del order, x
     up = ins[3] >= theta
     dff = np.asarray(df, dtype=np.float64)
     dice = edges.dice
@@ -112,13 +122,16 @@ def _assembled(
         dice = dice.copy()
         r, c = edges.rows[redice], edges.cols[redice]
         dice[redice] = (2.0 * e.co[redice] / (dff[r] + dff[c])).astype(np.float32)
+        del r, c
+    del redice
     new_e = [x[up] for x in ins]
     new_e.append((2.0 * new_e[2] / (dff[new_e[0]] + dff[new_e[1]])).astype(np.float32))
-    new_n = tuple(x[~up] for x in ins)
-    del ins, moving  # what is merged is held once (its two parts), not three times
-    er, ec, eco, ecos, edice = _spliced((edges.rows, edges.cols, e.co, e.cos, dice), e_stay, tuple(new_e))
-    del new_e, dice
+    new_n = [x[~up] for x in ins]
+    del ins, up  # what is merged is held once (its two parts), not three times
+    er, ec, eco, ecos, edice = _spliced((edges.rows, edges.cols, e.co, e.cos, dice), e_stay, new_e)
+    del e, e_stay, dice, new_e
     nr, nc, nco, ncos = _spliced((near.rows, near.cols, n.co, n.cos), n_stay, new_n)
+    del n, n_stay, new_n
     return EdgeSet(
         er,
         ec,
@@ -174,14 +187,24 @@ def _restored(
     return _Restored(keep, co, cos, f, hit, lost)
 
 
-def _spliced(old: tuple[np.ndarray, ...], keep: np.ndarray, new: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+def _spliced(
+    old: tuple[np.ndarray, ...], keep: np.ndarray, new: Sequence[np.ndarray]
+) -> tuple[np.ndarray, ...]:
     """Columns ``old`` (sorted by the pair in the first two) without the items where ``keep`` is False and with
-    the columns ``new`` (pairs not kept in ``old``, distinct, any order) merged in. A few changes are copied by
+    the columns ``new`` (pairs not kept in ``old``, distinct, any order; no copy when already in pair order)
+    merged in. A list ``new`` is emptied here (its columns are let go once merged). A few changes are copied by
     slices between them (memory speed), many through masks."""
-    order = np.lexsort((new[1], new[0]))
-    new = tuple(x[order].astype(o.dtype, copy=False) for x, o in zip(new, old, strict=True))  # old's types
+    cols = list(new)
+    if isinstance(new, list):
+        new.clear()
+    if not pairs_sorted(cols[0], cols[1]):
+        order = np.lexsort((cols[1], cols[0]))
+        cols = [x[order] for x in cols]
+        del order
+    new = tuple(x.astype(o.dtype, copy=False) for x, o in zip(cols, old, strict=True))  # old's types
+    del cols
     drop = np.flatnonzero(~keep)
-    at = find_pairs(old[0], old[1], new[0], new[1])[0] if len(order) else np.zeros(0, np.int64)
+    at = find_pairs(old[0], old[1], new[0], new[1])[0] if len(new[0]) else np.zeros(0, np.int64)
     if len(drop) == 0 and len(at) == 0:
         return old
     if len(drop) + len(at) > len(keep) // 512 + 256:  # a Python step per change: masks past this

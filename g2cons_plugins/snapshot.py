@@ -319,6 +319,9 @@ def _trickle_added(
 def _trickle_removed(snap: Snapshot, drop: set[str], force: bool = False) -> Snapshot:
     """A trickle removal (:mod:`g2cons_plugins.update`)."""
     t0 = time.perf_counter()
+    # what earlier updates freed, first: a removal holds a second copy of most derived arrays at its peak, and the
+    # heap they would reuse is fragmented (at 80k passages after the adds: 190 MB of free pages kept)
+    release_free_memory()
     pd = (snap.pending or Pending.start(snap.stored, snap.derived, snap.origin)).logged(TrickleOp.remove(sorted(drop)))
     keep_chunk = np.ones(len(snap.stored.chunks), bool)
     keep_chunk[[snap.chunk_pos[i] for i in drop]] = False

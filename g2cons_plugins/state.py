@@ -44,6 +44,7 @@ from .graph import (
     pagerank,
 )
 from .storage.memory import release_free_memory
+from .storage.ones import share_ones
 from .tables import chunk_id_view, unit_text_view
 from .terms import TermIndex, analyze, share, top_concepts
 from .text import Tokenizer, count_tokens_batch
@@ -223,10 +224,12 @@ def level_sums(
 def freeze(obj: Any) -> Any:
     """``obj`` (a :class:`Derived`, :class:`~g2cons_plugins.graph.EdgeSet` and its near pairs, :class:`TermIndex`,
     sparse matrix or array) with every array in it made read-only, in place: a snapshot is shared by concurrent
-    readers, so no caller may change what every other reader sees (a writer builds new arrays)."""
+    readers, so no caller may change what every other reader sees (a writer builds new arrays). A 0/1 matrix's
+    data becomes a view of one shared buffer of ones (:mod:`g2cons_plugins.storage.ones`)."""
     if isinstance(obj, np.ndarray):
         obj.flags.writeable = False
     elif sp.issparse(obj):
+        share_ones(obj)
         for name in ("data", "indices", "indptr"):
             a = getattr(obj, name, None)
             if isinstance(a, np.ndarray):

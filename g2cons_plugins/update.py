@@ -42,7 +42,7 @@ from .edge_update import PairWorkExceeded, update_edges
 from .errors import InputError
 from .graph import graph_stats, pagerank
 from .state import Derived, Stored, binary, freeze, level_vectors
-from .storage.memory import drop_mapped_pages, state_arrays
+from .storage.memory import drop_mapped_pages, release_free_memory, state_arrays
 from .terms import TermIndex, analyze
 from .trickle_log import Origin, TrickleOp
 from .trickle_store import Inserted, RowMap, insert_rows, spliced
@@ -380,17 +380,17 @@ def derive_removed(
     sent_inc.eliminate_zeros()
     C_gone = dv.chunk_inc[gone_c]
     name_gone = binary(P @ dv.unit_names[gone_u])
-    out = replace(
+    out = replace(  # frozen at once: their data become views of the shared ones, not held through the update
         dv,
-        extracted=dv.extracted[keep_chunk],
-        sent_inc=sent_inc,
-        unit_inc=dv.unit_inc[keep_unit],
-        chunk_inc=dv.chunk_inc[keep_chunk],
+        extracted=freeze(dv.extracted[keep_chunk]),
+        sent_inc=freeze(sent_inc),
+        unit_inc=freeze(dv.unit_inc[keep_unit]),
+        chunk_inc=freeze(dv.chunk_inc[keep_chunk]),
         df=dv.df - np.asarray(C_gone.sum(axis=0)).ravel().astype(np.int64),
-        unit_names=dv.unit_names[keep_unit],
+        unit_names=freeze(dv.unit_names[keep_unit]),
         name_df=dv.name_df - np.asarray(name_gone.sum(axis=0)).ravel().astype(np.int64),
     )
-    out = replace(out, unit_concepts=out.unit_inc.T.tocsr(), name_units=out.unit_names.T.tocsr())
+    out = replace(out, unit_concepts=freeze(out.unit_inc.T.tocsr()), name_units=freeze(out.unit_names.T.tocsr()))
     drop_mapped_pages(state_arrays(dv))  # the file pages those copies read (at 1M: 1.2 GB), before the graph update
     pd = replace(pd, n_changed=pd.n_changed + len(gone_c))
     moved = _moved(dv.sent_inc[died], dv.unit_inc[gone_u], config)
@@ -502,7 +502,7 @@ def _regraph(
     try:  # the old edges' and adjacency's file pages (a loaded index) are unmapped once read: at 1M, 0.9 GB
         edges, A = update_edges(
             dv.edges, out.chunk_inc, vecs, moved, redo, *changed, config.theta_co, out.df, limit,
-            read=lambda: drop_mapped_pages(state_arrays(dv.edges)),
+            read=lambda: _edges_read(dv, removal=changed[1] < 0),
         )
         drop_mapped_pages([dv.A])
     except PairWorkExceeded as e:
@@ -522,6 +522,14 @@ def _regraph(
         )
     )
     return dv_new, replace(pd, live=_frozen(live), stale=stale)
+
+
+def _edges_read(dv: Derived, removal: bool) -> None:
+    """Once the edge update read the old edges for the last time (before it builds the adjacency): their file
+    pages (a loaded index), and for a removal, the merge's freed heap too (a removal's peak is there or after)."""
+    drop_mapped_pages(state_arrays(dv.edges))
+    if removal:
+        release_free_memory()
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:

@@ -27,21 +27,24 @@ def test_dropped_pages_read_back_the_same(corpus: list[dict[str, str]], tmp_path
 
 
 def test_updates_give_freed_memory_back(corpus: list[dict[str, str]], monkeypatch: pytest.MonkeyPatch) -> None:
-    """A trickle update returns the freed heap pages (malloc_trim) before the unit index is updated; remove and
-    refresh return them again once the new snapshot replaced the old one, so the replaced snapshot's arrays are
-    given back, not kept by the process."""
+    """A trickle update returns the freed heap pages (malloc_trim) before the unit index is updated; a removal
+    also before it starts and once the edge merge is done (its peak holds a second copy of most derived arrays);
+    remove and refresh return them again once the new snapshot replaced the old one, so the replaced snapshot's
+    arrays are given back, not kept by the process."""
     import g2cons_plugins.index as index_mod
     import g2cons_plugins.snapshot as snapshot_mod
+    import g2cons_plugins.update as update_mod
 
     idx = G2ConSIndex.build(corpus, embedder="hash")
     seen: list[tuple[str, object]] = []
     monkeypatch.setattr(index_mod, "release_free_memory", lambda: seen.append(("swap", idx.snapshot)) or True)
     monkeypatch.setattr(snapshot_mod, "release_free_memory", lambda: seen.append(("update", None)) or True)
+    monkeypatch.setattr(update_mod, "release_free_memory", lambda: seen.append(("edges", None)) or True)
     before = idx.snapshot
     idx.add([{"id": "zz-new", "text": "A new passage about the film's director and its studio."}], exact=False)
     assert [w for w, _ in seen] == ["update"]
     idx.remove(["zz-new"], exact=False)
-    assert [w for w, _ in seen] == ["update", "update", "swap"]
+    assert [w for w, _ in seen] == ["update", "update", "edges", "update", "swap"]
     assert seen[-1][1] is idx.snapshot and seen[-1][1] is not before  # after the swap
     idx.refresh()
     assert seen[-1] == ("swap", idx.snapshot)

@@ -378,3 +378,28 @@ def test_a_search_returns_the_pending_units(docs: list[dict[str, str]], tmp_path
     for pos in ann.positions(ann.pending).tolist():
         found = ann.search(np.asarray(snap.stored.unit_vecs[pos]), 1)
         assert found is not None and pos in found.tolist() and len(found) < len(ann)
+
+
+def test_many_pending_units_pass_on_only_the_best_they_hold(docs: list[dict[str, str]], tmp_path: Path) -> None:
+    """Where more units wait outside the mapped graph than a search asks for, it passes on only the best of them
+    by exact score (not all): the candidates stay near what was asked, every pending unit that belongs in an
+    answer is among them, and retrieval equals an exact build of the same chunks."""
+    small = G2ConSConfig(ann_threshold=1, ann_expansion_search=8)
+    G2ConSIndex.build(docs[:300], embedder="hash", config=small).save(tmp_path / "idx")
+    idx = G2ConSIndex.load(tmp_path / "idx")
+    idx.add(list(G2ConSIndex.build(docs[300:], embedder="hash").chunks))
+    snap = idx.snapshot
+    ann, vecs = snap.unit_ann, np.asarray(snap.stored.unit_vecs)
+    pending = ann.positions(ann.pending)
+    assert ann._shared.view and len(pending) > 40  # the added units wait; many more than one search asks for
+    for pos in pending[:: max(1, len(pending) // 12)].tolist():
+        q = vecs[pos] + 0.01 * vecs[(pos + 1) % len(vecs)]
+        found = ann.search(q, 3)
+        assert found is not None
+        got = set(np.asarray(found).tolist()) & set(pending.tolist())
+        assert len(got) <= 8  # the best ``want`` (8) of the pending units, not all of them
+        best = pending[np.argsort(-(vecs[pending] @ q), kind="stable")[:3]]
+        assert set(best.tolist()) <= got  # the pending units of the exact top 3 are passed on
+    fresh = G2ConSIndex.build(docs, embedder="hash", config=G2ConSConfig(ann_threshold=10**9))
+    for q in _questions(8):
+        _same(idx.retrieve(q, beta=600, strategy="dense"), fresh.retrieve(q, beta=600, strategy="dense"))
