@@ -67,9 +67,18 @@ def test_release_free_memory_is_safe_to_call_anywhere() -> None:
         assert first is False
 
 
-@pytest.mark.parametrize("shuffle", [False, True])
-def test_adjacency_is_the_symmetric_dice_matrix_whatever_the_edge_order(shuffle: bool) -> None:
+@pytest.mark.parametrize(("shuffle", "block"), [(False, 1 << 18), (False, 7), (True, 1 << 18)])
+def test_adjacency_is_the_symmetric_dice_matrix_whatever_the_edge_order(
+    shuffle: bool, block: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sorted edges are placed straight into the matrix (by blocks of ``ADJ_BLOCK`` edges); others are summed.
+    Either way: the symmetric Dice matrix, canonical, as ``upper + upper.T`` makes it."""
+    import scipy.sparse as sp
+
+    from g2cons_plugins import graph
     from g2cons_plugins.graph import EdgeSet, adjacency
+
+    monkeypatch.setattr(graph, "ADJ_BLOCK", block)
 
     rng = np.random.default_rng(3)
     pairs = sorted({(int(a), int(b)) for a, b in rng.integers(0, 30, size=(120, 2)) if a < b})
@@ -86,6 +95,11 @@ def test_adjacency_is_the_symmetric_dice_matrix_whatever_the_edge_order(shuffle:
     dense[cols, rows] = dice
     assert np.array_equal(A.toarray(), dense)
     assert A.has_canonical_format
+    upper = sp.csr_matrix((dice.astype(np.float64), (rows, cols)), shape=(32, 32))
+    summed = sp.csr_matrix(upper + upper.T)
+    for name in ("indptr", "indices", "data"):
+        got, want = getattr(A, name), getattr(summed, name)
+        assert got.dtype == want.dtype and np.array_equal(got, want), name
 
 
 def test_thread_count_comes_from_the_environment_and_bad_values_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
