@@ -187,9 +187,7 @@ def _restored(
     return _Restored(keep, co, cos, f, hit, lost)
 
 
-def _spliced(
-    old: tuple[np.ndarray, ...], keep: np.ndarray, new: Sequence[np.ndarray]
-) -> tuple[np.ndarray, ...]:
+def _spliced(old: tuple[np.ndarray, ...], keep: np.ndarray, new: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
     """Columns ``old`` (sorted by the pair in the first two) without the items where ``keep`` is False and with
     the columns ``new`` (pairs not kept in ``old``, distinct, any order; no copy when already in pair order)
     merged in. A list ``new`` is emptied here (its columns are let go once merged). A few changes are copied by
