@@ -261,11 +261,11 @@ def adjacency(edges: EdgeSet, n: int) -> sp.csr_matrix:
 
 def pairs_sorted(rows: np.ndarray, cols: np.ndarray) -> bool:
     """The pairs ``(rows[i], cols[i])`` are sorted by (row, col) without repeats (each step: a later row, or the
-    same row and a later column)."""
+    same row and a later column). Compared, not subtracted: right for unsigned ids too."""
     if len(rows) < 2:
         return True
-    dr = np.diff(rows)
-    return bool(np.all((dr > 0) | ((dr == 0) & (np.diff(cols) > 0))))
+    r0, r1 = rows[:-1], rows[1:]
+    return bool(np.all((r1 > r0) | ((r1 == r0) & (cols[1:] > cols[:-1]))))
 
 
 def pagerank(

@@ -114,3 +114,16 @@ def test_thread_count_comes_from_the_environment_and_bad_values_are_named(monkey
         monkeypatch.setenv(THREADS_ENV, bad)
         with pytest.raises(InputError, match=THREADS_ENV):
             default_workers()
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32])
+def test_pairs_sorted_compares_without_subtracting(dtype: type) -> None:
+    """Sorted, distinct pairs by (row, col); a step back or a repeat is not, for unsigned ids too (a difference of
+    unsigned ids would wrap round and read as a step forward)."""
+    from g2cons_plugins.graph import pairs_sorted
+
+    rows, cols = np.array([0, 0, 2, 5], dtype), np.array([1, 3, 0, 1], dtype)
+    assert pairs_sorted(rows, cols) and pairs_sorted(rows[:1], cols[:1])
+    assert not pairs_sorted(rows[::-1], cols[::-1])  # rows go back
+    assert not pairs_sorted(np.array([0, 0], dtype), np.array([3, 1], dtype))  # a column goes back
+    assert not pairs_sorted(np.array([2, 2], dtype), np.array([1, 1], dtype))  # a repeat

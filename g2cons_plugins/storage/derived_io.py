@@ -37,7 +37,7 @@ import scipy.sparse as sp
 from ..config import G2ConSConfig
 from ..edge_update import find_pairs
 from ..errors import PersistError
-from ..graph import EdgeSet, GraphStats, NearPairs, graph_stats
+from ..graph import EdgeSet, GraphStats, NearPairs, graph_stats, pairs_sorted
 from ..state import Derived, Stored, freeze
 from ..terms import TermIndex
 from ..wide_rows import Matrix, as_csr
@@ -387,8 +387,7 @@ def _edges(r: _Reader, config: G2ConSConfig, n_v: int, co_df: np.ndarray) -> Edg
         raise PersistError(f"{r.json_path}: field 'edges.n_candidates' is {n_candidates}, below the {m} edges")
     if m:
         r.check("edges.rows", ((rows < cols) & (cols < n_v)).all(), f"needs 0 <= row < col < {n_v} for every edge")
-        keys = rows.astype(np.int64) * n_v + cols.astype(np.int64)
-        r.check("edges.rows", (keys[1:] > keys[:-1]).all(), "must list each pair once, sorted by (row, col)")
+        r.check("edges.rows", pairs_sorted(rows, cols), "must list each pair once, sorted by (row, col)")
         r0, c0 = co_df[rows], co_df[cols]
         r.check("edges.co", ((co >= config.theta_co) & (co <= np.minimum(r0, c0))).all(), "out of range")
         r.check("edges.cosine", ((cosine >= theta - 1e-6) & (cosine <= 1.0 + 1e-3)).all(), "out of range")
@@ -417,8 +416,7 @@ def _near(
     cosine = r.array("edges.near.cosine", (m,), "f")
     if m:
         r.check("edges.near.rows", ((rows < cols) & (cols < n_v)).all(), f"needs 0 <= row < col < {n_v} for every pair")
-        keys = rows.astype(np.int64) * n_v + cols.astype(np.int64)
-        r.check("edges.near.rows", (keys[1:] > keys[:-1]).all(), "must list each pair once, sorted by (row, col)")
+        r.check("edges.near.rows", pairs_sorted(rows, cols), "must list each pair once, sorted by (row, col)")
         r.check("edges.near.rows", not find_pairs(*edges, rows, cols)[1].any(), "lists a pair that is an edge")
         r0, c0 = co_df[rows], co_df[cols]
         r.check("edges.near.co", ((co >= config.theta_co) & (co <= np.minimum(r0, c0))).all(), "out of range")

@@ -9,6 +9,10 @@ allocated once and grown by half when a larger matrix comes.
 
 A matrix whose data is a view of a file map (a loaded index) is left as it is: its pages are the file's, which
 the kernel can drop, and sharing them would add the buffer to a process that only queries.
+
+``freeze`` may share the data of a matrix that an earlier snapshot already holds (a new snapshot keeps unchanged
+arrays). Its readers see no half-updated state: the data attribute is replaced in one step by a view holding the
+same values, and a reader that took the old array keeps it alive.
 """
 
 from __future__ import annotations
