@@ -124,6 +124,15 @@ class G2ConSConfig:
     ann_connectivity: int = 16  # HNSW M
     ann_expansion_add: int = 128  # HNSW ef_construction (a better graph: fewer candidates for the same recall)
     ann_expansion_search: int = 128  # HNSW ef of a search (widened to the candidates asked for)
+    # The kind of unit index: "auto" (default) scans product-quantised codes of every unit (faiss fast scan,
+    # g2cons_plugins.unit_pq) below ann_pq_max_units units and uses the HNSW graph from there on; "pq" / "hnsw"
+    # always that one. At 123k wordllama units the scan passes on the exact top 150 with recall 0.998 in 0.55 ms,
+    # the graph 0.969 in 1.5 ms; the scan is linear in the units, the graph is not
+    # (benchmarks/scale/results/unit_pq_80k.md).
+    ann_kind: Literal["auto", "pq", "hnsw"] = "auto"
+    ann_pq_max_units: int = 400_000
+    ann_pq_dims_per_code: int = 2  # dimensions per 4-bit code (64 bytes a 256-d unit)
+    ann_pq_rerank: float = 2.0  # a search passes on max(ann_pq_rerank x k, 256) candidates, re-scored exactly
     # --- fusion -----------------------------------------------------------------------------------------
     # "score" (default): host chunks are evidence on the concept path's unit scores (g2cons_plugins.fusion);
     # "ensemble": the paper's Weighted Context Ensemble with lambda caps (forced by mode="paper")
@@ -170,6 +179,11 @@ class G2ConSConfig:
              f"ann_quantization must be 'f32', 'f16' or 'i8', got {self.ann_quantization!r}"),
             (min(self.ann_connectivity, self.ann_expansion_add, self.ann_expansion_search) >= 2,
              "ann_connectivity, ann_expansion_add and ann_expansion_search must be >= 2"),
+            (self.ann_kind in ("auto", "pq", "hnsw"),
+             f"ann_kind must be 'auto', 'pq' or 'hnsw', got {self.ann_kind!r}"),
+            (self.ann_pq_max_units >= 0, f"ann_pq_max_units must be >= 0, got {self.ann_pq_max_units}"),
+            (self.ann_pq_dims_per_code >= 1, f"ann_pq_dims_per_code must be >= 1, got {self.ann_pq_dims_per_code}"),
+            (self.ann_pq_rerank >= 1.0, f"ann_pq_rerank must be >= 1, got {self.ann_pq_rerank}"),
             (self.n_seed_units >= 1 and self.bridge_rounds >= 0, "n_seed_units must be >= 1, bridge_rounds >= 0"),
             (self.bridge_vocab in ("all_words", "concepts"), "bridge_vocab must be 'all_words' or 'concepts'"),
             (self.bridge_link in ("seed_score", "indicator"), "bridge_link must be 'seed_score' or 'indicator'"),
@@ -204,10 +218,11 @@ class G2ConSConfig:
         from .validate import real
 
         floats = ("kappa", "max_df", "theta_sem_percentile", "pagerank_damping", "bridge_bonus", "ppr_damping",
-                  "lexical_weight", "host_weight", "entity_weight", "entity_head_share")
+                  "lexical_weight", "host_weight", "entity_weight", "entity_head_share", "ann_pq_rerank")
         ints = ("top_n", "min_df", "ngram_max", "theta_co", "seed", "beta", "k", "n_hops", "n_seed_units",
                 "bridge_rounds", "bridge_max_df", "e2_hops", "e2_max_units", "lexical_seeds", "host_head",
-                "ann_connectivity", "ann_expansion_add", "ann_expansion_search")
+                "ann_connectivity", "ann_expansion_add", "ann_expansion_search", "ann_pq_max_units",
+                "ann_pq_dims_per_code")
         for name in floats + ("theta_sem", "lambda_"):
             value = getattr(self, name)
             if value is not None or name in floats:
@@ -261,6 +276,14 @@ class G2ConSConfig:
                 changes.setdefault(name, None)
         return replace(self, **changes)
 
+    def unit_index_kind(self, n_units: int) -> str | None:
+        """The unit index a snapshot of ``n_units`` units gets: None (the exact scan), ``"pq"`` or ``"hnsw"``."""
+        if self.ann_threshold is None or n_units < self.ann_threshold:
+            return None
+        if self.ann_kind == "auto":
+            return "pq" if n_units < self.ann_pq_max_units else "hnsw"
+        return self.ann_kind
+
     def to_dict(self) -> dict[str, Any]:
         """All fields as plain JSON-serialisable values."""
         return asdict(self)
@@ -274,6 +297,8 @@ class G2ConSConfig:
         data = {k: v for k, v in data.items() if k in known}
         if "lambda_" in data and "spill" not in data:
             data["spill"] = False  # saved before ``spill`` existed: fusion used hard caps then
+        if "ann_threshold" in data and "ann_kind" not in data:
+            data["ann_kind"] = "hnsw"  # saved before ``ann_kind`` existed: the HNSW graph then (and its saved file)
         if "lambda_" in data and "vector_level" not in data:
             data["vector_level"] = "sentence"  # saved before ``vector_level`` existed: Eq. 1 then
         return cls(**data)

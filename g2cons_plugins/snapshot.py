@@ -24,7 +24,7 @@ from .embedders import Embedder, validate_embeddings
 from .errors import InputError, PersistError
 from .graph import GraphStats
 from .lexical import LexicalIndex
-from .positions import ChunkPositions, UnitPositions
+from .positions import ChunkPositions, UnitPositions, positions_of
 from .state import Derived, Stored, derive, store
 from .storage.memory import drop_mapped_pages, release_free_memory, state_arrays
 from .tables import ChunkTable
@@ -179,22 +179,51 @@ def make_snapshot(
     )
 
 
-def _unit_ann(stored: Stored, config: G2ConSConfig, previous: Snapshot | None = None, loaded: Any = None) -> Any:
-    """The HNSW index over the unit vectors from ``config.ann_threshold`` units on (usearch, extra ``[ann]``); None
-    below it, or when usearch is not installed (then every query scans exactly, with a warning). ``loaded``: the
-    index read with the snapshot (used as is when its parameters are the config's); ``previous``: the snapshot this
-    one was made from, whose index is updated by the changed units instead of rebuilt
-    (:func:`~g2cons_plugins.vector_index.unit_ann_for`)."""
+def _unit_ann(
+    stored: Stored,
+    config: G2ConSConfig,
+    previous: Snapshot | None = None,
+    loaded: Any = None,
+    old_units: np.ndarray | None = None,
+) -> Any:
+    """The index over the unit vectors from ``config.ann_threshold`` units on (extra ``[ann]``): a product-quantised
+    scan (:mod:`~g2cons_plugins.unit_pq`) or an HNSW graph (:mod:`~g2cons_plugins.vector_index`), as
+    :meth:`~g2cons_plugins.config.G2ConSConfig.unit_index_kind` says; None below it, or when the library is not
+    installed (then every query scans exactly, with a warning). ``loaded``: the index read with the snapshot (used
+    as is when it is of that kind with the config's parameters); ``previous``: the snapshot this one was made from,
+    whose index is updated by the changed units instead of rebuilt; ``old_units``: per unit, its position in
+    ``previous`` (-1: new), where the caller knows them."""
     n = len(stored.units)
-    if config.ann_threshold is None or n < config.ann_threshold:
+    kind = config.unit_index_kind(n)
+    if kind is None:
         return None
-    from .vector_index import unit_ann_for
-
     try:
+        if kind == "pq":
+            return _unit_pq(stored, config, previous, loaded, old_units)
+        from .vector_index import unit_ann_for
+
         return unit_ann_for(stored, config, previous, loaded)
     except ImportError as e:
         warnings.warn(f"{n:,} units but no ANN library ({e}); queries scan every unit", stacklevel=3)
         return None
+
+
+def _unit_pq(
+    stored: Stored, config: G2ConSConfig, previous: Snapshot | None, loaded: Any, old_units: np.ndarray | None
+) -> Any:
+    from .unit_pq import UnitPQ, unit_pq_for, unit_pq_params
+
+    params = unit_pq_params(config)
+    if isinstance(loaded, UnitPQ) and len(loaded) == len(stored.units):
+        if loaded.params == params:
+            return loaded
+        if loaded.params.dims_per_code == params.dims_per_code:  # the codes hold: only the search differs
+            return UnitPQ(loaded.centroids, loaded.codes, params)
+    prev = getattr(previous, "unit_ann", None)
+    if isinstance(prev, UnitPQ) and old_units is None:
+        assert previous is not None
+        old_units = positions_of(previous.unit_pos, [u.id for u in stored.units])
+    return unit_pq_for(stored.unit_vecs, params, prev, old_units)
 
 
 def with_added(
@@ -362,10 +391,9 @@ def _trickled_ann(snap: Snapshot, st: Stored, old_units: np.ndarray) -> Any:
     """``snap``'s unit index updated by the changed units (their old positions known: no pass over the ids)."""
     from .vector_index import UnitANN, moved_unit_ann, unit_ann_params
 
-    n = len(st.units)
-    if isinstance(snap.unit_ann, UnitANN) and snap.config.ann_threshold is not None and n >= snap.config.ann_threshold:
+    if isinstance(snap.unit_ann, UnitANN) and snap.config.unit_index_kind(len(st.units)) == "hnsw":
         return moved_unit_ann(snap.unit_ann, old_units, st.unit_vecs, unit_ann_params(snap.config))
-    return _unit_ann(st, snap.config, previous=snap)
+    return _unit_ann(st, snap.config, previous=snap, old_units=old_units)
 
 
 def _terms(snap: Snapshot, st: Stored) -> TermIndex:

@@ -20,6 +20,10 @@ Layout of an index directory (format version 5)::
                                the rest, read only after every checksum matched, memory-mapped, never rebuilt on
                                load (:mod:`~g2cons_plugins.vector_index`); a version without them still loads
                                (the index is then built), and a reader that knows no ``unit_ann`` ignores them
+        unit_pq_codes.npy      or, where the snapshot's unit index was a product-quantised scan (``ann_kind``):
+        unit_pq_centroids.npy  its 4-bit codes (uint8, a row per unit, memory-mapped on load) and its codebook
+                               (float32); the manifest's ``unit_pq`` entry names its format (``g2cons-unit-pq/1``),
+                               count and parameters (:mod:`~g2cons_plugins.unit_pq`)
         trickle_log.json       format version 6 only: a version 5 folder's files (hard links to the files of the
         trickle_vectors.npy    saved exact snapshot) plus the trickle updates made since, in order; the manifest's
                                ``trickle`` entry gives the counts after them (see **Trickle log** below)
@@ -101,6 +105,7 @@ from ..snapshot import HasSnapshot, Snapshot, as_snapshot, make_snapshot, refres
 from ..state import Stored, derive, needs_sentence_vectors
 from ..text import Tokenizer, get_tokenizer
 from ..trickle_log import Origin
+from ..unit_pq import UNIT_PQ_FILES, UnitPQ, read_unit_pq, write_unit_pq
 from ..vector_index import UNIT_ANN_FILES, UnitANN, read_unit_ann, write_unit_ann
 from .derived_io import DERIVED_FILES, differences, read_derived, write_derived
 from .lexical_io import LEXICAL_NPZ, read_lexical, write_lexical
@@ -411,6 +416,9 @@ def _write_version(snap: Snapshot, folder: Path) -> bytes:
     if isinstance(snap.unit_ann, UnitANN):  # the unit index, so a load maps it instead of rebuilding it
         ann["unit_ann"] = write_unit_ann(snap.unit_ann, folder, _write)
         files += UNIT_ANN_FILES
+    elif isinstance(snap.unit_ann, UnitPQ):  # the product-quantised codes and codebook, so a load does not encode
+        ann["unit_pq"] = write_unit_pq(snap.unit_ann, folder, _write)
+        files += UNIT_PQ_FILES
     manifest = {
         "format": FORMAT,
         "version": WRITE_VERSION,
@@ -744,8 +752,11 @@ def _log_files(m: dict[str, Any]) -> tuple[str, ...]:
 
 
 def _ann_files(m: dict[str, Any]) -> tuple[str, ...]:
-    """The unit index files a manifest lists (saves of format version 3 on, of a snapshot that had one)."""
-    return UNIT_ANN_FILES if m.get("version", 0) >= 3 and "unit_ann" in m else ()
+    """The unit index files a manifest lists (saves of format version 3 on, of a snapshot that had one: an HNSW
+    graph, or from format version 5 on a product-quantised index)."""
+    if m.get("version", 0) < 3:
+        return ()
+    return (UNIT_ANN_FILES if "unit_ann" in m else ()) + (UNIT_PQ_FILES if "unit_pq" in m else ())
 
 
 def _files(version: int, listed: dict[str, Any]) -> tuple[str, ...]:
@@ -846,16 +857,22 @@ def _replayed(folder: Path, m: dict[str, Any], box: list[Snapshot], dim: int) ->
 
 def _unit_ann(
     folder: Path, m: dict[str, Any], config: G2ConSConfig, n_units: int, dim: int, checked: Callable[[], None]
-) -> UnitANN | None:
-    """The saved unit index when the config uses one at this size (memory-mapped; read only after every checksum
-    matched, so the graph library never parses a modified file), else None."""
-    if not _ann_files(m) or config.ann_threshold is None or n_units < config.ann_threshold:
+) -> UnitANN | UnitPQ | None:
+    """The saved unit index when the config uses one of its kind at this size (memory-mapped; read only after
+    every checksum matched, so no library parses a modified file), else None (the snapshot then makes its own)."""
+    kind = config.unit_index_kind(n_units)
+    if kind is None or not _ann_files(m):
         return None
-    checked()
     try:
-        return read_unit_ann(folder, m["unit_ann"], n_units, dim)
-    except ImportError:  # no usearch here: the snapshot scans exactly (with a warning)
+        if kind == "hnsw" and "unit_ann" in m:
+            checked()
+            return read_unit_ann(folder, m["unit_ann"], n_units, dim)
+        if kind == "pq" and "unit_pq" in m:
+            checked()
+            return read_unit_pq(folder, m["unit_pq"], n_units, dim)
+    except ImportError:  # no usearch / faiss here: the snapshot scans exactly (with a warning)
         return None
+    return None
 
 
 def _tokenizer(mf: Path, m: dict[str, Any], given: str | Tokenizer | None) -> Tokenizer:

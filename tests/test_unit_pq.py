@@ -1,0 +1,260 @@
+"""The product-quantised unit index (``ann_kind``): candidates, the kind per size, updates, save and load."""
+
+from __future__ import annotations
+
+import copy
+import json
+import mmap
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from g2cons_plugins import G2ConSConfig, G2ConSIndex, unit_pq
+from g2cons_plugins.errors import InputError, PersistError
+from g2cons_plugins.snapshot import with_added, with_removed
+from g2cons_plugins.unit_pq import UnitPQ, UnitPQParams, build_unit_pq
+from g2cons_plugins.vector_index import UnitANN
+
+EXCERPT = Path(__file__).resolve().parents[1] / "examples" / "data" / "musique_excerpt_corpus.jsonl"
+QUESTIONS = Path(__file__).resolve().parents[1] / "examples" / "data" / "musique_excerpt_questions.jsonl"
+PQ = G2ConSConfig(ann_threshold=1, ann_kind="pq")
+
+
+def _excerpt(n: int) -> list[dict[str, str]]:
+    rows = [json.loads(line) for line in EXCERPT.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [{"id": r["id"], "text": f"{r['title']}\n{r['text']}"} for r in rows[:n]]
+
+
+def _questions(n: int) -> list[str]:
+    rows = [json.loads(line) for line in QUESTIONS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [str(r["question"]) for r in rows[:n]]
+
+
+def _same(got: list, want: list) -> None:
+    assert [i.unit_id for i in got] == [i.unit_id for i in want]
+    np.testing.assert_allclose([i.score for i in got], [i.score for i in want], rtol=0, atol=1e-5)
+
+
+def _clustered(n: int, dim: int = 64, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((20, dim))
+    x = centres[rng.integers(0, 20, n)] + 0.6 * rng.standard_normal((n, dim))
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _mapped(a: np.ndarray) -> bool:
+    while a is not None:
+        if isinstance(a, (np.memmap, mmap.mmap)):
+            return True
+        a = getattr(a, "base", None)
+    return False
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[dict[str, str]]:
+    return _excerpt(400)
+
+
+@pytest.fixture(scope="module")
+def pair(docs: list[dict[str, str]]) -> tuple[G2ConSIndex, G2ConSIndex]:
+    return G2ConSIndex.build(docs, embedder="hash"), G2ConSIndex.build(docs, embedder="hash", config=PQ)
+
+
+def test_candidates_hold_the_exact_best_units() -> None:
+    """A search passes on max(rerank x k, min_candidates) positions, distinct and in range, and they hold nearly
+    every one of the exact k best; the same vectors give the same codebook and codes."""
+    vecs = _clustered(4000)
+    params = UnitPQParams(rerank=4.0, min_candidates=64)
+    pq = build_unit_pq(vecs, params)
+    assert pq.codes.dtype == np.uint8 and pq.codes.shape == (4000, 16)  # 32 codes of 4 bits: 16 bytes a unit
+    assert pq.centroids.shape == (32, 16, 2) and not pq.codes.flags.writeable
+    again = build_unit_pq(vecs, params)
+    assert np.array_equal(again.codes, pq.codes) and np.array_equal(again.centroids, pq.centroids)
+    rng = np.random.default_rng(1)
+    hits = []
+    for i in rng.integers(0, 4000, 40):
+        q = vecs[i] + 0.3 * vecs[(i + 7) % 4000]
+        found = pq.search(q, 50)
+        assert len(found) == 200 and len(set(found.tolist())) == 200 and found.min() >= 0 and found.max() < 4000
+        best = np.argsort(-(vecs @ q), kind="stable")[:50]
+        hits.append(len(set(best.tolist()) & set(found.tolist())) / 50)
+    assert np.mean(hits) >= 0.95
+    assert pq.search(vecs[0], 5000).tolist() == list(range(4000))  # asked for all: every position
+
+
+def test_odd_sizes_and_tiny_corpora() -> None:
+    """A vector size that dims_per_code does not divide gets one dimension a code; fewer units than centroids
+    still train; every unit is then a candidate."""
+    vecs = _clustered(5, dim=9)
+    pq = build_unit_pq(vecs, UnitPQParams(dims_per_code=2))
+    assert pq.centroids.shape == (9, 16, 1) and pq.codes.shape == (5, 5)
+    assert sorted(pq.search(vecs[0], 1).tolist()) == [0, 1, 2, 3, 4]
+    with pytest.raises(InputError, match="ann_pq_rerank"):
+        UnitPQParams(rerank=0.5)
+    with pytest.raises(InputError, match="ann_pq_dims_per_code"):
+        UnitPQParams(dims_per_code=0)
+
+
+def test_the_kind_follows_the_size_and_the_config() -> None:
+    cfg = G2ConSConfig(ann_threshold=100, ann_pq_max_units=1000)
+    assert [cfg.unit_index_kind(n) for n in (99, 100, 999, 1000)] == [None, "pq", "pq", "hnsw"]
+    assert G2ConSConfig(ann_threshold=100, ann_kind="hnsw").unit_index_kind(150) == "hnsw"
+    assert G2ConSConfig(ann_threshold=100, ann_kind="pq").unit_index_kind(10**7) == "pq"
+    assert G2ConSConfig(ann_threshold=None).unit_index_kind(10**7) is None
+    with pytest.raises(InputError, match="ann_kind"):
+        G2ConSConfig(ann_kind="ivf")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="ann_pq_rerank"):
+        G2ConSConfig(ann_pq_rerank=0.9)
+    # a config saved before ann_kind existed keeps the HNSW graph it was saved with
+    old = {k: v for k, v in G2ConSConfig().to_dict().items() if not k.startswith("ann_pq") and k != "ann_kind"}
+    assert G2ConSConfig.from_dict(old).ann_kind == "hnsw"
+    assert G2ConSConfig.from_dict(G2ConSConfig().to_dict()).ann_kind == "auto"
+
+
+def test_pq_path_equals_the_exact_path(pair: tuple[G2ConSIndex, G2ConSIndex]) -> None:
+    """The default query with the scan forced on (its candidates a subset of the units) answers as the exact
+    path does on the excerpt; every candidate is re-scored exactly."""
+    exact, pq = pair
+    assert exact.snapshot.unit_ann is None and isinstance(pq.snapshot.unit_ann, UnitPQ)
+    n = len(pq.units)
+    seen: list[int] = []
+    real = UnitPQ.search
+
+    def counting(self: UnitPQ, q: np.ndarray, k: int) -> np.ndarray:
+        out = real(self, q, k)
+        seen.append(len(out))
+        return out
+
+    UnitPQ.search = counting  # type: ignore[method-assign]
+    try:
+        for q in _questions(12):
+            for beta in (300, 1000):
+                _same(pq.retrieve(q, beta=beta), exact.retrieve(q, beta=beta))
+    finally:
+        UnitPQ.search = real  # type: ignore[method-assign]
+    assert seen and min(seen) < n  # the scan passed on a subset: the equality is not an exact scan in disguise
+
+
+def test_updates_move_the_codes(docs: list[dict[str, str]]) -> None:
+    """add / remove: kept units keep their codes and the codebook, new units are encoded with it, and every row
+    stays aligned with its unit."""
+    base = G2ConSIndex.build(docs[:120], embedder="hash", config=PQ).snapshot
+    p0 = base.unit_ann
+    added = with_added(base, list(G2ConSIndex.build(docs[120:], embedder="hash").chunks))
+    p1 = added.unit_ann
+    assert isinstance(p1, UnitPQ) and np.shares_memory(p1.centroids, p0.centroids) and len(p1) == len(added.units)
+    before = {u.id: p0.codes[i] for i, u in enumerate(base.units)}
+    vecs = np.asarray(added.stored.unit_vecs)
+    new = [i for i, u in enumerate(added.units) if u.id not in before]
+    assert new
+    for i, u in enumerate(added.units):
+        if u.id in before:
+            assert np.array_equal(p1.codes[i], before[u.id])
+    assert np.array_equal(p1.codes[new], p0.encode(vecs, np.asarray(new)))
+    drop = [c["id"] for c in docs[:30]]
+    removed = with_removed(added, drop)
+    p2 = removed.unit_ann
+    pos1 = {u.id: i for i, u in enumerate(added.units)}
+    assert np.array_equal(p2.codes, p1.codes[[pos1[u.id] for u in removed.units]])
+    rvecs = np.asarray(removed.stored.unit_vecs)
+    for i in range(0, len(removed.units), 23):  # each unit's own code is nearest its vector: rows stay aligned
+        assert i in p2.search(rvecs[i], 5).tolist()
+
+
+def test_trickle_updates_and_the_switch_to_hnsw() -> None:
+    """Trickle updates move the codes (the refresh keeps them); an index that grows to ann_pq_max_units units
+    gets the HNSW graph, and one that shrinks below it the scan again."""
+    docs = _excerpt(60)
+    cfg = PQ.with_(theta_co=2, theta_sem=0.1)
+    idx = G2ConSIndex.build(docs[:50], embedder="hash", config=cfg)
+    before = idx.snapshot.unit_ann
+    idx.add(docs[50:52], exact=False)
+    idx.remove([docs[3]["id"]], exact=False)
+    after = idx.snapshot.unit_ann
+    assert not idx.refreshed and isinstance(after, UnitPQ) and np.shares_memory(after.centroids, before.centroids)
+    idx.refresh()
+    assert np.array_equal(idx.snapshot.unit_ann.codes, after.codes)
+    n = len(idx.units)
+    grow = G2ConSIndex.build(docs[:50], embedder="hash", config=cfg.with_(ann_kind="auto", ann_pq_max_units=n))
+    assert isinstance(grow.snapshot.unit_ann, UnitPQ)
+    grow.add(docs[50:60])
+    assert isinstance(grow.snapshot.unit_ann, UnitANN)
+    grow.remove([c["id"] for c in docs[40:60]])
+    assert isinstance(grow.snapshot.unit_ann, UnitPQ)
+
+
+def test_saved_with_the_snapshot_and_mapped_on_load(
+    pair: tuple[G2ConSIndex, G2ConSIndex], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, pq = pair
+    pq.save(tmp_path / "idx")
+    (version,) = [p for p in (tmp_path / "idx").iterdir() if p.name.startswith("v-")]
+    manifest = json.loads((version / "manifest.json").read_text())
+    assert manifest["unit_pq"]["format"] == unit_pq.UNIT_PQ_FORMAT and "unit_ann" not in manifest
+    assert set(unit_pq.UNIT_PQ_FILES) <= set(manifest["files"])
+
+    def no_build(*a: object, **k: object) -> None:
+        raise AssertionError("the unit index was rebuilt on load")
+
+    monkeypatch.setattr(unit_pq, "build_unit_pq", no_build)
+    loaded = G2ConSIndex.load(tmp_path / "idx")
+    lp = loaded.snapshot.unit_ann
+    assert isinstance(lp, UnitPQ) and _mapped(lp.codes)
+    assert np.array_equal(lp.codes, pq.snapshot.unit_ann.codes)
+    for q in _questions(6):
+        _same(loaded.retrieve(q, beta=700), pq.retrieve(q, beta=700))
+    loaded.add([{"id": "new-1", "text": "The Lantern Guild was founded in Ostravel by Mira Quell."}])
+    loaded.save(tmp_path / "again")
+    again = G2ConSIndex.load(tmp_path / "again")
+    assert np.array_equal(again.snapshot.unit_ann.codes, loaded.snapshot.unit_ann.codes)
+    monkeypatch.undo()
+    rebuilt = G2ConSIndex.load(tmp_path / "idx", rebuild=True).snapshot.unit_ann  # rebuild: the files are ignored
+    assert isinstance(rebuilt, UnitPQ) and not _mapped(rebuilt.codes)
+
+
+def test_a_modified_codes_file_fails_the_checksum(pair: tuple[G2ConSIndex, G2ConSIndex], tmp_path: Path) -> None:
+    _, pq = pair
+    pq.save(tmp_path / "idx")
+    (version,) = [p for p in (tmp_path / "idx").iterdir() if p.name.startswith("v-")]
+    codes = version / unit_pq.UNIT_PQ_CODES
+    data = bytearray(codes.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    codes.write_bytes(bytes(data))
+    with pytest.raises(PersistError, match="checksum mismatch"):
+        G2ConSIndex.load(tmp_path / "idx")
+
+
+def test_a_wrong_entry_or_file_is_named(pair: tuple[G2ConSIndex, G2ConSIndex], tmp_path: Path) -> None:
+    _, pq = pair
+    snap = pq.snapshot
+    folder = tmp_path / "v"
+    folder.mkdir()
+
+    def write(path: Path, fn: object) -> None:
+        with path.open("xb") as fh:
+            fn(fh)  # type: ignore[operator]
+
+    entry = unit_pq.write_unit_pq(snap.unit_ann, folder, write)
+    n, dim = len(snap.units), snap.embedder.dim
+    assert len(unit_pq.read_unit_pq(folder, entry, n, dim)) == n
+    with pytest.raises(PersistError, match="g2cons-unit-pq/1"):
+        unit_pq.read_unit_pq(folder, {**entry, "format": "g2cons-unit-pq/9"}, n, dim)
+    with pytest.raises(PersistError, match="unit_pq.n"):
+        unit_pq.read_unit_pq(folder, entry, n + 1, dim)
+    with pytest.raises(PersistError, match="unit_pq.params"):
+        unit_pq.read_unit_pq(folder, {**entry, "params": {"rerank": 0}}, n, dim)
+    with pytest.raises(PersistError, match="centroids"):
+        unit_pq.read_unit_pq(folder, entry, n, dim + 2)
+    with pytest.raises(PersistError, match="exists"):
+        unit_pq.write_unit_pq(snap.unit_ann, folder, write)
+
+
+def test_pickle_and_deepcopy_keep_the_index(pair: tuple[G2ConSIndex, G2ConSIndex]) -> None:
+    _, pq = pair
+    q = _questions(1)[0]
+    for clone in (pickle.loads(pickle.dumps(pq)), copy.deepcopy(pq)):
+        assert isinstance(clone.snapshot.unit_ann, UnitPQ)
+        assert np.array_equal(clone.snapshot.unit_ann.codes, pq.snapshot.unit_ann.codes)
+        _same(clone.retrieve(q, beta=500), pq.retrieve(q, beta=500))
