@@ -258,3 +258,25 @@ def test_pickle_and_deepcopy_keep_the_index(pair: tuple[G2ConSIndex, G2ConSIndex
         assert isinstance(clone.snapshot.unit_ann, UnitPQ)
         assert np.array_equal(clone.snapshot.unit_ann.codes, pq.snapshot.unit_ann.codes)
         _same(clone.retrieve(q, beta=500), pq.retrieve(q, beta=500))
+
+
+def test_a_save_after_trickle_updates_replays_the_codes(tmp_path: Path) -> None:
+    """Saved, updated by trickle, saved again (the trickle log: the first save's files plus the updates): the load
+    replays the updates to the same codes and codebook, and the saved codes are the first save's file."""
+    docs = _excerpt(140)
+    cfg = PQ.with_(theta_co=2, theta_sem=0.1)
+    idx = G2ConSIndex.build(docs[:100], embedder="hash", config=cfg)
+    idx.save(tmp_path / "ix")
+    idx.add(docs[100:112], exact=False)
+    idx.remove([docs[5]["id"], docs[105]["id"]], exact=False)
+    idx.add(docs[112:127], exact=False)
+    assert not idx.refreshed
+    idx.save(tmp_path / "ix")
+    ptr = json.loads((tmp_path / "ix" / "CURRENT").read_text(encoding="utf-8"))
+    manifest = json.loads((tmp_path / "ix" / ptr["data"] / "manifest.json").read_text(encoding="utf-8"))
+    assert "trickle" in manifest and "unit_pq" in manifest  # the log, over the first save's codes
+    loaded = G2ConSIndex.load(tmp_path / "ix")
+    a, b = loaded.snapshot.unit_ann, idx.snapshot.unit_ann
+    assert isinstance(a, UnitPQ) and np.array_equal(a.codes, b.codes) and np.array_equal(a.centroids, b.centroids)
+    for q in _questions(4):
+        _same(loaded.retrieve(q, beta=600), idx.retrieve(q, beta=600))

@@ -52,8 +52,10 @@ def main() -> None:
 
     idx = G2ConSIndex.load(args.index)
     snap = idx.snapshot
-    if not isinstance(snap.unit_ann, vi.UnitANN):
+    if snap.unit_ann is None:
         raise SystemExit(f"{args.index}: no unit index (fewer units than ann_threshold)")
+    saved = snap.unit_ann if isinstance(snap.unit_ann, vi.UnitANN) else None  # else the scan: every graph is built
+    base = saved.params if saved is not None else vi.unit_ann_params(snap.config)
     with open(corpus.DATA / "musique/ketrag500_questions.jsonl", encoding="utf-8") as f:
         questions = [json.loads(line)["question"] for line in f if line.strip()][: args.queries + 10]
     warm, timed = questions[:10], questions[10:]
@@ -63,10 +65,10 @@ def main() -> None:
     graphs: dict[int, Any] = {}
     build_s: dict[int, float] = {}
     for ef_add in [int(x) for x in _floats(args.expansion_add)]:
-        if ef_add == snap.unit_ann.params.expansion_add:
+        if saved is not None and ef_add == saved.params.expansion_add:
             graphs[ef_add], build_s[ef_add] = idx, float("nan")
             continue
-        params = dataclasses.replace(snap.unit_ann.params, expansion_add=ef_add)
+        params = dataclasses.replace(base, expansion_add=ef_add)
         t = time.perf_counter()
         ann = vi.build_unit_ann(snap.stored.unit_vecs, params)
         build_s[ef_add] = time.perf_counter() - t
@@ -101,7 +103,7 @@ def main() -> None:
         }
         for e, o in settings
     ]
-    p = snap.unit_ann.params
+    p = base
     out = {
         "index": args.index, "n_units": len(snap.stored.units), "quantization": p.quantization, "M": p.connectivity,
         "saved_expansion_add": p.expansion_add, "queries": len(timed), "rounds": args.rounds,

@@ -11,10 +11,16 @@ real multi-hop set; ``--variant float16``: exact float32 vectors vs the same vec
         --questions ../shared/data/musique/ketrag500_questions.jsonl --embedder minilm --cache-dir /tmp/dp/cache \
         --quantization i8 --out benchmarks/scale/results/ann_quality_musique_minilm_i8.json
 
-One index is built; a second one shares its stored state but has ``ann_threshold=1`` (the HNSW path is forced
-although the corpus is small). For every question and budget it reports Context Recall of both, and the recall of
-the ANN path's retrieved units against the exact path's (|ANN units & exact units| / |exact units|), for the dense
-path and the default concept path. Target (issue 12): unit recall >= 0.99 at the default budgets, CR within 0.5.
+    # the product-quantised scan (ann_kind="pq"; "auto" also picks it below ann_pq_max_units)
+    nice -n 10 python benchmarks/scale/ann_quality.py --corpus ../shared/data/musique/ketrag500_corpus.jsonl \
+        --questions ../shared/data/musique/ketrag500_questions.jsonl --embedder minilm --kind pq \
+        --out benchmarks/scale/results/ann_quality_musique_minilm_pq.json
+
+One index is built; a second one shares its stored state but has ``ann_threshold=1`` (the unit index is forced
+although the corpus is small; ``--kind`` picks which). For every question and budget it reports Context Recall of
+both, and the recall of the ANN path's retrieved units against the exact path's (|ANN units & exact units| / |exact
+units|), for the dense path and the default concept path. Target: unit recall >= 0.99 at the default
+budgets, CR within 0.5.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ def main() -> None:
     ap.add_argument("--budgets", default="1000,2000,4000")
     ap.add_argument("--out", required=True)
     ap.add_argument("--variant", choices=("ann", "float16"), default="ann", help="what the second index changes")
+    ap.add_argument("--kind", choices=("auto", "pq", "hnsw"), default=None, help="ann_kind (the unit index's kind)")
     ap.add_argument("--quantization", choices=("f32", "f16", "i8"), default=None, help="ann_quantization")
     ap.add_argument("--connectivity", type=int, default=None, help="ann_connectivity (HNSW M)")
     ap.add_argument("--expansion-add", type=int, default=None, help="ann_expansion_add")
@@ -57,8 +64,9 @@ def main() -> None:
     embedder = CachedEmbedder(get_embedder(args.embedder), cache_dir=args.cache_dir)
     exact = G2ConSIndex.build(docs, embedder=embedder)
     if args.variant == "ann":
-        given = {"ann_quantization": args.quantization, "ann_connectivity": args.connectivity,
-                 "ann_expansion_add": args.expansion_add, "ann_expansion_search": args.expansion_search}
+        given = {"ann_kind": args.kind, "ann_quantization": args.quantization,
+                 "ann_connectivity": args.connectivity, "ann_expansion_add": args.expansion_add,
+                 "ann_expansion_search": args.expansion_search}
         cfg = exact.config.with_(ann_threshold=1, **{k: v for k, v in given.items() if v is not None})
         approx = G2ConSIndex(exact.stored, exact.embedder, cfg, exact.tokenizer)
     else:  # the unit vectors a float16 store would hold (the query vector stays float32)

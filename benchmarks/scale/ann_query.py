@@ -67,7 +67,7 @@ def main() -> None:
     exact, load_exact_s = _timed(lambda: G2ConSIndex.load(args.index))
     given = {"ann_quantization": args.quantization, "ann_connectivity": args.connectivity,
              "ann_expansion_add": args.expansion_add, "ann_expansion_search": args.expansion_search}
-    cfg = exact.config.with_(ann_threshold=1, **{k: v for k, v in given.items() if v is not None})
+    cfg = exact.config.with_(ann_threshold=1, ann_kind="hnsw", **{k: v for k, v in given.items() if v is not None})
     built, build_s = _timed(lambda: G2ConSIndex(exact.stored, exact.embedder, cfg, exact.tokenizer,
                                                 exact.snapshot.derived))
     n_units = len(exact.units)
