@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError, PersistError
+from .storage.memory import drop_mapped_pages
 
 UNIT_PQ_FORMAT = "g2cons-unit-pq/1"
 UNIT_PQ_CODES = "unit_pq_codes.npy"
@@ -242,7 +243,9 @@ def read_unit_pq(folder: Path, entry: Any, n_units: int, dim: int, mmap: bool = 
     shape = (n_units, (m * NBITS + 7) // 8)
     if codes.dtype != np.uint8 or codes.shape != shape:
         raise PersistError(f"{folder / UNIT_PQ_CODES}: expected uint8 codes of shape {shape}")
-    return UnitPQ(np.array(centroids), codes, params)
+    pq = UnitPQ(np.array(centroids), codes, params)
+    drop_mapped_pages([codes])  # read once into the scan's packed copy; an update maps back what it copies
+    return pq
 
 
 def unit_pq_params(config: Any) -> UnitPQParams:
