@@ -4,17 +4,17 @@ From ``G2ConSConfig.ann_threshold`` units up to ``ann_pq_max_units`` (``ann_kind
 is a :class:`UnitPQ` instead of the HNSW graph of :mod:`~g2cons_plugins.vector_index`: every unit vector is stored
 as 4-bit product-quantisation codes (``dims_per_code`` dimensions a code: 64 bytes a unit at 256 dimensions), a
 query scores all of them with faiss's SIMD fast scan, and the ``rerank x k`` best are passed on as candidates, which
-the caller re-scores exactly on the float32 unit vectors (as it does the graph's). On 123k wordllama units the scan
-finds the exact top 150 with recall 0.998 among 1,000 candidates in 0.55 ms, where the graph needed 1.5 ms for 0.969
-among 640 (``benchmarks/scale/results/unit_pq_80k.md``); the scan is linear in the units, so above
-``ann_pq_max_units`` the graph is faster.
+the caller re-scores exactly on the float32 unit vectors (as it does the graph's). On 123k wordllama units the
+default query's 850 candidates hold 0.997 of the exact top 150 (a scan: 0.56 ms), where the graph's 637 held 0.967
+(1.5-1.8 ms; ``benchmarks/scale/results/unit_pq_80k.md``); the scan is linear in the units, so from
+``ann_pq_max_units`` on the graph is faster.
 
 A :class:`UnitPQ` is immutable: its codes are row-aligned with the snapshot's units, so an ``add`` / ``remove``
 gives the next snapshot a new one (:func:`moved_unit_pq`): the kept units' codes are copied, only the new units are
 encoded (with the codebook trained at the last build), and the scan's packed layout is made again (20 ms at 123k
 units). Older snapshots keep their own. A save writes the codes and the codebook as ``.npy`` files
-(:func:`write_unit_pq`); a load memory-maps the codes and packs them (:func:`read_unit_pq`). ``refresh()`` trains
-the codebook again, as a build does.
+(:func:`write_unit_pq`); a load memory-maps the codes and packs them (:func:`read_unit_pq`). The codebook is
+trained by a build; updates and ``refresh()`` keep it, as they keep the graph.
 """
 
 from __future__ import annotations
@@ -120,7 +120,8 @@ class UnitPQ:
         flat.pq, flat.is_trained = pq, True
         if len(self.codes):
             flat.add_sa_codes(np.ascontiguousarray(self.codes))
-        self._scan = faiss.IndexPQFastScan(flat)  # the SIMD layout (codes of 32 units interleaved); ``flat`` goes
+        # the SIMD layout (the codes of 32 units interleaved); ``flat``, a plain copy of the codes, goes on return
+        self._scan = faiss.IndexPQFastScan(flat)
         self._pq = pq
 
     def __len__(self) -> int:
