@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError, PersistError
+from .storage.index_entry import entry_params
 from .storage.memory import drop_mapped_pages
 
 UNIT_PQ_FORMAT = "g2cons-unit-pq/1"
@@ -220,16 +221,7 @@ def read_unit_pq(folder: Path, entry: Any, n_units: int, dim: int, mmap: bool = 
     """The unit index saved by :func:`write_unit_pq` (checksums are checked by the caller), its codes
     memory-mapped unless ``mmap=False``; every mismatch with the manifest entry or the snapshot raises
     :class:`PersistError`."""
-    where = folder / "manifest.json"
-    if not isinstance(entry, dict) or entry.get("format") != UNIT_PQ_FORMAT:
-        got = entry.get("format") if isinstance(entry, dict) else entry
-        raise PersistError(f"{where}: field 'unit_pq.format' is {got!r}; this library reads {UNIT_PQ_FORMAT!r}")
-    if entry.get("n") != n_units:
-        raise PersistError(f"{where}: field 'unit_pq.n' is {entry.get('n')!r}, the index holds {n_units} units")
-    try:
-        params = UnitPQParams(**entry["params"])
-    except (InputError, TypeError, KeyError) as e:
-        raise PersistError(f"{where}: field 'unit_pq.params' is invalid ({e})") from None
+    params = entry_params(folder, entry, "unit_pq", UNIT_PQ_FORMAT, n_units, UnitPQParams)
     arrays = []
     for name in UNIT_PQ_FILES:
         try:

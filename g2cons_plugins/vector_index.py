@@ -50,6 +50,7 @@ import numpy as np
 
 from .errors import InputError, PersistError
 from .positions import positions_of
+from .storage.index_entry import entry_params
 
 FORMAT = "g2cons-vector-index/1"
 MANIFEST = "vector_index.json"
@@ -659,16 +660,7 @@ def write_unit_ann(ann: UnitANN, folder: Path, write: Callable[[Path, Callable[[
 def read_unit_ann(folder: Path, entry: Any, n_units: int, dim: int, mmap: bool = True) -> UnitANN:
     """The unit index saved by :func:`write_unit_ann` (checksums are checked by the caller), memory-mapped unless
     ``mmap=False``; every mismatch with the manifest entry or the snapshot raises :class:`PersistError`."""
-    where = folder / "manifest.json"
-    if not isinstance(entry, dict) or entry.get("format") != UNIT_ANN_FORMAT:
-        got = entry.get("format") if isinstance(entry, dict) else entry
-        raise PersistError(f"{where}: field 'unit_ann.format' is {got!r}; this library reads {UNIT_ANN_FORMAT!r}")
-    if entry.get("n") != n_units:
-        raise PersistError(f"{where}: field 'unit_ann.n' is {entry.get('n')!r}, the index holds {n_units} units")
-    try:
-        params = UnitANNParams(**entry["params"])
-    except (InputError, TypeError, KeyError) as e:
-        raise PersistError(f"{where}: field 'unit_ann.params' is invalid ({e})") from None
+    params = entry_params(folder, entry, "unit_ann", UNIT_ANN_FORMAT, n_units, UnitANNParams)
     try:
         keys = np.load(folder / UNIT_ANN_KEYS, allow_pickle=False)
     except ValueError as e:

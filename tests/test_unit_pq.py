@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_unit_ann import _excerpt, _questions, _same
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, unit_pq
 from g2cons_plugins.errors import InputError, PersistError
@@ -17,24 +18,7 @@ from g2cons_plugins.snapshot import with_added, with_removed
 from g2cons_plugins.unit_pq import UnitPQ, UnitPQParams, build_unit_pq
 from g2cons_plugins.vector_index import UnitANN
 
-EXCERPT = Path(__file__).resolve().parents[1] / "examples" / "data" / "musique_excerpt_corpus.jsonl"
-QUESTIONS = Path(__file__).resolve().parents[1] / "examples" / "data" / "musique_excerpt_questions.jsonl"
 PQ = G2ConSConfig(ann_threshold=1, ann_kind="pq")
-
-
-def _excerpt(n: int) -> list[dict[str, str]]:
-    rows = [json.loads(line) for line in EXCERPT.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [{"id": r["id"], "text": f"{r['title']}\n{r['text']}"} for r in rows[:n]]
-
-
-def _questions(n: int) -> list[str]:
-    rows = [json.loads(line) for line in QUESTIONS.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return [str(r["question"]) for r in rows[:n]]
-
-
-def _same(got: list, want: list) -> None:
-    assert [i.unit_id for i in got] == [i.unit_id for i in want]
-    np.testing.assert_allclose([i.score for i in got], [i.score for i in want], rtol=0, atol=1e-5)
 
 
 def _clustered(n: int, dim: int = 64, seed: int = 0) -> np.ndarray:

@@ -69,9 +69,9 @@ def main() -> None:
     }
     print(json.dumps(result, indent=1))
     if args.out:
-        tmp = args.out.with_name(f".{args.out.name}.tmp")
-        tmp.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-        os.replace(tmp, args.out)
+        from g2cons_plugins.outputs import atomic_write_text
+
+        atomic_write_text(args.out, json.dumps(result, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
 - :mod:`.memory` -- freed memory given back to the operating system after threaded passes.
 - :mod:`.spill` -- the rows a removal keeps of a file-backed array, written to an unlinked file and mapped.
 - :mod:`.ones` -- one read-only buffer of ones, shared as the data of every 0/1 sparse matrix in memory.
+- :mod:`.index_entry` -- the manifest entry of a saved unit index, checked on load.
 - :mod:`.trickle_io` -- the trickle log's files (the updates a save writes beside a saved exact snapshot).
 
 Nothing is imported here: each module is imported where it is used. Their old paths
