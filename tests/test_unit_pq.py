@@ -251,6 +251,7 @@ def test_a_save_after_trickle_updates_replays_the_codes(tmp_path: Path) -> None:
     cfg = PQ.with_(theta_co=2, theta_sem=0.1)
     idx = G2ConSIndex.build(docs[:100], embedder="hash", config=cfg)
     idx.save(tmp_path / "ix")
+    first = json.loads((tmp_path / "ix" / "CURRENT").read_text(encoding="utf-8"))["data"]
     idx.add(docs[100:112], exact=False)
     idx.remove([docs[5]["id"], docs[105]["id"]], exact=False)
     idx.add(docs[112:127], exact=False)
@@ -259,6 +260,8 @@ def test_a_save_after_trickle_updates_replays_the_codes(tmp_path: Path) -> None:
     ptr = json.loads((tmp_path / "ix" / "CURRENT").read_text(encoding="utf-8"))
     manifest = json.loads((tmp_path / "ix" / ptr["data"] / "manifest.json").read_text(encoding="utf-8"))
     assert "trickle" in manifest and "unit_pq" in manifest  # the log, over the first save's codes
+    codes = unit_pq.UNIT_PQ_CODES
+    assert (tmp_path / "ix" / ptr["data"] / codes).stat().st_ino == (tmp_path / "ix" / first / codes).stat().st_ino
     loaded = G2ConSIndex.load(tmp_path / "ix")
     a, b = loaded.snapshot.unit_ann, idx.snapshot.unit_ann
     assert isinstance(a, UnitPQ) and np.array_equal(a.codes, b.codes) and np.array_equal(a.centroids, b.centroids)
