@@ -126,9 +126,9 @@ class G2ConSConfig:
     ann_expansion_search: int = 128  # HNSW ef of a search (widened to the candidates asked for)
     # The kind of unit index: "auto" (default) scans product-quantised codes of every unit (faiss fast scan,
     # g2cons_plugins.unit_pq) below ann_pq_max_units units and uses the HNSW graph from there on; "pq" / "hnsw"
-    # always that one. At 123k wordllama units the scan passes on the exact top 150 with recall 0.998 in 0.55 ms,
-    # the graph 0.969 in 1.5 ms; the scan is linear in the units, the graph is not
-    # (benchmarks/scale/results/unit_pq_80k.md).
+    # always that one. At 123k wordllama units the scan's 850 candidates hold 0.997 of the exact top 150 (0.76 ms
+    # a search), the graph's 640 hold 0.968 (2.2 ms); the scan is linear in the units, the graph is not
+    # (benchmarks/scale/results/unit_index_kinds_80k.md, unit_pq_80k.md).
     ann_kind: Literal["auto", "pq", "hnsw"] = "auto"
     ann_pq_max_units: int = 400_000
     ann_pq_dims_per_code: int = 2  # dimensions per 4-bit code (64 bytes a 256-d unit)

@@ -5,9 +5,9 @@ is a :class:`UnitPQ` instead of the HNSW graph of :mod:`~g2cons_plugins.vector_i
 as 4-bit product-quantisation codes (``dims_per_code`` dimensions a code: 64 bytes a unit at 256 dimensions), a
 query scores all of them with faiss's SIMD fast scan, and the ``rerank x k`` best are passed on as candidates, which
 the caller re-scores exactly on the float32 unit vectors (as it does the graph's). On 123k wordllama units the
-default query's 850 candidates hold 0.997 of the exact top 150 (a scan: 0.56 ms), where the graph's 637 held 0.967
-(1.5-1.8 ms; ``benchmarks/scale/results/unit_pq_80k.md``); the scan is linear in the units, so from
-``ann_pq_max_units`` on the graph is faster.
+default query's 850 candidates hold 0.997 of the exact top 150 (0.76 ms a search, re-scoring included), where the
+graph's 640 held 0.968 (2.2 ms; ``benchmarks/scale/results/unit_index_kinds_80k.md``); the scan is linear in the
+units (4.0 ms at 1.48M), so from ``ann_pq_max_units`` on the graph is used.
 
 A :class:`UnitPQ` is immutable: its codes are row-aligned with the snapshot's units, so an ``add`` / ``remove``
 gives the next snapshot a new one (:func:`moved_unit_pq`): the kept units' codes are copied, only the new units are
