@@ -47,6 +47,10 @@ VectorLevel = Literal["sentence", "chunk", "unit"]
 VECTOR_LEVEL: VectorLevel = "unit"  # the default mode's concept vectors (benchmarks/embedding_work/)
 
 
+# an index that has the HNSW graph keeps it while it holds at least this share of ann_pq_max_units units
+PQ_RETURN = 0.75
+
+
 @dataclass(frozen=True)
 class G2ConSConfig:
     """Parameters of the concept graph, core-chunk selection, retrieval and fusion."""
@@ -276,13 +280,18 @@ class G2ConSConfig:
                 changes.setdefault(name, None)
         return replace(self, **changes)
 
-    def unit_index_kind(self, n_units: int) -> str | None:
-        """The unit index a snapshot of ``n_units`` units gets: None (the exact scan), ``"pq"`` or ``"hnsw"``."""
+    def unit_index_kind(self, n_units: int, current: str | None = None) -> str | None:
+        """The unit index a snapshot of ``n_units`` units gets: None (the exact scan), ``"pq"`` or ``"hnsw"``.
+        ``current``: the kind the snapshot it is made from has (or a loaded one); with ``ann_kind="auto"`` an index
+        with the graph keeps it down to :data:`PQ_RETURN` x ``ann_pq_max_units`` units, so an index near the limit
+        does not switch kinds (and rebuild) back and forth."""
         if self.ann_threshold is None or n_units < self.ann_threshold:
             return None
-        if self.ann_kind == "auto":
-            return "pq" if n_units < self.ann_pq_max_units else "hnsw"
-        return self.ann_kind
+        if self.ann_kind != "auto":
+            return self.ann_kind
+        if current == "hnsw" and n_units >= PQ_RETURN * self.ann_pq_max_units:
+            return "hnsw"
+        return "pq" if n_units < self.ann_pq_max_units else "hnsw"
 
     def to_dict(self) -> dict[str, Any]:
         """All fields as plain JSON-serialisable values."""
@@ -297,8 +306,6 @@ class G2ConSConfig:
         data = {k: v for k, v in data.items() if k in known}
         if "lambda_" in data and "spill" not in data:
             data["spill"] = False  # saved before ``spill`` existed: fusion used hard caps then
-        if "ann_threshold" in data and "ann_kind" not in data:
-            data["ann_kind"] = "hnsw"  # saved before ``ann_kind`` existed: the HNSW graph then (and its saved file)
         if "lambda_" in data and "vector_level" not in data:
             data["vector_level"] = "sentence"  # saved before ``vector_level`` existed: Eq. 1 then
         return cls(**data)

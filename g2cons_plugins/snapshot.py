@@ -194,18 +194,31 @@ def _unit_ann(
     whose index is updated by the changed units instead of rebuilt; ``old_units``: per unit, its position in
     ``previous`` (-1: new), where the caller knows them."""
     n = len(stored.units)
-    kind = config.unit_index_kind(n)
+    kind = config.unit_index_kind(n, _kind_of(loaded) or _kind_of(getattr(previous, "unit_ann", None)))
     if kind is None:
         return None
     try:
         if kind == "pq":
-            return _unit_pq(stored, config, previous, loaded, old_units)
+            try:
+                return _unit_pq(stored, config, previous, loaded, old_units)
+            except ImportError as e:
+                if config.ann_kind != "auto":
+                    raise
+                warnings.warn(f"{e}; the unit index is the HNSW graph instead", stacklevel=3)
         from .vector_index import unit_ann_for
 
         return unit_ann_for(stored, config, previous, loaded)
     except ImportError as e:
         warnings.warn(f"{n:,} units but no ANN library ({e}); queries scan every unit", stacklevel=3)
         return None
+
+
+def _kind_of(index: Any) -> str | None:
+    """``"pq"`` / ``"hnsw"`` for a unit index of that kind, else None."""
+    from .unit_pq import UnitPQ
+    from .vector_index import UnitANN
+
+    return "pq" if isinstance(index, UnitPQ) else "hnsw" if isinstance(index, UnitANN) else None
 
 
 def _unit_pq(
@@ -391,7 +404,7 @@ def _trickled_ann(snap: Snapshot, st: Stored, old_units: np.ndarray) -> Any:
     """``snap``'s unit index updated by the changed units (their old positions known: no pass over the ids)."""
     from .vector_index import UnitANN, moved_unit_ann, unit_ann_params
 
-    if isinstance(snap.unit_ann, UnitANN) and snap.config.unit_index_kind(len(st.units)) == "hnsw":
+    if isinstance(snap.unit_ann, UnitANN) and snap.config.unit_index_kind(len(st.units), "hnsw") == "hnsw":
         return moved_unit_ann(snap.unit_ann, old_units, st.unit_vecs, unit_ann_params(snap.config))
     return _unit_ann(st, snap.config, previous=snap, old_units=old_units)
 

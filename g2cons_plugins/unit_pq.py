@@ -20,6 +20,7 @@ trained by a build; updates and ``refresh()`` keep it, as they keep the graph.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -55,8 +56,9 @@ class UnitPQParams:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise InputError(f"ann_pq_{name} must be an integer >= 1, got {value!r}")
-        if not (isinstance(self.rerank, (int, float)) and not isinstance(self.rerank, bool) and self.rerank >= 1):
-            raise InputError(f"ann_pq_rerank must be a number >= 1, got {self.rerank!r}")
+        number = isinstance(self.rerank, (int, float)) and not isinstance(self.rerank, bool)
+        if not (number and math.isfinite(self.rerank) and self.rerank >= 1):
+            raise InputError(f"ann_pq_rerank must be a finite number >= 1, got {self.rerank!r}")
 
 
 def _faiss() -> Any:
@@ -235,7 +237,8 @@ def read_unit_pq(folder: Path, entry: Any, n_units: int, dim: int, mmap: bool = 
         raise PersistError(f"{folder / UNIT_PQ_CENTROIDS}: expected finite float32 centroids of shape {want}")
     shape = (n_units, (m * NBITS + 7) // 8)
     if codes.dtype != np.uint8 or codes.shape != shape:
-        raise PersistError(f"{folder / UNIT_PQ_CODES}: expected uint8 codes of shape {shape}")
+        got = f"{codes.dtype} {codes.shape}"
+        raise PersistError(f"{folder / UNIT_PQ_CODES}: expected uint8 codes of shape {shape}, got {got}")
     pq = UnitPQ(np.array(centroids), codes, params)
     drop_mapped_pages([codes])  # read once into the scan's packed copy; an update maps back what it copies
     return pq

@@ -91,10 +91,43 @@ def test_the_kind_follows_the_size_and_the_config() -> None:
         G2ConSConfig(ann_kind="ivf")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="ann_pq_rerank"):
         G2ConSConfig(ann_pq_rerank=0.9)
-    # a config saved before ann_kind existed keeps the HNSW graph it was saved with
-    old = {k: v for k, v in G2ConSConfig().to_dict().items() if not k.startswith("ann_pq") and k != "ann_kind"}
-    assert G2ConSConfig.from_dict(old).ann_kind == "hnsw"
-    assert G2ConSConfig.from_dict(G2ConSConfig().to_dict()).ann_kind == "auto"
+    with pytest.raises(InputError, match="ann_pq_rerank"):
+        UnitPQParams(rerank=float("inf"))
+    # an index that has the graph keeps it down to 0.75 x the limit: no switching back and forth near it
+    assert [cfg.unit_index_kind(n, "hnsw") for n in (999, 750, 749)] == ["hnsw", "hnsw", "pq"]
+    assert cfg.unit_index_kind(999, "pq") == "pq" and cfg.unit_index_kind(1000, "pq") == "hnsw"
+    # a config a user writes without ann_kind gets the default
+    mine = {k: v for k, v in G2ConSConfig().to_dict().items() if not k.startswith("ann_pq") and k != "ann_kind"}
+    assert G2ConSConfig.from_dict(mine).ann_kind == "auto"
+
+
+def test_an_index_saved_before_ann_kind_keeps_its_graph(
+    docs: list[dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A manifest whose config has no ``ann_kind`` (saved by the release before it) loads its saved HNSW graph,
+    building nothing, and its updates keep the graph."""
+    from g2cons_plugins import vector_index
+    from g2cons_plugins.storage import persistence
+
+    G2ConSIndex.build(docs[:200], embedder="hash", config=PQ.with_(ann_kind="hnsw")).save(tmp_path / "ix")
+    cur = tmp_path / "ix" / "CURRENT"
+    ptr = json.loads(cur.read_text(encoding="utf-8"))
+    mf = tmp_path / "ix" / ptr["data"] / "manifest.json"
+    m = json.loads(mf.read_text(encoding="utf-8"))
+    m["config"] = {k: v for k, v in m["config"].items() if not k.startswith("ann_pq") and k != "ann_kind"}
+    data = json.dumps(m, indent=1).encode("utf-8")
+    mf.write_bytes(data)
+    cur.write_text(json.dumps({**ptr, "manifest_sha256": persistence._sha256_bytes(data)}), encoding="utf-8")
+
+    def no_build(*a: object, **k: object) -> None:
+        raise AssertionError("a unit index was built on load")
+
+    monkeypatch.setattr(vector_index, "build_unit_ann", no_build)
+    monkeypatch.setattr(unit_pq, "build_unit_pq", no_build)
+    idx = G2ConSIndex.load(tmp_path / "ix")
+    assert idx.config.ann_kind == "hnsw" and isinstance(idx.snapshot.unit_ann, UnitANN)
+    idx.add(docs[200:203])
+    assert isinstance(idx.snapshot.unit_ann, UnitANN)
 
 
 def test_pq_path_equals_the_exact_path(pair: tuple[G2ConSIndex, G2ConSIndex]) -> None:
@@ -143,6 +176,7 @@ def test_updates_move_the_codes(docs: list[dict[str, str]]) -> None:
     pos1 = {u.id: i for i, u in enumerate(added.units)}
     assert np.array_equal(p2.codes, p1.codes[[pos1[u.id] for u in removed.units]])
     rvecs = np.asarray(removed.stored.unit_vecs)
+    assert np.array_equal(p2.codes, p0.encode(rvecs))  # every row is its own unit's code
     for i in range(0, len(removed.units), 23):  # each unit's own code is nearest its vector: rows stay aligned
         assert i in p2.search(rvecs[i], 5).tolist()
 
@@ -158,6 +192,8 @@ def test_trickle_updates_and_the_switch_to_hnsw() -> None:
     idx.remove([docs[3]["id"]], exact=False)
     after = idx.snapshot.unit_ann
     assert not idx.refreshed and isinstance(after, UnitPQ) and np.shares_memory(after.centroids, before.centroids)
+    # one codebook and a deterministic encoder: every row is its own unit's code (no row moved to another unit)
+    assert np.array_equal(after.codes, before.encode(np.asarray(idx.snapshot.stored.unit_vecs)))
     idx.refresh()
     assert np.array_equal(idx.snapshot.unit_ann.codes, after.codes)
     n = len(idx.units)

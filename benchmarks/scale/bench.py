@@ -181,6 +181,8 @@ def job_load(path: Path, n_queries: int) -> dict[str, Any]:
     out: dict[str, Any] = {"load_s": round(time.perf_counter() - t0, 2)}
     out["rss_after_load_mb"] = round(mem.now() / 2**20, 1)
     out["peak_rss_load_mb"] = mem.phase()
+    ann = idx.snapshot.unit_ann
+    out["unit_index"] = "exact scan" if ann is None else type(ann).__name__  # UnitPQ: the scan; UnitANN: the graph
     with open(corpus.DATA / "musique/ketrag500_questions.jsonl", encoding="utf-8") as f:
         questions = [json.loads(line)["question"] for line in f if line.strip()][: n_queries + 10]
     for q in questions[:10]:  # warm-up: lazy imports, first-call allocations

@@ -47,10 +47,13 @@ def main() -> None:
     if any(len(x) != 2 for x in named):
         raise SystemExit("--index takes NAME=PATH")
     p50: dict[str, list[float]] = {name: [] for name, _ in named}
+    kinds: dict[str, str] = {}
     os.sync()
     for r in range(args.rounds):
         for name, path in named:
-            p50[name].append(float(_load_job(path, args.queries)["query_p50_ms"]))
+            job = _load_job(path, args.queries)
+            p50[name].append(float(job["query_p50_ms"]))
+            kinds[name] = str(job.get("unit_index"))
         print(f"round {r + 1}: " + ", ".join(f"{n} {p50[n][-1]:.2f} ms" for n, _ in named), flush=True)
     base = named[0][0]
     result = {
@@ -58,7 +61,7 @@ def main() -> None:
         "queries": args.queries, "loadavg_1min_after": round(os.getloadavg()[0], 2),
         "indexes": {
             name: {
-                "path": path, "p50_ms": p50[name], "median_p50_ms": round(statistics.median(p50[name]), 2),
+                "path": path, "unit_index": kinds[name], "p50_ms": p50[name], "median_p50_ms": round(statistics.median(p50[name]), 2),
                 "ratio_to_base": [round(a / b, 2) for a, b in zip(p50[name], p50[base], strict=True)],
                 "median_ratio_to_base": round(
                     statistics.median(a / b for a, b in zip(p50[name], p50[base], strict=True)), 2

@@ -365,6 +365,10 @@ def _log_base(snap: Snapshot) -> tuple[Path, dict[str, Any]] | None:
     m = json.loads(data.decode("utf-8"))
     if m.get("version") not in (FORMAT_VERSION, LOG_VERSION):  # an older layout: saved whole, in today's
         return None
+    ann = snap.unit_ann
+    live = "unit_pq" if isinstance(ann, UnitPQ) else "unit_ann" if isinstance(ann, UnitANN) else None
+    if live is not None and live not in m:  # the unit index changed kind (or came) since: a load would build it
+        return None
     base = {k: v for k, v in m.items() if k != "trickle"}
     base["version"] = FORMAT_VERSION
     base["files"] = {k: v for k, v in m["files"].items() if k not in LOG_FILES}
@@ -753,7 +757,7 @@ def _log_files(m: dict[str, Any]) -> tuple[str, ...]:
 
 def _ann_files(m: dict[str, Any]) -> tuple[str, ...]:
     """The unit index files a manifest lists (saves of format version 3 on, of a snapshot that had one: an HNSW
-    graph, or from format version 5 on a product-quantised index)."""
+    graph, ``unit_ann``, or a product-quantised index, ``unit_pq``)."""
     if m.get("version", 0) < 3:
         return ()
     return (UNIT_ANN_FILES if "unit_ann" in m else ()) + (UNIT_PQ_FILES if "unit_pq" in m else ())
@@ -790,7 +794,10 @@ def _parse(
 ) -> Snapshot:
     mf = folder / "manifest.json"
     try:
-        config = G2ConSConfig.from_dict(m["config"])
+        saved = m["config"]
+        if isinstance(saved, dict) and "ann_kind" not in saved:  # saved before ``ann_kind``: its graph, kept
+            saved = {**saved, "ann_kind": "hnsw"}
+        config = G2ConSConfig.from_dict(saved)
     except (G2ConSError, TypeError, ValueError, RecursionError) as e:
         raise PersistError(f"{mf}: field 'config' is invalid: {e}") from None
     dim = int(m["embedder"]["dim"])
@@ -860,7 +867,8 @@ def _unit_ann(
 ) -> UnitANN | UnitPQ | None:
     """The saved unit index when the config uses one of its kind at this size (memory-mapped; read only after
     every checksum matched, so no library parses a modified file), else None (the snapshot then makes its own)."""
-    kind = config.unit_index_kind(n_units)
+    saved = "hnsw" if "unit_ann" in m else "pq" if "unit_pq" in m else None
+    kind = config.unit_index_kind(n_units, saved)
     if kind is None or not _ann_files(m):
         return None
     try:
