@@ -61,7 +61,8 @@ def main() -> None:
         "queries": args.queries, "loadavg_1min_after": round(os.getloadavg()[0], 2),
         "indexes": {
             name: {
-                "path": path, "unit_index": kinds[name], "p50_ms": p50[name], "median_p50_ms": round(statistics.median(p50[name]), 2),
+                "path": path, "unit_index": kinds[name], "p50_ms": p50[name],
+                "median_p50_ms": round(statistics.median(p50[name]), 2),
                 "ratio_to_base": [round(a / b, 2) for a, b in zip(p50[name], p50[base], strict=True)],
                 "median_ratio_to_base": round(
                     statistics.median(a / b for a, b in zip(p50[name], p50[base], strict=True)), 2
