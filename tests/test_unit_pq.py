@@ -303,3 +303,46 @@ def test_a_save_after_trickle_updates_replays_the_codes(tmp_path: Path) -> None:
     assert isinstance(a, UnitPQ) and np.array_equal(a.codes, b.codes) and np.array_equal(a.centroids, b.centroids)
     for q in _questions(4):
         _same(loaded.retrieve(q, beta=600), idx.retrieve(q, beta=600))
+
+
+def test_without_faiss_auto_uses_the_graph(docs: list[dict[str, str]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``"auto"`` falls back to the HNSW graph (with a warning) where faiss cannot be imported; ``"pq"`` asked for
+    explicitly scans exactly instead, with the warning every missing ANN library gives."""
+
+    def missing() -> None:
+        raise ImportError("no module named 'faiss'")
+
+    monkeypatch.setattr(unit_pq, "_faiss", missing)
+    with pytest.warns(UserWarning, match="HNSW graph instead"):
+        auto = G2ConSIndex.build(docs[:60], embedder="hash", config=PQ.with_(ann_kind="auto"))
+    assert isinstance(auto.snapshot.unit_ann, UnitANN)
+    with pytest.warns(UserWarning, match="no ANN library"):
+        forced = G2ConSIndex.build(docs[:60], embedder="hash", config=PQ)
+    assert forced.snapshot.unit_ann is None
+
+
+def test_a_log_save_whose_unit_index_changed_kind_is_written_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trickle updates that take an index past ann_pq_max_units give it the graph; saving them as a log over the
+    scan's files would make every load build the graph again, so that save is written whole and loads its graph."""
+    from g2cons_plugins import vector_index
+
+    docs = _excerpt(140)
+    base = G2ConSIndex.build(docs[:100], embedder="hash", config=PQ.with_(theta_co=2, theta_sem=0.1))
+    cfg = base.config.with_(ann_kind="auto", ann_pq_max_units=len(base.units) + 1)
+    idx = G2ConSIndex.build(docs[:100], embedder="hash", config=cfg)
+    assert isinstance(idx.snapshot.unit_ann, UnitPQ)
+    idx.save(tmp_path / "ix")
+    idx.add(docs[100:106], exact=False)
+    assert not idx.refreshed and isinstance(idx.snapshot.unit_ann, UnitANN)
+    idx.save(tmp_path / "ix")
+    ptr = json.loads((tmp_path / "ix" / "CURRENT").read_text(encoding="utf-8"))
+    manifest = json.loads((tmp_path / "ix" / ptr["data"] / "manifest.json").read_text(encoding="utf-8"))
+    assert "trickle" not in manifest and "unit_ann" in manifest and "unit_pq" not in manifest
+
+    def no_build(*a: object, **k: object) -> None:
+        raise AssertionError("the graph was built on load")
+
+    monkeypatch.setattr(vector_index, "build_unit_ann", no_build)
+    assert isinstance(G2ConSIndex.load(tmp_path / "ix").snapshot.unit_ann, UnitANN)
