@@ -11,10 +11,11 @@ units (4.0 ms at 1.48M), so from ``ann_pq_max_units`` on the graph is used.
 
 A :class:`UnitPQ` is immutable: its codes are row-aligned with the snapshot's units, so an ``add`` / ``remove``
 gives the next snapshot a new one (:func:`moved_unit_pq`): the kept units' codes are copied, only the new units are
-encoded (with the codebook trained at the last build), and the scan's packed layout is made again (20 ms at 123k
-units). Older snapshots keep their own. A save writes the codes and the codebook as ``.npy`` files
-(:func:`write_unit_pq`); a load memory-maps the codes and packs them (:func:`read_unit_pq`). The codebook is
-trained by a build; updates and ``refresh()`` keep it, as they keep the graph.
+encoded (with the codebook trained at the last build), and the scan's packed layout is made again (the whole update
+of the index: 0.01-0.05 s at 123k units, ``benchmarks/scale/results/update_parts_80k_pq.md``). Older snapshots keep
+their own. A save writes the codes and the codebook as ``.npy`` files (:func:`write_unit_pq`); a load memory-maps
+the codes and packs them (:func:`read_unit_pq`). The codebook is trained by a build; updates and ``refresh()`` keep
+it, as they keep the graph.
 """
 
 from __future__ import annotations

@@ -43,6 +43,7 @@ def main() -> None:
     from usearch.index import Index
 
     from g2cons_plugins import G2ConSIndex
+    from g2cons_plugins.outputs import atomic_write_text
 
     faiss.omp_set_num_threads(1)
     snap = G2ConSIndex.load(args.index).snapshot
@@ -116,7 +117,7 @@ def main() -> None:
         print(json.dumps(tiles[-1]), flush=True)
     out = {"index": args.index, "n_units": n, "dim": dim, "queries": len(questions), "keep": KEEP,
            "load_avg_1min_after": round(os.getloadavg()[0], 2), "rows": rows, "scan_by_size": tiles}
-    Path(args.out + ".json").write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    atomic_write_text(args.out + ".json", json.dumps(out, indent=1) + "\n")
     lines = [
         f"Candidate generators: {n:,} units x {dim}, {len(questions)} MuSiQue questions; {KEEP} candidates passed "
         f"on; search: median thread CPU ms (one thread); 1-min load average after: {out['load_avg_1min_after']}.",
@@ -128,7 +129,7 @@ def main() -> None:
               for r in rows]
     lines += ["", "| units (the codes repeated) | scan for 850 candidates, ms |", "|---|---|"]
     lines += [f"| {t['units']:,} | {t['scan_ms']} |" for t in tiles]
-    Path(args.out + ".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    atomic_write_text(args.out + ".md", "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -51,6 +51,7 @@ def main() -> None:
     from g2cons_plugins import retrieval as rt
     from g2cons_plugins import unit_pq as upq
     from g2cons_plugins import vector_index as vi
+    from g2cons_plugins.outputs import atomic_write_text
 
     idx = G2ConSIndex.load(args.index)
     snap = idx.snapshot
@@ -125,7 +126,7 @@ def main() -> None:
         "queries": len(timed), "rounds": args.rounds, "load_avg_1min_after": round(os.getloadavg()[0], 2),
         "rows": rows,
     }
-    Path(args.out + ".json").write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    atomic_write_text(args.out + ".json", json.dumps(out, indent=1) + "\n")
     lines = [
         f"Unit index kinds: {out['n_units']:,} units x {out['dim']}, {len(timed)} MuSiQue questions, default "
         f"`retrieve`, {args.rounds} rounds taking turns; 1-min load average after: {out['load_avg_1min_after']}. "
@@ -142,7 +143,7 @@ def main() -> None:
         f"| {r['recall']['at_150']} | {r['recall']['at_400']} | {r['recall']['candidates']:g} |"
         for r in rows
     ]
-    Path(args.out + ".md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    atomic_write_text(args.out + ".md", "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
