@@ -105,3 +105,40 @@ def test_langchain_concept_scores_never_increase(index: G2ConSIndex, strategy: s
         scores = [d.metadata["relevance_score"] for d in docs]
         assert _non_increasing(scores) and scores[0] == core[0].score
         assert len(r.invoke(q, k=2)) == 2 and [d.metadata["relevance_score"] for d in r.invoke(q, k=2)] == scores[:2]
+
+
+# ------------------------------------------------------------------------------------------ beta at construction
+BAD_BETAS = [2.5, "x", 0, -5, True]
+
+
+@pytest.mark.parametrize("beta", BAD_BETAS, ids=repr)
+def test_llama_index_retrievers_check_beta_when_made(index: G2ConSIndex, beta: Any) -> None:
+    li = pytest.importorskip("llama_index.retrievers.g2cons")
+    with pytest.raises(ValueError, match=r"\bbeta\b") as err:
+        li.ConceptGraphRetriever(index, beta=beta)
+    assert repr(beta) in str(err.value)
+    host = li.ConceptGraphRetriever(index, beta=100)
+    with pytest.raises(ValueError, match=r"\bbeta\b"):
+        li.G2ConSRetriever(index, host, beta=beta)
+    with pytest.raises(ValueError, match=r"\bbeta\b"):
+        host.concept_path("Where was Marie Curie born?", beta=beta)  # per-call override
+
+
+@pytest.mark.parametrize("beta", BAD_BETAS, ids=repr)
+def test_langchain_retrievers_check_beta_when_made(index: G2ConSIndex, beta: Any) -> None:
+    lc = pytest.importorskip("langchain_g2cons")
+    with pytest.raises(ValueError, match=r"\bbeta\b"):
+        lc.ConceptGraphRetriever(index=index, beta=beta)
+    host = lc.ConceptGraphRetriever(index=index, beta=100)
+    with pytest.raises(ValueError, match=r"\bbeta\b"):
+        lc.G2ConSRetriever(index=index, host=host, beta=beta)
+    with pytest.raises(ValueError, match=r"\bbeta\b"):
+        host.invoke("Where was Marie Curie born?", beta=beta)  # per-call override
+
+
+def test_whole_number_betas_are_accepted(index: G2ConSIndex) -> None:
+    li = pytest.importorskip("llama_index.retrievers.g2cons")
+    lc = pytest.importorskip("langchain_g2cons")
+    assert li.ConceptGraphRetriever(index, beta=300.0).beta == 300
+    assert lc.ConceptGraphRetriever(index=index, beta=300).beta == 300
+    assert li.ConceptGraphRetriever(index).beta == index.config.beta

@@ -40,6 +40,7 @@ __all__ = [
     "FusionSettings",
     "InsertDecision",
     "add_and_select",
+    "check_beta",
     "concept_counts",
     "drop_empty",
     "fusion_counts",
@@ -49,6 +50,7 @@ __all__ = [
     "resolve_fusion",
     "resolve_rule",
     "save_retriever",
+    "save_settings",
     "selection_counts",
     "token_counts",
 ]
@@ -161,6 +163,15 @@ def resolve_fusion(
     )
 
 
+def check_beta(value: Any, name: str = "beta") -> int | None:
+    """A retriever's token budget as given: ``None`` (the index config's) or a whole number of tokens >= 1
+    (``validate.positive_int``: ``2.5``, ``"x"``, ``0``, ``-5`` and ``True`` raise an ``InputError`` naming
+    ``name``). Both adapters check ``beta`` with this when a retriever is made and on every per-call override."""
+    from ..validate import positive_int
+
+    return None if value is None else positive_int(name, value)
+
+
 def resolve_rule(index: G2ConSIndex, fusion: str | None) -> str:
     """A retriever's fusion rule: the one given ("score" or "ensemble"), else the config's."""
     from ..fusion import FUSIONS
@@ -177,6 +188,14 @@ def save_retriever(index: G2ConSIndex, path: str | Path, kind: str, settings: Ma
     d = Path(path)
     d.mkdir(parents=True, exist_ok=True)
     index.save(d / INDEX_SUBDIR)
+    save_settings(d, kind, settings)
+
+
+def save_settings(path: str | Path, kind: str, settings: Mapping[str, Any]) -> None:
+    """Write only ``path/g2cons_retriever.json`` (``kind`` and ``settings``, atomically): for a retriever whose
+    concept graph is saved by its selector into the same folder (one graph on disk, not two)."""
+    d = Path(path)
+    d.mkdir(parents=True, exist_ok=True)
     state = {"format": _FORMAT, "version": _VERSION, "kind": kind, "settings": dict(settings)}
     try:
         text = json.dumps(state, indent=1, sort_keys=True)

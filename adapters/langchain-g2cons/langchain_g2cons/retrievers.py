@@ -17,6 +17,7 @@ from g2cons_plugins import FusedItem, G2ConSIndex, InputError, RetrievedItem
 from g2cons_plugins.fusion import fuse_report
 from g2cons_plugins.pipelines.integration import (
     DEFAULT_EMBEDDER,
+    check_beta,
     concept_counts,
     fusion_counts,
     load_retriever,
@@ -62,6 +63,11 @@ class _IndexRetriever(BaseRetriever):
     id_key: str | None = DEFAULT_ID_KEY
     """Metadata key holding the chunk id (as written by ``CoreChunkSelector``); also written by ``add_documents``."""
 
+    @field_validator("beta", mode="before")
+    @classmethod
+    def _check_beta(cls, v: Any) -> int | None:
+        return check_beta(v)  # the core's one check: a whole number of tokens >= 1 (2.5, "x", 0, -5 refused)
+
     def _chunk_metadata(self, chunk_id: str | None) -> dict[str, Any]:
         if chunk_id is None:
             return {}
@@ -71,7 +77,7 @@ class _IndexRetriever(BaseRetriever):
             return {}
 
     def _concept(self, query: str, beta: int | None) -> list[RetrievedItem]:
-        b = self.beta if beta is None else beta
+        b = self.beta if beta is None else check_beta(beta)
         return list(self.index.retrieve(query, beta=b, strategy=self.strategy))
 
     def _concept_data(self, query: str, beta: int | None, items: list[RetrievedItem]) -> dict[str, Any]:

@@ -9,13 +9,16 @@ from typing import Any
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, RetrievedItem
 from g2cons_plugins.ensemble import fuse
-from g2cons_plugins.errors import InputError
+from g2cons_plugins.errors import InputError, PersistError
 from g2cons_plugins.pipelines.integration import (
     SETTINGS_FILE,
+    check_beta,
     concept_counts,
     load_retriever,
     rank_order_scores,
+    read_settings,
     save_retriever,
+    save_settings,
 )
 from g2cons_plugins.storage.persistence import read_manifest
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -24,7 +27,7 @@ from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNo
 
 from ._convert import concept_nodes, nodes_to_chunks, resolve_embedder, settings_embedder, tag
 from .events import G2ConSConceptPathEvent, dispatcher, listening
-from .selector import INDEX_SUBDIR, CoreChunkSelector, drop_empty
+from .selector import INDEX_SUBDIR, SELECTOR_FILE, CoreChunkSelector, drop_empty
 
 RETRIEVER_FILE = SETTINGS_FILE
 
@@ -66,6 +69,54 @@ def load_state(
     return load_retriever(d, embedder=embedder, kind=kind)
 
 
+def load_shared(
+    persist_dir: str | Path,
+    kind: str,
+    selector: CoreChunkSelector | None = None,
+    embedder: Any = None,
+    index: Any = None,
+) -> tuple[G2ConSIndex, dict[str, Any], CoreChunkSelector | None]:
+    """What a retriever's ``from_persist_dir`` loads: ``(concept graph, saved settings, selector)``.
+
+    One concept graph for the selector and the retriever, as LlamaIndex keeps one ``StorageContext`` for an
+    index and its retrievers: the graph of the ``selector`` given (``CoreChunkSelector.from_persist_dir``), else
+    of the selector saved in ``persist_dir`` beside the settings (``g2cons_selector.json``, written by the
+    retriever's ``persist``: loaded once here), else the graph saved there alone. A selector found here tracks the
+    host ``index`` when one is given (``CoreChunkSelector.track``), so ``index.insert`` / ``delete_ref_doc`` reach
+    the graph the retriever reads."""
+    d = Path(persist_dir)
+    if selector is None and (d / SELECTOR_FILE).is_file():
+        selector = CoreChunkSelector.from_persist_dir(d, embedder=embedder)
+    if selector is None:
+        g2, state = load_state(d, embedder, kind=kind)
+        return g2, state, None
+    if not isinstance(selector, CoreChunkSelector):
+        raise InputError(f"selector must be a CoreChunkSelector, got {type(selector).__name__}")
+    saved_kind, state = read_settings(d)
+    if saved_kind is not None and saved_kind != kind:
+        raise PersistError(f"{d / SETTINGS_FILE}: saved by a {saved_kind!r} retriever, not a {kind!r} one")
+    g2 = selector.index  # raises, naming the fix, for a selector that never ran
+    if index is not None:
+        selector.track(index)
+    return g2, state, selector
+
+
+def persist_shared(
+    g2cons_index: G2ConSIndex,
+    selector: CoreChunkSelector | None,
+    persist_dir: str | Path,
+    kind: str,
+    settings: dict[str, Any],
+) -> None:
+    """Save a retriever: its selector (concept graph and decisions, ``CoreChunkSelector.persist``) when it reads
+    that selector's graph, else the graph alone; then the settings (``g2cons_retriever.json``)."""
+    if selector is not None and selector._index is g2cons_index:
+        selector.persist(persist_dir)
+        save_settings(persist_dir, kind, settings)
+    else:
+        save_retriever(g2cons_index, persist_dir, kind, settings)
+
+
 class ConceptGraphRetriever(BaseRetriever):
     """G2ConS concept-path retrieval within ``beta`` tokens (counted on the text the LLM will see). Node ids are
     chunk / sub-chunk ids; ``metadata["g2cons_reason"]`` says why each was retrieved.
@@ -96,7 +147,8 @@ class ConceptGraphRetriever(BaseRetriever):
         if not isinstance(g2cons_index, G2ConSIndex):
             raise InputError(f"g2cons_index must be a G2ConSIndex, got {type(g2cons_index).__name__}")
         self._index = g2cons_index
-        self.beta = int(g2cons_index.config.beta if beta is None else beta)
+        self._selector: CoreChunkSelector | None = None
+        self.beta = int(g2cons_index.config.beta if beta is None else check_beta(beta))  # type: ignore[arg-type]
         self.strategy = strategy
         self.similarity_top_k = _top_k(similarity_top_k)
         super().__init__(callback_manager=callback_manager, object_map=object_map, objects=objects, verbose=verbose)
@@ -119,7 +171,9 @@ class ConceptGraphRetriever(BaseRetriever):
         ``nodes`` (built here with ``embedder``, default the core's ``"wordllama"``; ``skip_empty``: skip empty
         nodes with a warning instead of raising)."""
         index = resolve_index(g2cons_index, selector, nodes, embedder, config, skip_empty=skip_empty)
-        return cls(index, beta, strategy, similarity_top_k, **kwargs)
+        out = cls(index, beta, strategy, similarity_top_k, **kwargs)
+        out._selector = selector if g2cons_index is None else None
+        return out
 
     @property
     def index(self) -> G2ConSIndex:
@@ -131,13 +185,19 @@ class ConceptGraphRetriever(BaseRetriever):
         """The concept graph."""
         return self._index
 
+    @property
+    def selector(self) -> CoreChunkSelector | None:
+        """The selector whose concept graph this retriever reads (``from_defaults(selector=...)`` or
+        ``from_persist_dir``), or None."""
+        return self._selector
+
     def settings(self) -> dict[str, Any]:
         """Every setting of this retriever (what ``persist`` saves and ``from_persist_dir`` restores)."""
         return {"beta": self.beta, "strategy": self.strategy, "similarity_top_k": self.similarity_top_k}
 
     def concept_path(self, query: str, beta: int | None = None) -> tuple[list[RetrievedItem], Mapping[str, TextNode]]:
         """Core concept retrieval; items re-counted on their LLM-visible text and cut to ``beta`` by the core."""
-        beta = self.beta if beta is None else int(beta)
+        beta = self.beta if beta is None else check_beta(beta)
         raw = self._index.retrieve(query, beta=beta, strategy=self.strategy)
         items, nodes = concept_nodes(self._index, raw)
         if any(a.n_tokens != b.n_tokens for a, b in zip(items, raw, strict=True)):
@@ -161,15 +221,26 @@ class ConceptGraphRetriever(BaseRetriever):
         return await asyncio.to_thread(self._retrieve, query_bundle)
 
     def persist(self, persist_dir: str | Path) -> None:
-        """Save the concept graph (``persist_dir/g2cons_index``) and every setting (``g2cons_retriever.json``)."""
-        save_retriever(self._index, persist_dir, "concept", self.settings())
+        """Save the concept graph (``persist_dir/g2cons_index``; with the selector's decisions in
+        ``g2cons_selector.json`` when built from a selector) and every setting (``g2cons_retriever.json``)."""
+        persist_shared(self._index, self._selector, persist_dir, "concept", self.settings())
 
     @classmethod
-    def from_persist_dir(cls, persist_dir: str | Path, embedder: Any = None, **kwargs: Any) -> ConceptGraphRetriever:
-        """Reload what ``persist`` saved; ``kwargs`` override saved settings."""
-        index, state = load_state(persist_dir, embedder, kind="concept")
+    def from_persist_dir(
+        cls,
+        persist_dir: str | Path,
+        embedder: Any = None,
+        selector: CoreChunkSelector | None = None,
+        **kwargs: Any,
+    ) -> ConceptGraphRetriever:
+        """Reload what ``persist`` saved; ``kwargs`` override saved settings. The concept graph is the
+        ``selector``'s when one is given (one graph for both, inserts included), else the selector's saved in
+        ``persist_dir``, else the graph saved alone (:func:`load_shared`)."""
+        index, state, sel = load_shared(persist_dir, "concept", selector, embedder)
         kw: dict[str, Any] = {k: state[k] for k in ("beta", "strategy", "similarity_top_k") if k in state}
-        return cls(index, **{**kw, **kwargs})
+        out = cls(index, **{**kw, **kwargs})
+        out._selector = sel
+        return out
 
 
 

@@ -13,13 +13,13 @@ from typing import Any
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, RetrievedItem
 from g2cons_plugins.errors import InputError
 from g2cons_plugins.fusion import fuse_report
-from g2cons_plugins.pipelines.integration import fusion_counts, resolve_fusion, resolve_rule, save_retriever
+from g2cons_plugins.pipelines.integration import check_beta, fusion_counts, resolve_fusion, resolve_rule
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
 
 from ._convert import concept_node, concept_nodes, host_items, tag
-from .concept import ConceptGraphRetriever, _top_k, load_state, resolve_index
+from .concept import ConceptGraphRetriever, _top_k, load_shared, persist_shared, resolve_index
 from .events import G2ConSFusionEvent, dispatcher, listening
 from .selector import CoreChunkSelector
 
@@ -58,7 +58,7 @@ class G2ConSRetriever(BaseRetriever):
     ) -> None:
         self._concept = ConceptGraphRetriever(g2cons_index, beta=beta, strategy=strategy)
         self._host = host_retriever
-        fs = resolve_fusion(g2cons_index, beta, lambda_, spill)
+        fs = resolve_fusion(g2cons_index, check_beta(beta), lambda_, spill)
         self.lambda_, self.spill = fs.lambda_, fs.spill
         self.fusion = resolve_rule(g2cons_index, fusion)
         self.similarity_top_k = _top_k(similarity_top_k)
@@ -78,12 +78,15 @@ class G2ConSRetriever(BaseRetriever):
         **kwargs: Any,
     ) -> G2ConSRetriever:
         """``index``: the host index (default host: ``index.as_retriever(include_text=True)``); the concept graph
-        comes from ``g2cons_index``, a fitted ``selector`` or ``nodes`` (all chunks, dropped ones included)."""
-        return cls(
+        comes from ``g2cons_index``, a fitted ``selector`` (shared: its inserts show at once, and ``persist``
+        saves the selector with it) or ``nodes`` (all chunks, dropped ones included)."""
+        out = cls(
             resolve_index(g2cons_index, selector, nodes, embedder, config),
             _host(index, host_retriever, include_text),
             **kwargs,
         )
+        out._concept._selector = selector if g2cons_index is None else None
+        return out
 
     @property
     def index(self) -> G2ConSIndex:
@@ -104,6 +107,12 @@ class G2ConSRetriever(BaseRetriever):
     def strategy(self) -> str | None:
         """Concept-path strategy (None: the config's)."""
         return self._concept.strategy
+
+    @property
+    def selector(self) -> CoreChunkSelector | None:
+        """The selector whose concept graph this retriever reads (``from_defaults(selector=...)`` or
+        ``from_persist_dir``), or None."""
+        return self._concept.selector
 
     @property
     def concept_retriever(self) -> ConceptGraphRetriever:
@@ -194,8 +203,11 @@ class G2ConSRetriever(BaseRetriever):
         return self._fuse(query_bundle.query_str, host, items, nodes)
 
     def persist(self, persist_dir: str | Path) -> None:
-        """Save the concept graph and every setting (the host index persists through its own ``StorageContext``)."""
-        save_retriever(self.index, persist_dir, "g2cons", self.settings())
+        """Save into ``persist_dir`` (the folder of the host's ``storage_context.persist``: the files sit beside
+        LlamaIndex's): the concept graph (``g2cons_index/``), the selector's decisions (``g2cons_selector.json``,
+        when the retriever reads a selector's graph) and every setting (``g2cons_retriever.json``). The host index
+        persists through its own ``StorageContext``."""
+        persist_shared(self.index, self.selector, persist_dir, "g2cons", self.settings())
 
     @classmethod
     def from_persist_dir(
@@ -205,14 +217,23 @@ class G2ConSRetriever(BaseRetriever):
         host_retriever: BaseRetriever | None = None,
         embedder: Any = None,
         include_text: bool = True,
+        selector: CoreChunkSelector | None = None,
         **kwargs: Any,
     ) -> G2ConSRetriever:
         """Reload next to a host index loaded with ``load_index_from_storage`` (pass it as ``index``); ``kwargs``
-        override saved settings."""
-        g2, state = load_state(persist_dir, embedder, kind="g2cons")
+        override saved settings.
+
+        One concept graph for the selector and the retriever: the ``selector``'s when given
+        (``CoreChunkSelector.from_persist_dir(persist_dir)``), else the selector saved in ``persist_dir`` (loaded
+        once; ``retriever.selector``). Either way the selector tracks ``index``, so ``index.insert(doc)`` and
+        ``index.delete_ref_doc(id)`` change the graph this retriever reads, and a selector loaded from
+        ``persist_dir`` saves every change back there."""
+        g2, state, sel = load_shared(persist_dir, "g2cons", selector, embedder, index)
         names = ("beta", "lambda_", "spill", "strategy", "similarity_top_k", "fusion")
         kw: dict[str, Any] = {k: state[k] for k in names if k in state}
-        return cls(g2, _host(index, host_retriever, include_text), **{**kw, **kwargs})
+        out = cls(g2, _host(index, host_retriever, include_text), **{**kw, **kwargs})
+        out._concept._selector = sel
+        return out
 
 
 def _host(index: Any, host_retriever: BaseRetriever | None, include_text: bool) -> BaseRetriever:
