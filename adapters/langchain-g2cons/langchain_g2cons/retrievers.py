@@ -14,14 +14,17 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from g2cons_plugins import FusedItem, G2ConSIndex, InputError, RetrievedItem
+from g2cons_plugins.errors import PersistError
 from g2cons_plugins.fusion import fuse_report
 from g2cons_plugins.pipelines.integration import (
     DEFAULT_EMBEDDER,
+    SETTINGS_FILE,
     check_beta,
     concept_counts,
     fusion_counts,
     load_retriever,
     rank_order_scores,
+    read_settings,
     resolve_fusion,
     save_retriever,
 )
@@ -131,9 +134,24 @@ class _IndexRetriever(BaseRetriever):
         save_retriever(self.index, path, self._kind, self.settings())
 
     @classmethod
-    def _load_parts(cls, path: str | Path, embedder: Any) -> tuple[G2ConSIndex, dict[str, Any]]:
-        emb = None if embedder is None else as_core_embedder(embedder)
-        index, settings = load_retriever(path, embedder=emb, kind=cls._kind)
+    def _load_parts(cls, path: str | Path, embedder: Any, selector: Any = None) -> tuple[G2ConSIndex, dict[str, Any]]:
+        """The concept graph and saved settings: the ``selector``'s graph when one is given (one graph for the
+        selector and the retriever: its ``add_documents`` / ``delete`` show at once), else the graph saved in
+        ``path``."""
+        if selector is None:
+            emb = None if embedder is None else as_core_embedder(embedder)
+            index, settings = load_retriever(path, embedder=emb, kind=cls._kind)
+        else:
+            from .transformers import CoreChunkSelector
+
+            if not isinstance(selector, CoreChunkSelector):
+                got = type(selector).__name__
+                raise InputError(f"selector must be a langchain_g2cons.CoreChunkSelector, got {got}")
+            kind, settings = read_settings(path)
+            if kind is not None and kind != cls._kind:
+                f = Path(path) / SETTINGS_FILE
+                raise PersistError(f"{f}: saved by a {kind!r} retriever, not a {cls._kind!r} one")
+            index = selector._require_index()
         return index, {k: v for k, v in settings.items() if k in cls._settings}
 
 
@@ -171,11 +189,14 @@ class ConceptGraphRetriever(_IndexRetriever):
     _kind: ClassVar[str] = "concept"
 
     @classmethod
-    def load(cls, path: str | Path, *, embedder: Any = None, **kwargs: Any) -> ConceptGraphRetriever:
-        """Load what ``save`` wrote (or a bare index directory, e.g. ``CoreChunkSelector.save``); ``kwargs``
-        override saved settings. ``embedder`` defaults to the built-in one it was built with (pass the same
-        LangChain ``Embeddings`` if it was built with one)."""
-        index, settings = cls._load_parts(path, embedder)
+    def load(
+        cls, path: str | Path, *, embedder: Any = None, selector: Any = None, **kwargs: Any
+    ) -> ConceptGraphRetriever:
+        """Load what ``save`` wrote (or a bare index directory, or a ``CoreChunkSelector.save`` folder);
+        ``kwargs`` override saved settings. ``embedder`` defaults to the built-in one it was built with (pass the
+        same LangChain ``Embeddings`` if it was built with one). ``selector``: a loaded ``CoreChunkSelector``
+        whose concept graph this retriever reads (one graph for both)."""
+        index, settings = cls._load_parts(path, embedder, selector)
         return cls(index=index, **{**settings, **kwargs})
 
     def _to_documents(self, items: list[RetrievedItem], k: int | None) -> list[Document]:
@@ -250,10 +271,13 @@ class G2ConSRetriever(_IndexRetriever):
     _settings: ClassVar[tuple[str, ...]] = ("beta", "strategy", "k", "id_key", "lambda_", "spill", "fusion")
 
     @classmethod
-    def load(cls, path: str | Path, *, host: BaseRetriever, embedder: Any = None, **kwargs: Any) -> G2ConSRetriever:
+    def load(
+        cls, path: str | Path, *, host: BaseRetriever, embedder: Any = None, selector: Any = None, **kwargs: Any
+    ) -> G2ConSRetriever:
         """Load what ``save`` wrote and wrap ``host`` (the host persists through its own store); ``kwargs``
-        override saved settings."""
-        index, settings = cls._load_parts(path, embedder)
+        override saved settings. ``selector``: a loaded ``CoreChunkSelector`` (``CoreChunkSelector.load(path)``)
+        whose concept graph this retriever reads, so the documents it adds are retrieved at once."""
+        index, settings = cls._load_parts(path, embedder, selector)
         return cls(index=index, host=host, **{**settings, **kwargs})
 
     def _fuse(

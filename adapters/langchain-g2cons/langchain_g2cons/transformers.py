@@ -15,12 +15,16 @@ extraction calls. The dropped ones stay retrievable through :class:`ConceptGraph
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, InputError, SelectionReport
-from g2cons_plugins.pipelines.integration import DEFAULT_EMBEDDER, add_and_select, selection_counts
+from g2cons_plugins.errors import PersistError
+from g2cons_plugins.outputs import atomic_write_text
+from g2cons_plugins.pipelines.integration import DEFAULT_EMBEDDER, INDEX_SUBDIR, add_and_select, selection_counts
 from g2cons_plugins.pipelines.integration import drop_empty as drop_empty_items
 from langchain_core.callbacks import Callbacks
 from langchain_core.callbacks.manager import CallbackManager
@@ -36,6 +40,8 @@ if TYPE_CHECKING:
 
 
 SELECTION_EVENT = "g2cons_selection"
+SELECTOR_FILE = "g2cons_selector.json"
+_SAVED = ("kappa", "kappa_by", "selector", "id_key", "price_per_mtok", "prompt_tokens_per_call", "skip_empty")
 
 
 def document_source(doc: Any, position: int) -> str:
@@ -222,8 +228,48 @@ class CoreChunkSelector(BaseDocumentTransformer):
         return ConceptGraphRetriever(index=self._require_index(), **kwargs)
 
     def save(self, path: str | Path) -> None:
-        """Save the concept graph (``G2ConSIndex.save``); reload with ``ConceptGraphRetriever.load(path)``."""
-        self._require_index().save(path)
+        """Save the concept graph (``path/g2cons_index``, the folder a retriever's ``save(path)`` writes too) and
+        the selector's settings and decisions (``path/g2cons_selector.json``), both atomically; other files in
+        ``path`` are left alone. ``CoreChunkSelector.load(path)`` restores it, and
+        ``G2ConSRetriever.load(path, host=..., selector=selector)`` / ``ConceptGraphRetriever.load(path,
+        selector=selector)`` read the same graph (one graph for the selector and its retrievers)."""
+        index = self._require_index()
+        d = Path(path)
+        d.mkdir(parents=True, exist_ok=True)
+        index.save(d / INDEX_SUBDIR)
+        state: dict[str, Any] = {name: getattr(self, name) for name in _SAVED}
+        state["tokenizer"] = self.tokenizer if isinstance(self.tokenizer, str) else None
+        state["kept_ids"] = sorted(self.kept_ids)
+        state["report"] = None if self.report is None else self.report.to_dict()
+        atomic_write_text(d / SELECTOR_FILE, json.dumps(state, indent=1, sort_keys=True))
+
+    @classmethod
+    def load(cls, path: str | Path, *, embedder: Any = None, **kwargs: Any) -> CoreChunkSelector:
+        """A selector saved by :meth:`save`: its settings (``kwargs`` override them), the concept graph, every
+        document it holds (rebuilt from the graph's chunks, ids and metadata included) and the ids it returned.
+        ``embedder`` defaults to the built-in one the graph was built with (pass the same LangChain
+        ``Embeddings`` if it was built with one). ``add_documents`` and ``delete`` then go on where they
+        stopped."""
+        d = Path(path)
+        f = d / SELECTOR_FILE
+        try:
+            state = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            hint = "was CoreChunkSelector.save(path) run there?"
+            raise PersistError(f"{f}: missing or unreadable ({e}); {hint}") from None
+        settings = {k: state[k] for k in _SAVED if k in state}
+        if state.get("tokenizer"):
+            settings["tokenizer"] = state["tokenizer"]
+        emb = None if embedder is None else as_core_embedder(embedder)
+        index = G2ConSIndex.load(d / INDEX_SUBDIR if (d / INDEX_SUBDIR).is_dir() else d, embedder=emb)
+        sel = cls(**{**settings, **kwargs}, embedder=index.embedder, config=index.config)
+        sel.index = index
+        sel.documents = [Document(id=c.id, page_content=c.text, metadata=dict(c.metadata)) for c in index.chunks]
+        sel.kept_ids = frozenset(state.get("kept_ids") or ())
+        if state.get("report"):
+            names = {fl.name for fl in fields(SelectionReport)}
+            sel.report = SelectionReport(**{k: v for k, v in state["report"].items() if k in names})
+        return sel
 
     def _require_index(self) -> G2ConSIndex:
         if self.index is None:
