@@ -54,3 +54,28 @@ def test_readme_stays_short() -> None:
     else lives in docs/."""
     n = len((ROOT / "README.md").read_text(encoding="utf-8").splitlines())
     assert n <= 250, f"README.md has {n} lines: move detail into docs/"
+
+
+SPLITTER_PAGES = ["README.md", "adapters/langchain-g2cons/README.md", "docs/guides/langchain.md"]
+
+
+@pytest.mark.parametrize("name", SPLITTER_PAGES)
+def test_langchain_splitter_line_keeps_the_chunk_count_near_the_passages(name: str, tmp_path: Path) -> None:
+    """The LangChain splitter line users copy: ``chunk_overlap=0`` written out (LangChain's default, 200, repeats
+    each chunk and multiplies the extraction calls), and the page's passages become at most 10% more chunks. The
+    page's block runs as written up to its ``chunks = ...`` line."""
+    pytest.importorskip("langchain_g2cons")
+    text = (ROOT / name).read_text(encoding="utf-8")
+    block = next(m.group(1) for m in FENCE.finditer(text) if "RecursiveCharacterTextSplitter(" in m.group(1))
+    lines = block.splitlines()
+    end = next(i for i, line in enumerate(lines) if line.startswith("chunks = "))
+    written = "\n".join(lines[: end + 1])
+    assert "chunk_overlap=0" in written, f"{name}: the splitter line sets no chunk_overlap=0"
+    code = "\n".join(lines[: end + 1]) + "\nprint(len(passages), len(chunks))\n"
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    env["HF_HUB_OFFLINE"] = "1"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    n_passages, n_chunks = map(int, proc.stdout.split()[-2:])
+    assert n_passages >= 50 and n_passages <= n_chunks <= 1.1 * n_passages, (name, n_passages, n_chunks)

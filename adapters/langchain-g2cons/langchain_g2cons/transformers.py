@@ -26,6 +26,7 @@ from g2cons_plugins.errors import PersistError
 from g2cons_plugins.outputs import atomic_write_text
 from g2cons_plugins.pipelines.integration import DEFAULT_EMBEDDER, INDEX_SUBDIR, add_and_select, selection_counts
 from g2cons_plugins.pipelines.integration import drop_empty as drop_empty_items
+from g2cons_plugins.pipelines.overlap import warn_if_overlapping
 from langchain_core.callbacks import Callbacks
 from langchain_core.callbacks.manager import CallbackManager
 from langchain_core.documents import BaseDocumentTransformer, Document
@@ -143,10 +144,13 @@ class CoreChunkSelector(BaseDocumentTransformer):
         ``kappa_by`` and ``selector`` for this call; ``callbacks=[handler]`` gets a ``g2cons_selection`` custom
         event with the counts and tokens kept and dropped. An empty document raises an ``InputError`` naming it,
         or is dropped (one warning) with ``skip_empty``."""
+        if not documents:
+            return []  # nothing to select (as the LlamaIndex selector); the index stays as it was
         with_text = drop_empty(documents, self.skip_empty, "CoreChunkSelector")
-        if documents and not with_text:
+        if not with_text:
             raise InputError(f"CoreChunkSelector: all {len(documents)} documents are empty: there is no text to select")
         docs = assign_ids(with_text, self.id_key)
+        warn_if_overlapping([d.page_content for d in docs], "CoreChunkSelector")  # a splitter's chunk_overlap
         self.index = G2ConSIndex.build(
             to_chunks(docs),
             embedder=self.embedder,

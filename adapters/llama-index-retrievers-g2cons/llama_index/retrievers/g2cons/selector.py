@@ -39,6 +39,7 @@ from g2cons_plugins.errors import InputError, PersistError
 from g2cons_plugins.outputs import atomic_write_text
 from g2cons_plugins.pipelines.integration import add_and_select, selection_counts
 from g2cons_plugins.pipelines.integration import drop_empty as drop_empty_items
+from g2cons_plugins.pipelines.overlap import warn_if_overlapping
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr, field_validator
 from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, RelatedNodeInfo, TransformComponent
 
@@ -186,6 +187,9 @@ class CoreChunkSelector(TransformComponent):
         if not nodes:
             raise InputError("CoreChunkSelector.fit: no node with text to build the concept graph from")
         cfg = G2ConSConfig.from_dict(self.config) if self.config else None
+        # a splitter's chunk_overlap near its chunk_size multiplies the extraction calls: say so
+        texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
+        warn_if_overlapping(texts, "CoreChunkSelector", "node")
         index = G2ConSIndex.build(
             nodes_to_chunks(nodes),
             embedder=self.core_embedder(),
