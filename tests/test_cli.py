@@ -97,19 +97,41 @@ def test_build_query_select_roundtrip(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["query", str(tmp_path / "missing"), "q"]) == 2
 
 
-def test_offline_demo_runs_and_respects_budget() -> None:
+def test_offline_demo_runs_and_respects_budget(tmp_path: Path) -> None:
     res = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "demo.py"), "--budget", "1500"],
         capture_output=True,
         text=True,
         timeout=300,
         check=True,
+        cwd=tmp_path,
     )
     out = res.stdout
     assert "== 1. concept graph" in out and "kept" in out and "STAND-IN host" in out
     line = next(x for x in out.splitlines() if "<= beta 1500" in x)
     used = int(line.split(" tokens <= beta")[0].split(",")[-1].strip())
     assert used <= 1500
+    # what it says: isolated concepts explained, the prompt priced, the gold answer found or not, lambda only
+    # under the rule that uses it, and the files it wrote (a user can open them afterwards)
+    assert "(isolated: concepts with no edge" in out
+    assert "1,736-token prompt" in out and "$0.15/1M input tokens" in out
+    assert "the gold answer 'G. Stanley Hall' is in this context" in out and "in the fused context" in out
+    fusion_line = next(x for x in out.splitlines() if x.startswith("== 4."))
+    assert ("lambda" in fusion_line) == ("'ensemble'" in fusion_line)
+    demo = tmp_path / "g2cons-demo"
+    report = json.loads((demo / "selection_report.json").read_text(encoding="utf-8"))
+    assert report["prompt_tokens_per_call"] == 1736 and report["price_per_mtok"] == 0.15
+    assert "G. Stanley Hall" in (demo / "context.md").read_text(encoding="utf-8")
+    assert "context_recall" in (demo / "recall.md").read_text(encoding="utf-8")
+    assert G2ConSIndex.load(demo / "graph").chunks
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("a user's file", encoding="utf-8")
+    bad = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "demo.py"), "--out", "mine"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )
+    assert bad.returncode != 0 and "not an earlier g2cons output" in bad.stderr
+    assert (tmp_path / "mine" / "notes.txt").read_text(encoding="utf-8") == "a user's file"
 
 
 def test_eval_report_writes_markdown_and_plots(tmp_path: Path) -> None:

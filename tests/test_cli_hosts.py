@@ -448,3 +448,52 @@ def test_core_root_of_an_earlier_version_is_replaced(tmp_path: Path) -> None:
     assert main(sel) == 0
     (core / "graph" / "notes.txt").write_text("mine", encoding="utf-8")  # not a graph file: refused
     assert main(sel) == 2 and (core / "graph" / "notes.txt").read_text(encoding="utf-8") == "mine"
+
+
+def test_graphrag_report_has_one_avoided_figure_the_host_tokenizer_and_the_models_price(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """selection_report.json of a GraphRAG root: the top-level "avoided" numbers are host_cost.saved (gleanings
+    counted), as printed; "tokenizer" is the encoding that chunked and priced (o200k_base, graphrag init's
+    default); the price is the list price of the model settings.yaml names (gpt-4.1 here), and says so."""
+    from g2cons_plugins.pipelines.prices import LIST_PRICES
+
+    proj = _project(tmp_path / "proj", SETTINGS.replace("encoding_model: cl100k_base", "encoding_model: o200k_base"))
+    assert main(["select", "--root", str(proj), "--kappa", "0.5", *HASH]) == 0
+    printed = capsys.readouterr().out
+    rep = json.loads((proj / "g2cons" / "selection_report.json").read_text(encoding="utf-8"))
+    hc = rep["host_cost"]
+    saved = hc["saved"]
+    assert (rep["calls_avoided"], rep["input_tokens_avoided"], rep["usd_avoided"]) == (
+        saved["calls"], saved["input_tokens"], saved["usd"]
+    )
+    assert rep["calls_avoided"] == hc["calls_per_chunk"] * rep["n_dropped"] > rep["n_dropped"]
+    assert rep["tokenizer"] == hc["encoding_model"] == "o200k_base"
+    assert rep["price_per_mtok"] == hc["price_per_mtok"] == LIST_PRICES["gpt-4.1"][0]
+    assert "completion_models.default_completion_model.model" in rep["price_source"]
+    assert "gpt-4.1 list price" in printed and f"${LIST_PRICES['gpt-4.1'][0]}/1M" in printed
+    # a price given wins, and is said to be given
+    assert main(["select", "--root", str(proj), "--dry-run", "--price-per-mtok", "0.5", "--json", *HASH]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["price_per_mtok"] == 0.5 and "given" in rep["price_source"]
+
+
+@pytest.mark.parametrize(
+    ("settings", "model", "where"),
+    [
+        ({"completion_models": {"default_completion_model": {"model": "gpt-4o-mini-2024-07-18"}}}, "gpt-4o-mini",
+         "completion_models.default_completion_model.model"),
+        ({"models": {"default_chat_model": {"model": "gpt-4-turbo-preview"}}}, "gpt-4-turbo",
+         "models.default_chat_model.model"),
+        ({"llm": {"model": "gpt-4o"}}, "gpt-4o", "llm.model"),
+    ],
+)
+def test_price_follows_the_model_each_graphrag_settings_version_names(settings: Any, model: str, where: str) -> None:
+    from g2cons_plugins.pipelines.prices import LIST_PRICES, graphrag_model, resolve_price
+
+    found = graphrag_model(settings)
+    assert found is not None and found[1] == where
+    price = resolve_price(None, found)
+    assert price.per_mtok == LIST_PRICES[model][0] and found[0] in price.source
+    unknown = resolve_price(None, ("my-local-llama", "llm.model"))
+    assert unknown.per_mtok == LIST_PRICES["gpt-4o-mini"][0] and "no listed price" in unknown.source

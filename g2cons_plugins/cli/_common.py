@@ -264,19 +264,27 @@ def saved_kappa(args: argparse.Namespace) -> None:
     args.kappa = kappa
 
 
-def _build_index(args: argparse.Namespace, chunks: list[Any]) -> Any:
+def _build_index(args: argparse.Namespace, chunks: list[Any], tokenizer: Any = None) -> Any:
+    """The concept graph over ``chunks``; ``tokenizer``: the one that chunked them (a host's encoding model), so
+    kappa by tokens, the report and later budgets count as the host does (default: the index's)."""
     from ..index import G2ConSIndex
 
     _info(args, f"building the concept graph over {len(chunks):,} chunks (embedder {args.embedder})")
     engine = getattr(args, "engine", "local")
     if engine == "local":
         return G2ConSIndex.build(
-            chunks, embedder=_embedder(args), config=_config(args), cache_dir=args.cache_dir, show_progress=_show(args)
+            chunks,
+            embedder=_embedder(args),
+            config=_config(args),
+            tokenizer=tokenizer,
+            cache_dir=args.cache_dir,
+            show_progress=_show(args),
         )
     return G2ConSIndex.build(  # workers rebuild the embedder from its name: pass the name, not an object
         chunks,
         embedder=args.embedder,
         config=_config(args),
+        tokenizer=None if tokenizer is None else getattr(tokenizer, "name", tokenizer),
         cache_dir=args.cache_dir,
         show_progress=_show(args),
         engine=engine,

@@ -64,6 +64,19 @@ selection_report.json and the concept graph graph/ (the DIR of query, fuse, add,
 
 
 # ---------------------------------------------------------------------------------------------- select
+def _resolve_price(args: argparse.Namespace, prof: Any) -> None:
+    """``args.price_per_mtok``: the one given, else the list price of the model the host's settings name, else
+    gpt-4o-mini's (``g2cons_plugins.pipelines.prices``); ``args.price_source`` says which."""
+    from ..pipelines.prices import graphrag_model, resolve_price
+
+    model = None
+    if prof is not None and prof.host == "graphrag":
+        model = graphrag_model(prof.settings_raw)
+    where = prof.settings_path.name if prof is not None and prof.settings_path is not None else "settings.yaml"
+    got = resolve_price(args.price_per_mtok, model, where)
+    args.price_per_mtok, args.price_source = got.per_mtok, got.source
+
+
 def _select_saved_graph(args: argparse.Namespace) -> int:
     """The original form: ``g2cons select GRAPH_DIR [--out report.json]`` on a saved graph."""
     from ..index import G2ConSIndex
@@ -83,8 +96,10 @@ def _select_saved_graph(args: argparse.Namespace) -> int:
     )
     # the CLI's money format (two significant digits below a cent) in the API's one line
     print(rep.summary().replace(f"${rep.usd_avoided:.2f} at", f"{format_usd(rep.usd_avoided)} at"))
+    print(f"price    ${rep.price_per_mtok}/1M input tokens: {args.price_source}")
     if out is not None:
-        _write_owned(out, json.dumps({**json_stamp("select report"), **rep.to_dict()}, indent=2))
+        body = {**json_stamp("select report"), **rep.to_dict(), "price_source": args.price_source}
+        _write_owned(out, json.dumps(body, indent=2))
     return 0
 
 
@@ -106,6 +121,7 @@ def _summary(report: dict[str, Any]) -> str:
         f"dropped  {report['n_dropped']:>8,} chunks {report['dropped_tokens']:>12,} tokens "
         f"({report['dropped_tokens'] / total:.1%})",
         f"selector {report['selector']}, kappa {report['kappa']} by {report['kappa_by']}; {report['seconds']:.1f} s",
+        f"price    ${report['price_per_mtok']}/1M input tokens: {report['price_source']}",
     ]
     if "host_cost" not in report:  # with a host profile, its own calls and cost lines replace this one
         lines.insert(
@@ -228,6 +244,7 @@ def cmd_select(args: argparse.Namespace) -> int:
     if args.price_out_per_mtok is not None and args.output_tokens_per_call is None:
         raise InputError("--price-out-per-mtok needs --output-tokens-per-call (the tokens one extraction call returns)")
     prof = _profile(args)
+    _resolve_price(args, prof)
     if args.input is None and prof is None:
         raise InputError("select needs INPUT (a folder or file) or --root PROJECT (an MS GraphRAG project)")
     inp = Path(args.input) if args.input is not None else prof.input_path
@@ -356,7 +373,7 @@ def _build_and_select(args: argparse.Namespace, run: _Run) -> tuple[list[Any], A
     chunks = chunk_documents(
         docs, run.size, run.overlap, tokenizer=run.tok, show_progress=_show(args) and len(docs) > 50
     )
-    index = _build_index(args, chunks)
+    index = _build_index(args, chunks, run.tok)  # counted as chunked: the host's encoding model
     prompt_tokens = args.prompt_tokens_per_call
     if prompt_tokens is None:
         prompt_tokens = run.prof.prompt_tokens(run.tok) if run.prof is not None else 0
@@ -388,12 +405,23 @@ def _report(args: argparse.Namespace, run: _Run, chunks: list[Any], index: Any, 
         "graph": None if args.dry_run else str(run.graph),
         **rep.to_dict(),
         "graph_stats": index.stats.to_dict(),
+        "price_source": args.price_source,
     }
     if run.prof is not None:
-        report["host_cost"] = _host_cost(args, run.prof, chunks, list(rep.kept_ids), run.tok)
+        hc = report["host_cost"] = _host_cost(args, run.prof, chunks, list(rep.kept_ids), run.tok)
+        # one "avoided" figure in the report, the one printed: the host's calls (gleanings included) and tokens
+        saved = hc["saved"]
+        report.update(
+            calls_avoided=saved["calls"],
+            input_tokens_avoided=saved["input_tokens"],
+            usd_avoided=saved["usd"],
+            cost_basis=f"host_cost: {run.prof.host}'s {hc['calls_per_chunk']} calls per chunk, its prompt and encoding",
+        )
         if run.settings_out is not None:
             report["settings"] = str(run.settings_out)
             report["host_command"] = f"graphrag index --root {run.settings_out.parent}"
+    else:
+        report["cost_basis"] = "one extraction call per chunk: its tokens plus prompt_tokens_per_call"
     if args.plot is not None:
         _plot_selection(args, index, list(rep.kept_ids))
         report["plot"] = str(args.plot)
@@ -413,7 +441,7 @@ def _write_outputs(args: argparse.Namespace, run: _Run, index: Any, rep: Any, re
         "chunk_overlap": run.overlap,
         "text_column": args.text_column,
         "encoding": args.encoding,
-        "tokenizer": run.tok.name if run.tok is not None else "cl100k_base",
+        "tokenizer": index.tokenizer.name,
         "selection": {k: report[k] for k in ("kappa", "kappa_by", "selector")},  # g2cons show marks by it
     }
     if run.core_root is None:
@@ -654,8 +682,9 @@ def _cost_args(s: Any) -> None:
     s.add_argument(
         "--price-per-mtok",
         type=price,
-        default=0.15,
-        help="LLM input price in USD per 1M tokens (default 0.15, GPT-4o-mini)",
+        default=None,
+        help="LLM input price in USD per 1M tokens (default: the list price of the model the host's settings.yaml "
+        "names, else 0.15, gpt-4o-mini's; the report says which)",
     )
     s.add_argument(
         "--prompt-tokens-per-call",

@@ -27,6 +27,7 @@ from g2cons_plugins.outputs import atomic_write_text
 from g2cons_plugins.pipelines.integration import DEFAULT_EMBEDDER, INDEX_SUBDIR, add_and_select, selection_counts
 from g2cons_plugins.pipelines.integration import drop_empty as drop_empty_items
 from g2cons_plugins.pipelines.overlap import warn_if_overlapping
+from g2cons_plugins.pipelines.prices import EXTRACTION_PROMPT_TOKENS
 from langchain_core.callbacks import Callbacks
 from langchain_core.callbacks.manager import CallbackManager
 from langchain_core.documents import BaseDocumentTransformer, Document
@@ -91,7 +92,8 @@ class CoreChunkSelector(BaseDocumentTransformer):
         id_key: metadata key for the id (``None``: only ``Document.id``). Use ``"id"`` for hosts such as
             ``Neo4jGraph.add_graph_documents(include_source=True)`` that key source documents on ``metadata["id"]``.
         price_per_mtok: for the cost line of ``report.summary()``; prompt_tokens_per_call: the extraction prompt's
-        tokens per chunk (kappa by tokens is a share of chunk + prompt tokens; also in the cost line).
+        tokens per chunk (kappa by tokens is a share of chunk + prompt tokens; also in the cost line); default
+        ``LLMGraphTransformer``'s own prompt (426 tokens, ``EXTRACTION_PROMPT_TOKENS["langchain"]``).
         skip_empty: drop documents whose text is empty or whitespace only, counted in one warning; by default such
             a document raises an ``InputError`` naming it (position, ``metadata["source"]``, its own id).
         show_progress: progress bars for the concept-graph build.
@@ -118,7 +120,7 @@ class CoreChunkSelector(BaseDocumentTransformer):
         cache_dir: str | Path | None = None,
         id_key: str | None = DEFAULT_ID_KEY,
         price_per_mtok: Annotated[float, Field(ge=0.0)] = 0.15,
-        prompt_tokens_per_call: Annotated[int, Field(ge=0)] = 0,
+        prompt_tokens_per_call: Annotated[int, Field(ge=0)] | None = None,
         show_progress: bool = False,
         skip_empty: bool = False,
     ) -> None:
@@ -131,7 +133,10 @@ class CoreChunkSelector(BaseDocumentTransformer):
         self.cache_dir = cache_dir
         self.id_key = id_key
         self.price_per_mtok = price_per_mtok
-        self.prompt_tokens_per_call = prompt_tokens_per_call
+        # not given: LLMGraphTransformer's default prompt, sent with every chunk (the cost and kappa by tokens)
+        self.prompt_tokens_per_call = (
+            EXTRACTION_PROMPT_TOKENS["langchain"] if prompt_tokens_per_call is None else prompt_tokens_per_call
+        )
         self.show_progress = show_progress
         self.skip_empty = skip_empty
         self.index: G2ConSIndex | None = None

@@ -66,7 +66,10 @@ class CoreChunkSelector(TransformComponent):
     show_progress: bool = Field(default=False, description="Progress bars for the concept-graph build.")
     price_per_mtok: float = Field(default=0.15, ge=0.0, description="USD per million input tokens (report only).")
     prompt_tokens_per_call: int = Field(
-        default=0, ge=0, description="Extraction prompt tokens per chunk (kappa by tokens counts chunk + prompt)."
+        default=0,
+        ge=0,
+        description="Extraction prompt tokens per chunk (kappa by tokens counts chunk + prompt; the cost too). "
+        "Not given: the tokens of SimpleLLMPathExtractor's default prompt (PropertyGraphIndex's default extractor).",
     )
     skip_empty: bool = Field(
         default=False,
@@ -82,6 +85,10 @@ class CoreChunkSelector(TransformComponent):
 
     def __init__(self, kappa: float = 0.8, *, embedder: Any = None, config: Any = None, **kwargs: Any) -> None:
         obj = None if embedder is None or isinstance(embedder, str) else embedder
+        if kwargs.get("prompt_tokens_per_call") is None:  # the default extractor's prompt, sent with every chunk
+            from .host import default_prompt_tokens
+
+            kwargs["prompt_tokens_per_call"] = default_prompt_tokens(10)  # SimpleLLMPathExtractor's default
         super().__init__(kappa=kappa, embedder=embedder_label(embedder), config=config, **kwargs)  # type: ignore[call-arg]
         self._embedder_obj = obj
 
@@ -112,7 +119,7 @@ class CoreChunkSelector(TransformComponent):
         cache_dir: str | Path | None = None,
         show_progress: bool = False,
         price_per_mtok: float = 0.15,
-        prompt_tokens_per_call: int = 0,
+        prompt_tokens_per_call: int | None = None,
         skip_empty: bool = False,
     ) -> CoreChunkSelector:
         """A selector (same arguments as the constructor; paths may be ``Path``s)."""
