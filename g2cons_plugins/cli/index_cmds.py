@@ -201,15 +201,16 @@ def cmd_fuse(args: argparse.Namespace) -> int:
     return 0
 
 
-REPLAY_PREFIXES = ("replay:", "replay-core:")
+REPLAY_PREFIXES = ("replay:", "replay-core:", "graph-walk:")
 
 
 def _replay_items(index: Any, path: str, args: argparse.Namespace) -> list[Any]:
     """The host items a replayed extraction (``--host replay:PATH``) gives for the question: the graph you already
-    built (every chunk the extraction covers), retrieved without an LLM (g2cons_plugins.hosts.ReplayHost)."""
-    from ..hosts import ReplayHost
+    built (every chunk the extraction covers), retrieved without an LLM (g2cons_plugins.hosts.ReplayHost; with
+    ``--host graph-walk:PATH``, HippoRAG 2's graph walk, g2cons_plugins.hosts.GraphWalkHost)."""
+    from ..hosts import GraphWalkHost, ReplayHost
 
-    host = ReplayHost(path)
+    host: Any = GraphWalkHost(path) if args.host.startswith("graph-walk:") else ReplayHost(path)
     cost = host.build(index, index.select(kappa=1.0))
     print(f"host: {host.label} ({cost.chunks:,} chunks of the graph covered)", file=sys.stderr)
     return list(host.retrieve(args.question))
@@ -336,14 +337,18 @@ def register_fuse(sub: Any) -> None:
         epilog="HOST: a JSON file, a list of items, each with chunk_id and/or text, optionally score and n_tokens,\n"
         'e.g. [{"chunk_id": "a.txt", "score": 0.9}, {"text": "..."}] (or {"items": [...]});\n'
         "or replay:PATH, the graph you already built: an LLM extraction (our JSONL, HippoRAG OpenIE JSON,\n"
-        "an MS GraphRAG output folder, a LightRAG working dir) queried without an LLM.\n"
+        "an MS GraphRAG output folder, a LightRAG working dir) queried without an LLM; graph-walk:PATH: the\n"
+        "same graph walked as HippoRAG 2 walks it (facts -> seed entities -> personalized PageRank).\n"
         'example:\n  g2cons fuse ragtest/g2cons/graph "Who founded the APA?" --host host.json --budget 4000 --json',
         formatter_class=FMT,
     )
     f.add_argument("graph", type=Path, metavar="DIR")
     f.add_argument("question")
     f.add_argument(
-        "--host", required=True, metavar="HOST", help="the host's retrieved items (HOST.json) or replay:PATH"
+        "--host",
+        required=True,
+        metavar="HOST",
+        help="the host's retrieved items (HOST.json), replay:PATH or graph-walk:PATH",
     )
     f.add_argument(
         "--fusion", choices=["score", "ensemble"], default=None, help="fusion rule (default: the config's, score)"
