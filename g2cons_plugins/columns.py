@@ -61,6 +61,11 @@ class TextColumn(SequenceEq, Sequence[str]):
     def __len__(self) -> int:
         return len(self.off) - 1
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle and deep-copy by value: the bytes and offsets as plain in-memory arrays (a memory-mapped column
+        gives a copy that holds no map of the file, so nothing is ever written through it)."""
+        return (TextColumn, (np.array(self.buf, dtype=np.uint8), np.array(self.off, dtype=np.int64)))
+
     @overload
     def __getitem__(self, i: int) -> str: ...
     @overload

@@ -175,3 +175,132 @@ def test_llama_index_selector_and_retrievers_pickle_and_deep_copy(spec: str) -> 
     assert [n.node_id for n in pickled(nodes)] == [n.node_id for n in kept]
     assert core_out(deep.index) == core_out(sel.index)
     assert [n.node_id for n in deep(nodes)] == [n.node_id for n in kept]
+
+
+# --------------------------------------------------------------------------------------- loaded (memory-mapped) index
+def _file_maps(obj: Any) -> list[str]:
+    """Every memory map reachable from ``obj`` (an ``mmap.mmap``, a ``np.memmap`` still holding its map, a
+    view of one), as type names: a copy must hold none (it is a copy by value, never a view of the saved files)."""
+    import gc
+    import mmap
+    import types
+
+    import numpy as np
+
+    found: list[str] = []
+    seen: set[int] = set()
+    todo = [obj]
+    skip = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType, str, bytes)
+    while todo:
+        x = todo.pop()
+        if id(x) in seen or isinstance(x, skip):
+            continue
+        seen.add(id(x))
+        if isinstance(x, mmap.mmap) or (isinstance(x, np.memmap) and x._mmap is not None):
+            found.append(type(x).__name__)
+            continue
+        if isinstance(x, memoryview):  # of a bytes object or an array in memory, or of a map
+            todo.append(x.obj)
+            continue
+        if isinstance(x, np.ndarray):
+            todo.append(x.base)
+            continue
+        todo.extend(gc.get_referents(x))
+        for name in getattr(type(x), "__slots__", ()):
+            todo.append(getattr(x, name, None))
+    return found
+
+
+def _tree_digest(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` (but the copies' own saves, under ``elsewhere``) by name: its bytes."""
+    files = (p for p in sorted(folder.rglob("*")) if p.is_file())
+    return {n: p.read_bytes() for p in files if not (n := p.relative_to(folder).as_posix()).startswith("elsewhere")}
+
+
+TRICKLE_QUESTIONS = QUERIES + ["Who founded the university?", "Which prize did they win?"]
+
+
+def _answers(index: G2ConSIndex) -> list[Any]:
+    out = []
+    for strategy in ("bridge", "dense", "e2"):
+        out += [[(r.unit_id, r.score, r.text) for r in index.retrieve(q, strategy=strategy)] for q in TRICKLE_QUESTIONS]
+    return [*out, index.select().kept_ids]
+
+
+def _loaded_cases(tmp_path: Path, kind: str | None) -> list[tuple[str, G2ConSIndex]]:
+    """A loaded index, the same after a trickle add, after a log save's load, and after a trickle remove on it."""
+    import dataclasses
+
+    from test_trickle import CFG as TCFG
+    from test_trickle import _docs
+
+    docs = _docs()
+    cfg = TCFG if kind is None else dataclasses.replace(TCFG, ann_threshold=1, ann_kind=kind)
+    path = tmp_path / f"ix-{kind}"
+    G2ConSIndex.build(docs[:70], embedder="hash", config=cfg).save(path)
+    loaded = G2ConSIndex.load(path)
+    cases = [("loaded", loaded)]
+    added = G2ConSIndex.load(path)
+    added.add(docs[100:106], exact=False)
+    cases.append(("trickle add", added))
+    added.save(tmp_path / f"ix-{kind}-log")  # another folder: written whole
+    added.save(path)  # the folder it was loaded from: the exact snapshot's files plus the log
+    logged = G2ConSIndex.load(path)
+    cases.append(("log load", logged))
+    removed = G2ConSIndex.load(path)
+    removed.remove([docs[3]["id"], docs[101]["id"]], exact=False)
+    cases.append(("trickle remove", removed))
+    return cases
+
+
+@pytest.mark.parametrize("kind", [None, "pq", "hnsw"])
+def test_a_loaded_index_pickles_and_deep_copies_by_value(kind: str | None, tmp_path: Path) -> None:
+    """Loaded (its texts, vectors and unit index memory-mapped), after trickle updates and after a log save's load:
+    every copy answers as the original, holds no map of the saved files, and writing through it (trickle updates,
+    a save elsewhere) leaves the saved files and the original as they were."""
+    if kind is not None:
+        pytest.importorskip("faiss" if kind == "pq" else "usearch")
+    for label, index in _loaded_cases(tmp_path, kind):
+        want = _answers(index)
+        files = _tree_digest(tmp_path)
+        for clone in _clones(index):
+            assert _file_maps(clone) == [], label
+            assert _answers(clone) == want, label
+            clone.add([{"id": "copy-only", "text": "Marie Curie was born in Warsaw in 1867."}], exact=False)
+            clone.remove([index.chunks[0].id], exact=False)
+            clone.save(tmp_path / "elsewhere" / label.replace(" ", "-"))
+            assert clone.snapshot.has_chunk("copy-only") and not index.snapshot.has_chunk("copy-only")
+        assert _tree_digest(tmp_path) == files, label
+        assert _answers(index) == want, label
+
+
+def test_adapter_objects_holding_a_loaded_index_pickle_and_deep_copy(tmp_path: Path) -> None:
+    """Both adapters' selectors and retrievers reloaded from a saved folder (their index memory-mapped) pickle and
+    deep-copy, and every copy answers as the original."""
+    lc = pytest.importorskip("langchain_g2cons")
+    li = pytest.importorskip("llama_index.retrievers.g2cons")
+    from langchain_core.documents import Document
+    from llama_index.core.schema import TextNode
+
+    lc_sel = lc.CoreChunkSelector(kappa=0.5, embedder="hash", config=CFG)
+    lc_sel.transform_documents([Document(page_content=t, id=i) for i, t in CORPUS])
+    lc_sel.save(tmp_path / "lc")
+    lc_loaded = lc.CoreChunkSelector.load(tmp_path / "lc")
+    li_sel = li.CoreChunkSelector(kappa=0.5, kappa_by="chunks", embedder="hash", config=CFG)
+    li_sel([TextNode(id_=i, text=t) for i, t in CORPUS])
+    li_sel.persist(tmp_path / "li")
+    li_loaded = li.CoreChunkSelector.from_persist_dir(tmp_path / "li")
+    lc_retrievers = [lc.ConceptGraphRetriever.load(tmp_path / "lc"), lc_loaded.as_retriever(beta=150)]
+    li_retriever = li.ConceptGraphRetriever.from_defaults(selector=li_loaded, beta=150)
+    for r in lc_retrievers:
+        want = lc_out(r)
+        for clone in _clones(r):
+            assert _file_maps(clone) == [] and lc_out(clone) == want
+    want = li_out(li_retriever)
+    for clone in _clones(li_retriever):
+        assert _file_maps(clone) == [] and li_out(clone) == want
+    for sel in (lc_loaded, li_loaded):
+        for clone in _clones(sel):
+            assert _file_maps(clone) == [] and clone.kept_ids == sel.kept_ids
+    assert core_out(copy.deepcopy(li_loaded).index) == core_out(li_loaded.index)
+    assert core_out(copy.deepcopy(lc_loaded).index) == core_out(lc_loaded.index)
