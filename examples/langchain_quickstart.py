@@ -137,7 +137,7 @@ def graph_transformer_class() -> Any:
                 from langchain_neo4j import LLMGraphTransformer
             except ImportError:
                 raise SystemExit(
-                    'LLMGraphTransformer is not installed: pip install "langchain-g2cons[examples]" '
+                    'LLMGraphTransformer is not installed: pip install -e . -e "adapters/langchain-g2cons[examples]" '
                     "(langchain-experimental), or langchain-neo4j"
                 ) from None
     return LLMGraphTransformer

@@ -79,3 +79,22 @@ def test_langchain_splitter_line_keeps_the_chunk_count_near_the_passages(name: s
     assert proc.returncode == 0, proc.stderr[-3000:]
     n_passages, n_chunks = map(int, proc.stdout.split()[-2:])
     assert n_passages >= 50 and n_passages <= n_chunks <= 1.1 * n_passages, (name, n_passages, n_chunks)
+
+
+def test_docs_cite_the_paper_and_public_data_not_the_build_workspace() -> None:
+    """Users have the paper's arXiv id and the data sets' public sources, never a path of the place the project was
+    built in ("../shared/...", "... of the workspace")."""
+    pages = [ROOT / name for name in READMES] + sorted((ROOT / "docs").rglob("*.md"))
+    pages.append(ROOT / "examples" / "data" / "README.md")
+    for page in pages:
+        if page.name == "changelog.md":
+            continue
+        text = page.read_text(encoding="utf-8")
+        for bad in ("shared/seeds", "shared/data", "of the workspace"):
+            assert bad not in text, f"{page.relative_to(ROOT)}: {bad!r}"
+    for name in ("README.md", "docs/index.md", "docs/results.md"):
+        assert "arxiv.org/abs/2510.24120" in (ROOT / name).read_text(encoding="utf-8"), name
+    results = (ROOT / "docs/results.md").read_text(encoding="utf-8")
+    for source in ("github.com/waetr/KET-RAG", "github.com/OSU-NLP-Group/HippoRAG", "github.com/google-deepmind/xquad"):
+        assert source in results
+    assert "examples/fetch_eval_data.py" in results
