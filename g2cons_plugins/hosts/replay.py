@@ -151,6 +151,8 @@ def read_extraction(path: str | os.PathLike[str], format: str = "auto", model: s
     p = Path(path)
     if not p.exists():
         raise InputError(f"{p}: no such file or folder")
+    if format in ("auto", "lightrag"):
+        p = _lightrag_workspace(p, format)
     fmt = _detect(p) if format == "auto" else format
     if fmt not in _READERS:
         raise InputError(f"{p}: unknown extraction format {format!r}; {_FORMATS_HELP}")
@@ -158,6 +160,23 @@ def read_extraction(path: str | os.PathLike[str], format: str = "auto", model: s
     if not got.records:
         raise InputError(f"{p}: no records (an empty {_FORMAT_NAMES[fmt]} extraction)")
     return Extraction(tuple(got.records), fmt, str(p), model or got.model, dict(sorted(got.issues.items())))
+
+
+def _lightrag_workspace(p: Path, format: str) -> Path:
+    """The folder LightRAG wrote into: ``p`` itself, or, when a workspace is set (``LightRAG(workspace=...)`` or
+    ``WORKSPACE``; LightRAG 1.4+ then writes into ``WORKING_DIR/<workspace>/``), the one subfolder of ``p`` that
+    holds ``kv_store_text_chunks.json``. Several such subfolders are refused, naming them."""
+    if not p.is_dir() or (p / "kv_store_text_chunks.json").is_file():
+        return p
+    if format == "auto" and _graphrag_folder(p) is not None:
+        return p
+    spaces = sorted(d for d in p.iterdir() if d.is_dir() and (d / "kv_store_text_chunks.json").is_file())
+    if len(spaces) > 1:
+        names = ", ".join(d.name for d in spaces)
+        raise InputError(
+            f"{p}: {len(spaces)} LightRAG workspaces ({names}); give the one to read, e.g. {spaces[0]}"
+        )
+    return spaces[0] if spaces else p
 
 
 def _detect(p: Path) -> str:
