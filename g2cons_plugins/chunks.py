@@ -21,7 +21,8 @@ from .errors import InputError
 from .text import Tokenizer, split_sentences
 from .validate import check_text, normalize_id
 
-MAX_CHUNK_CHARS = 5_000_000  # ~1.2M tokens: above this a chunk is surely a mistake (a whole file, binary data)
+MAX_CHUNK_CHARS = 64_000_000  # ~16M tokens: above this a chunk is surely a mistake (a whole file, binary data)
+MAX_METADATA_DEPTH = 64  # mappings and lists inside one another: deeper is refused (JSON writers recurse per level)
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,29 @@ def content_id(text: str) -> str:
     return "h:" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:16]
 
 
+def check_metadata(meta: Any, what: str) -> dict[str, Any]:
+    """``meta`` as a new dict: a mapping (or None / an empty value: no metadata) whose mappings and lists nest at most
+    :data:`MAX_METADATA_DEPTH` deep (walked without recursion); else InputError naming ``what`` and the path to
+    the first level too deep."""
+    if not isinstance(meta, Mapping) and not meta:  # None, or an empty value of another type, as before
+        return {}
+    if not isinstance(meta, Mapping):
+        raise InputError(f"{what}: metadata must be a mapping, got {type(meta).__name__}")
+    todo: list[tuple[Any, int, str]] = [(meta, 1, "")]
+    while todo:
+        value, depth, path = todo.pop()
+        if depth > MAX_METADATA_DEPTH:
+            raise InputError(
+                f"{what}: metadata nests more than {MAX_METADATA_DEPTH} levels deep (at {path[:200]}...); "
+                "flatten it (e.g. store the deep part as a JSON string)"
+            )
+        if isinstance(value, Mapping):
+            todo.extend((v, depth + 1, f"{path}[{k!r}]") for k, v in value.items())
+        elif isinstance(value, list | tuple):
+            todo.extend((v, depth + 1, f"{path}[{i}]") for i, v in enumerate(value))
+    return dict(meta)
+
+
 def _as_chunk(item: Any, position: int) -> Chunk:
     if isinstance(item, Chunk):
         return item
@@ -67,7 +91,7 @@ def _as_chunk(item: Any, position: int) -> Chunk:
         if title and isinstance(text, str):
             text = f"{title}\n{text}"
         cid = item.get("id")
-        meta = dict(item.get("metadata") or {})
+        meta = check_metadata(item.get("metadata"), f"chunk #{position} ({cid!r})")
         if not isinstance(text, str):
             raise InputError(f"chunk #{position} ({cid!r}): text must be str, got {type(text).__name__}")
         check_text(f"chunk #{position} ({cid!r})", text)
@@ -85,14 +109,17 @@ def make_chunks(items: Iterable[Any]) -> list[Chunk]:
     """Normalise and validate input chunks.
 
     Raises InputError for: an empty corpus; an empty or whitespace-only chunk; a chunk that is not text or
-    contains NUL bytes (binary data); a chunk over ``MAX_CHUNK_CHARS``; two chunks with the same id and
-    different text. The same id with the same text twice is collapsed into one chunk with a warning.
+    contains NUL bytes (binary data); a chunk over ``MAX_CHUNK_CHARS``; metadata that is not a mapping or nests
+    deeper than ``MAX_METADATA_DEPTH``; two chunks with the same id and different text. The same id with the same
+    text twice is collapsed into one chunk with a warning.
     """
     chunks: list[Chunk] = []
     seen: dict[str, int] = {}
     for pos, item in enumerate(items):
         ch = _as_chunk(item, pos)
         check_text(f"chunk {ch.id!r} (#{pos})", ch.text)
+        if isinstance(item, Chunk):
+            check_metadata(ch.metadata, f"chunk {ch.id!r} (#{pos})")
         if isinstance(ch.id, str) and ch.id:
             check_text(f"chunk #{pos} id", ch.id)
         else:

