@@ -297,6 +297,16 @@ def rank_order_scores(scores: Sequence[float]) -> list[float]:
     return out
 
 
+def _short_repr(value: Any) -> str:
+    """A short ``repr`` of any object (bounded work and length; never raises)."""
+    import reprlib
+
+    try:
+        return reprlib.repr(value)[:80]
+    except Exception:  # a broken __repr__
+        return f"<{type(value).__name__}>"
+
+
 def drop_empty(
     items: Sequence[Any],
     texts: Sequence[str],
@@ -309,9 +319,14 @@ def drop_empty(
     """``items`` without those whose text is empty or whitespace only (the core refuses them): with ``skip_empty``
     they are dropped and counted in one ``UserWarning``, else an ``InputError`` names the first by ``source(pos)``
     (the user's terms: document, file, position; after ``prefix`` in the error), never an id a splitter made up.
-    ``kind``: "document" / "node"."""
+    ``kind``: "document" / "node". A text that is not a ``str`` (None, a number, bytes, a list) raises an
+    ``InputError`` naming its item the same way."""
     import warnings
 
+    for p, t in enumerate(texts):
+        if not isinstance(t, str):  # None, a number, bytes, a list...: the core takes text only
+            shown = _short_repr(t)
+            raise InputError(f"{who}: {prefix}{source(p)} has text of type {type(t).__name__} ({shown}), not str")
     empty = [p for p, t in enumerate(texts) if not t.strip()]
     if not empty:
         return list(items)

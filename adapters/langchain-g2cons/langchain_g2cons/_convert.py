@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from g2cons_plugins.chunks import content_id
+from g2cons_plugins.chunks import check_metadata, content_id
 from g2cons_plugins.ensemble import FusedItem, HostItem
 from g2cons_plugins.errors import InputError
 from g2cons_plugins.retrieval import RetrievedItem
@@ -68,7 +68,10 @@ def assign_ids(documents: Sequence[Document], id_key: str | None = DEFAULT_ID_KE
 def to_chunks(documents: Sequence[Document]) -> list[dict[str, Any]]:
     """Core chunk records of documents that already carry ids. Metadata is made JSON-safe (values that are not
     JSON types become ``str``) so the index can be saved."""
-    return [{"id": d.id, "text": d.page_content, "metadata": plain(dict(d.metadata))} for d in documents]
+    return [
+        {"id": d.id, "text": d.page_content, "metadata": plain(check_metadata(d.metadata, f"document {d.id!r}"))}
+        for d in documents
+    ]
 
 
 def host_key(doc: Document, id_key: str | None, known: Any) -> str | None:
