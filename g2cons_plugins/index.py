@@ -126,7 +126,15 @@ class G2ConSIndex:
                     f"built-in embedder name ({e})"
                 ) from None
         stored = store(chunk_list, emb, tok, config, show_progress, engine=runner)
-        return cls(stored, emb, config, tok)
+        if not show_progress:
+            return cls(stored, emb, config, tok)
+        from tqdm.auto import tqdm
+
+        # the last stage (concepts, edges, PageRank, unit index) reports as one step, with its time
+        with tqdm(total=1, desc="concept graph", unit="stage") as bar:
+            index = cls(stored, emb, config, tok)
+            bar.update(1)
+        return index
 
     def add(self, chunks: Iterable[Any], show_progress: bool = False, exact: bool | None = None) -> None:
         """Add chunks without re-embedding anything known. Atomic: readers see the index before or after, never a

@@ -463,8 +463,21 @@ def _count(engine: Any, tok: Tokenizer, texts: list[str]) -> list[int]:
     return count_tokens_batch(tok, texts) if engine is None or not texts else list(engine.count(texts, tok.name))
 
 
+_EMBED_BATCH = 1024  # texts per embed call when a progress bar is shown (each text's vector is its own)
+
+
 def _embed(emb: Embedder, texts: list[str], what: str, show_progress: bool, engine: Any = None) -> np.ndarray:
     if show_progress:
         log.info("embedding %d %s with %s", len(texts), what, emb.name)
+    if show_progress and engine is None and texts:  # a bar: embed in batches
+        from tqdm.auto import tqdm
+
+        parts = []
+        with tqdm(total=len(texts), desc=f"embed {what}", unit=what.rstrip("s")) as bar:
+            for start in range(0, len(texts), _EMBED_BATCH):
+                batch = texts[start : start + _EMBED_BATCH]
+                parts.append(validate_embeddings(emb.embed(batch), len(batch), emb.dim, emb.name))
+                bar.update(len(batch))
+        return validate_embeddings(np.concatenate(parts), len(texts), emb.dim, emb.name)
     raw = emb.embed(texts) if engine is None or not texts else engine.embed(texts, emb.name)
     return validate_embeddings(raw, len(texts), emb.dim, emb.name)

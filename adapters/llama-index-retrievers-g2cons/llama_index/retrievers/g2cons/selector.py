@@ -187,9 +187,10 @@ class CoreChunkSelector(TransformComponent):
         return self._report
 
     @dispatcher.span
-    def fit(self, nodes: Sequence[BaseNode]) -> CoreChunkSelector:
+    def fit(self, nodes: Sequence[BaseNode], show_progress: bool | None = None) -> CoreChunkSelector:
         """Build the concept graph over ``nodes`` (all of them) and select the core chunks. Empty nodes raise an
-        ``InputError`` naming their document, or are skipped with a warning when ``skip_empty`` is set."""
+        ``InputError`` naming their document, or are skipped with a warning when ``skip_empty`` is set.
+        ``show_progress``: bars for every build stage (default: the selector's ``show_progress``)."""
         nodes = drop_empty(nodes, self.skip_empty, "CoreChunkSelector")
         if not nodes:
             raise InputError("CoreChunkSelector.fit: no node with text to build the concept graph from")
@@ -202,7 +203,7 @@ class CoreChunkSelector(TransformComponent):
             embedder=self.core_embedder(),
             config=cfg,
             cache_dir=self.cache_dir,
-            show_progress=self.show_progress,
+            show_progress=self.show_progress if show_progress is None else show_progress,
         )
         report = index.select(
             kappa=self.kappa,
@@ -243,8 +244,9 @@ class CoreChunkSelector(TransformComponent):
 
     # ------------------------------------------------------------------ the transformation
     def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[BaseNode]:
-        """Keep the core chunks. ``kwargs`` (every ``from_documents`` argument) are ignored. An empty node raises an
-        ``InputError`` naming its document; with ``skip_empty`` empty nodes are dropped (one warning)."""
+        """Keep the core chunks. ``kwargs`` (every ``from_documents`` argument) are ignored but ``show_progress``
+        (LlamaIndex passes its own to every transformation): it turns the build's progress bars on. An empty node
+        raises an ``InputError`` naming its document; with ``skip_empty`` empty nodes are dropped (one warning)."""
         nodes = drop_empty(nodes, self.skip_empty, "CoreChunkSelector")
         if not nodes:
             return []
@@ -255,7 +257,7 @@ class CoreChunkSelector(TransformComponent):
                     "ranking cannot be computed per batch. Call selector.fit(all_nodes) before the pipeline runs, "
                     "or use num_workers=1."
                 )
-            self.fit(nodes)
+            self.fit(nodes, show_progress=self.show_progress or bool(kwargs.get("show_progress")))
         unseen = [n for n in nodes if n.node_id not in self._kept and n.node_id not in self._dropped]
         if unseen:
             self.insert_nodes(unseen)
