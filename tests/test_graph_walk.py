@@ -223,7 +223,7 @@ def index(corpus: list[dict[str, str]]) -> G2ConSIndex:
 
 @pytest.mark.parametrize("prior", ["text", "units"])
 def test_host_over_a_selection_holds_only_the_kept_chunks(index: G2ConSIndex, extraction: Path, prior: str) -> None:
-    host = GraphWalkHost(str(extraction), passage_prior=prior, limit=100)
+    host = GraphWalkHost(str(extraction), passage_prior=prior, passages="kept", limit=100)
     assert isinstance(host, HostKG) and "test-llm" in host.label and host.name == "graph-walk"
     full = index.select(kappa=1.0)
     cost = host.build(index, full)
@@ -236,8 +236,27 @@ def test_host_over_a_selection_holds_only_the_kept_chunks(index: G2ConSIndex, ex
     assert host.walk is not None and sorted(host.walk.chunk_ids) == sorted(kept)
     assert "warsaw" not in host.walk.entities and "helsinki" in host.walk.entities
     got = [h.chunk_id for h in host.retrieve("Where was Marie Curie born?")]
-    assert set(got) <= set(kept) and cost.graph["chunks"] == len(TRIPLES) - 2
+    assert set(got) <= set(kept) and cost.graph["chunks"] == len(TRIPLES) - 2 and cost.calls == len(kept)
     assert host.retrieve("What is the capital of Finland?")[0].chunk_id == "c14"
+
+
+def test_host_default_keeps_every_chunk_as_a_node_but_only_the_kept_chunks_triples(
+    index: G2ConSIndex, extraction: Path
+) -> None:
+    host = GraphWalkHost(str(extraction), limit=100)
+    full = index.select(kappa=1.0)
+    kept = [c for c in full.kept_ids if c not in ("c1", "c2")]
+    cost = host.build(index, replace(full, kept_ids=kept))
+    walk = host.walk
+    assert walk is not None and sorted(walk.chunk_ids) == sorted(c.id for c in index.chunks)
+    assert "warsaw" not in walk.entities and "poland" not in walk.entities and "marie curie" in walk.entities
+    assert cost.calls == len(kept) and cost.graph["chunks"] == len(TRIPLES) - 2
+    # a dropped chunk is still found by its text (dense prior), never through the graph: its PageRank is its prior
+    v = walk.embed_query("Where was Marie Curie born?")
+    seeds = walk.seeds(v)
+    assert seeds and all(e in walk.entities for e in seeds)
+    got = [h.chunk_id for h in host.retrieve("Where was Marie Curie born?")]
+    assert "c1" in got and got[0] == "c16"  # the kept chunk that names her, then her birthplace by its text
 
 
 def test_host_errors_are_named(extraction: Path) -> None:
@@ -247,6 +266,8 @@ def test_host_errors_are_named(extraction: Path) -> None:
         GraphWalkHost(str(extraction), dampening=0.5)
     with pytest.raises(InputError, match="passage_prior"):
         GraphWalkHost(str(extraction), passage_prior="chunks")
+    with pytest.raises(InputError, match="passages must be"):
+        GraphWalkHost(str(extraction), passages="some")
     with pytest.raises(InputError, match="limit"):
         GraphWalkHost(str(extraction), limit=0)
     with pytest.raises(InputError, match="damping"):

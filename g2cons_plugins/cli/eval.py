@@ -12,27 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..outputs import atomic_write_text, check_disjoint, check_replaceable_file, record_written
+from ..outputs import (
+    check_disjoint,
+    check_replaceable_file,
+    remember_output,
+    sha256_file,
+    write_output_file,
+    written_unchanged,
+)
 from ._common import FMT, _config, _ints, _peak_rss_mb, common_opts, count, fusion_opts, positive, price, share, shares
-
-
-def _earlier_eval_output(path: Path) -> bool:
-    """A JSON file with the results and settings an earlier ``g2cons eval --out`` wrote."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and {"results", "settings"} <= set(data)
-
-
-def _earlier_per_question(path: Path) -> bool:
-    """A JSONL file whose first record is one an earlier ``g2cons eval --per-question`` wrote."""
-    try:
-        with path.open(encoding="utf-8") as fh:
-            first = json.loads(fh.readline())
-    except (OSError, ValueError):
-        return False
-    return isinstance(first, dict) and {"question_id", "method", "budget"} <= set(first)
 
 
 def _check_eval_paths(args: argparse.Namespace) -> None:
@@ -41,20 +29,20 @@ def _check_eval_paths(args: argparse.Namespace) -> None:
         {"--corpus": args.corpus, "--questions": args.questions},
         {"--out": args.out, "--report": args.report, "--per-question": args.per_question},
     )
-    if args.out is not None and not _earlier_eval_output(args.out):
+    if args.out is not None:
         check_replaceable_file(args.out, "--out")
-    if args.per_question is not None and not _earlier_per_question(args.per_question):
+    if args.per_question is not None:
         check_replaceable_file(args.per_question, "--per-question")
     rep = args.report
     if rep is not None and rep.exists():
         if not rep.is_dir():
             raise InputError(f"--report {rep}: exists and is not a folder")
-        md = rep / "report.md"
-        earlier = md.is_file() and md.read_text(encoding="utf-8", errors="replace").startswith("# g2cons eval report")
-        if any(rep.iterdir()) and not earlier:
+        # an earlier report is replaced only while every file in it is what g2cons wrote (same SHA-256)
+        foreign = sorted(p.name for p in rep.iterdir() if not written_unchanged(p))
+        if foreign:
             raise InputError(
-                f"--report {rep}: folder is not empty and is not an earlier g2cons eval report; g2cons never "
-                "overwrites what it did not create: choose another folder"
+                f"--report {rep}: holds files g2cons did not write or that changed since it wrote them: "
+                f"{foreign[:5]}; g2cons never overwrites what may hold your edits: move them or choose another folder"
             )
 
 
@@ -172,15 +160,17 @@ def _write_outputs(args: argparse.Namespace, out: dict[str, Any], per_q: list[di
     """--per-question, --out and --report, each written atomically."""
     if args.per_question:
         Path(args.per_question).parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(args.per_question, "".join(json.dumps(r) + "\n" for r in per_q))
+        write_output_file(args.per_question, "".join(json.dumps(r) + "\n" for r in per_q).encode("utf-8"), "eval")
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        digest = atomic_write_text(args.out, json.dumps(out, indent=2))
-        record_written(Path(args.out).parent, {Path(args.out).name: digest}, "eval")
+        write_output_file(args.out, json.dumps(out, indent=2).encode("utf-8"), "eval")
     if args.report:
         from ..eval.report import write_report
 
         path = write_report(out, Path(args.report), command="g2cons " + " ".join(sys.argv[1:]))
+        for p in sorted(Path(args.report).iterdir()):  # all g2cons's (checked before): recorded for a rerun
+            if p.is_file() and not p.is_symlink():
+                remember_output(p, sha256_file(p), "eval --report")
         print(f"report: {path}", file=sys.stderr)
 
 
@@ -349,7 +339,8 @@ def register(sub: Any) -> None:
         help="also measure a host KG path and fused G2ConS: an installed host plug-in (llama-index-ner: "
         "PropertyGraphIndex with spaCy NER, no LLM; llama-index-llm: SimpleLLMPathExtractor; replay:PATH: a "
         "precomputed LLM extraction (JSONL, HippoRAG OpenIE, GraphRAG output, LightRAG dir) replayed into a "
-        "PropertyGraphIndex; replay-core:PATH: the same without LlamaIndex) or module:factory",
+        "PropertyGraphIndex; replay-core:PATH: the same without LlamaIndex; graph-walk:PATH: the same walked as "
+        "HippoRAG 2 walks its graph, facts -> seed entities -> personalized PageRank, no LLM) or module:factory",
     )
     e.add_argument(
         "--host-option",
