@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import InputError
 from ..outputs import check_disjoint
 from ..pipelines.corpus_io import _check_writable, check_text, path_id
+from ..pipelines.integration import rank_order_scores
 from ._common import (
     FMT,
     _build_index,
@@ -62,26 +63,33 @@ def cmd_query(args: argparse.Namespace) -> int:
     check_text(args.question, "QUESTION", "the question")
     index = G2ConSIndex.load(args.graph)
     items = index.retrieve(args.question, beta=args.budget)
+    # the core's order is its rank (seed passages, then bridged ones), not its score: the rank-order score (each
+    # capped by those above, as the adapters give it) never increases down the list; the core's score beside it
+    ranked = rank_order_scores([x.score for x in items])
     if args.json:
         print(
             json.dumps(
                 [
                     {
+                        "rank": k,
                         "unit_id": x.unit_id,
                         "chunk_id": x.parent_id,
                         "score": x.score,
+                        "rank_score": r,
                         "n_tokens": x.n_tokens,
                         "reason": x.reason,
                         "text": x.text,
                     }
-                    for x in items
+                    for k, (x, r) in enumerate(zip(items, ranked, strict=True), 1)
                 ],
                 indent=2,
             )
         )
     else:
-        for x in items:
-            print(f"[{x.parent_id}] {x.n_tokens} tok, score {x.score:.3f}, {x.reason.get('via')}: {x.text[:100]!r}")
+        for k, (x, r) in enumerate(zip(items, ranked, strict=True), 1):
+            core = "" if r == x.score else f" (concept score {x.score:.3f})"
+            via = x.reason.get("via")
+            print(f"{k:>2}. [{x.parent_id}] {x.n_tokens} tok, score {r:.3f}{core}, {via}: {x.text[:100]!r}")
     return 0
 
 
@@ -189,7 +197,10 @@ def cmd_fuse(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
     else:
         for f in fused:
-            print(f"[{f.source}] {f.chunk_id} {f.n_tokens} tok, score {f.score:.3f}: {f.text[:100]!r}")
+            name = f.chunk_id if f.chunk_id is not None else "(host text, no chunk of the graph)"
+            unscored = f.source == "host" and f.host is not None and f.host.score is None and not f.score
+            score = "no score given" if unscored else f"score {f.score:.3f}"
+            print(f"[{f.source}] {name} {f.n_tokens} tok, {score}: {f.text[:100]!r}")
     print(
         f"fused {len(fused)} items, {used:,} tokens <= budget {args.budget:,} "
         f"(both {counts['both']}, host {counts['host']}, concept {counts['concept']}; rule {report.rule})",

@@ -92,9 +92,14 @@ class Extraction:
         model = f"model {self.model}" if self.model else "model unknown"
         n_ent = sum(len(r.entities) for r in self.records)
         n_tri = sum(len(r.triples) for r in self.records)
+        u_ent = len({e for r in self.records for e in r.entities})
+        u_tri = len({t for r in self.records for t in r.triples})
+        per_chunk = ""
+        if (u_ent, u_tri) != (n_ent, n_tri):  # the files' rows count each once; a chunk's share counts it again
+            per_chunk = f" (counted per chunk; {u_ent:,} distinct entities, {u_tri:,} distinct triples)"
         return (
             f"replayed LLM extraction ({name}, {model}) from {self.source}: {len(self.records):,} chunks, "
-            f"{n_ent:,} entities, {n_tri:,} triples; not re-run"
+            f"{n_ent:,} entities, {n_tri:,} triples{per_chunk}; not re-run"
         )
 
     def restrict(self, kept_chunk_ids: Iterable[str]) -> Extraction:
