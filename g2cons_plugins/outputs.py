@@ -9,12 +9,15 @@ Users' files are sacred. The rules (:mod:`g2cons_plugins.cli` applies them befor
   ``PROJECT/g2cons/``) holds a marker, :data:`MARKER` (``.g2cons-output``: JSON without a suffix, so no host file
   pattern reads it as input), listing every file in it with its SHA-256; an existing non-empty output folder may be
   replaced only if its marker lists every file in it, unchanged (:func:`check_replaceable_folder`). A *single file*
-  is written into the user's folder with no marker beside it: an existing file may be replaced only when it is
-  recognisably an earlier output of g2cons, by its content (:func:`recognised_output`: a stamp g2cons writes at
-  its start, :data:`STAMP`, or the exact header of an export CSV), or when the caller proves it (``select`` lists
-  the SHA-256 of a data file it wrote in its stamped report). A file named :data:`MARKER` that g2cons did not
-  write is never replaced, and no output may take that name. Anything else is refused, naming the path: nothing
-  the user made is deleted or overwritten.
+  is written into the user's folder with no marker beside it: an existing file may be replaced only when its
+  SHA-256 is still the one g2cons wrote there. g2cons keeps that record outside the user's folder, in its state
+  folder (:func:`state_dir`: ``$G2CONS_STATE_DIR``, else ``$XDG_STATE_HOME/g2cons``, else
+  ``~/.local/state/g2cons``; one small JSON per output path, :func:`write_output_file` writes both), or the caller
+  proves it (``select`` lists the SHA-256 of a data file it wrote in its stamped report). A file the user edited
+  is refused even when it carries g2cons's stamp (:func:`recognised_output`: a stamp g2cons writes at its start,
+  :data:`STAMP`, or the exact header of an export CSV): the error names the file and says it changed since
+  g2cons wrote it. A file named :data:`MARKER` that g2cons did not write is never replaced, and no output may
+  take that name. Anything else is refused, naming the path: nothing the user made is deleted or overwritten.
 - **Atomic.** Files are written to a temporary sibling, flushed, and renamed into place
   (:func:`atomic_write_text`); folders are built aside and renamed in (:func:`staged_folder`). File modes follow
   the umask.
@@ -195,6 +198,74 @@ def recognised_output(path: Path) -> bool:
     return False
 
 
+# ---------------------------------------------------------------------------------------------- written records
+STATE_ENV = "G2CONS_STATE_DIR"
+_RECORD_KIND = "g2cons-written"
+
+
+def state_dir() -> Path:
+    """Where g2cons keeps what it must remember between runs (the SHA-256 of each single-file output it wrote):
+    ``$G2CONS_STATE_DIR``, else ``$XDG_STATE_HOME/g2cons``, else ``%LOCALAPPDATA%/g2cons`` on Windows, else
+    ``~/.local/state/g2cons``. Never inside a user's project."""
+    if os.environ.get(STATE_ENV):
+        return Path(os.environ[STATE_ENV])
+    if os.environ.get("XDG_STATE_HOME"):
+        return Path(os.environ["XDG_STATE_HOME"]) / "g2cons"
+    if os.name == "nt" and os.environ.get("LOCALAPPDATA"):
+        return Path(os.environ["LOCALAPPDATA"]) / "g2cons"
+    return Path.home() / ".local" / "state" / "g2cons"
+
+
+def _real(path: Path) -> str:
+    return os.path.realpath(os.path.abspath(path))
+
+
+def _record_path(path: Path) -> Path:
+    key = sha256_bytes(_real(path).encode("utf-8", "surrogateescape"))
+    return state_dir() / "written" / f"{key}.json"
+
+
+def remember_output(path: str | Path, digest: str, command: str = "") -> None:
+    """Record that g2cons wrote ``path`` with SHA-256 ``digest`` (in :func:`state_dir`, atomically). When the
+    record cannot be written (a read-only home), nothing fails: a rerun then refuses to replace the file, which is
+    the safe side."""
+    path = Path(path)
+    body = {"kind": _RECORD_KIND, "path": _real(path), "sha256": digest, "command": command}
+    rec = _record_path(path)
+    with contextlib.suppress(OSError):
+        rec.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(rec, json.dumps(body, ensure_ascii=False) + "\n")
+
+
+def remembered_digest(path: str | Path) -> str | None:
+    """The SHA-256 g2cons recorded when it last wrote ``path``; None when it has no record of writing it."""
+    path = Path(path)
+    try:
+        data = json.loads(_record_path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    ok = isinstance(data, dict) and data.get("kind") == _RECORD_KIND and data.get("path") == _real(path)
+    digest = data.get("sha256") if ok else None
+    return digest if isinstance(digest, str) else None
+
+
+def written_unchanged(path: Path) -> bool:
+    """True when g2cons wrote ``path`` and its content is still exactly what it wrote (same SHA-256)."""
+    digest = remembered_digest(path)
+    return digest is not None and path.is_file() and not path.is_symlink() and sha256_file(path) == digest
+
+
+def write_output_file(path: str | Path, data: bytes, command: str) -> str:
+    """The way the command line writes a single-file output: atomically (:func:`atomic_write_bytes`), its SHA-256
+    recorded (:func:`remember_output`, and in its folder's marker when the folder is g2cons's), so that a rerun
+    replaces it only while nobody changed it. Returns the SHA-256."""
+    path = Path(path)
+    digest = atomic_write_bytes(path, data)
+    record_written(path.parent, {path.name: digest}, command)
+    remember_output(path, digest, command)
+    return digest
+
+
 def _owned(path: Path) -> bool:
     """Listed, unchanged, in the marker of its folder (folders g2cons made; single files of earlier versions)."""
     folder = path.parent
@@ -203,9 +274,10 @@ def _owned(path: Path) -> bool:
 
 
 def check_replaceable_file(path: Path, flag: str, recognise: Callable[[Path], bool] | None = None) -> None:
-    """Fail unless ``path`` is absent, or a file g2cons wrote there: recognised by its content
-    (:func:`recognised_output`), by ``recognise`` (the caller's proof), or listed unchanged in its folder's
-    marker. A path named :data:`MARKER` is refused."""
+    """Fail unless ``path`` is absent, or a file g2cons wrote there and nobody changed since: its SHA-256 equal
+    to g2cons's record (:func:`written_unchanged`), to ``recognise``'s proof (the caller's), or to its folder's
+    marker. A stamped file (:func:`recognised_output`) whose content is not what g2cons wrote (edited) is refused
+    as well, saying so. A path named :data:`MARKER` is refused."""
     if path.name == MARKER:
         raise InputError(f"{flag} {path}: {MARKER} is the name of g2cons's own marker file; choose another name")
     if not os.path.lexists(path):
@@ -214,8 +286,19 @@ def check_replaceable_file(path: Path, flag: str, recognise: Callable[[Path], bo
         raise InputError(f"{flag} {path}: is a folder; give a file path")
     if path.is_symlink():
         raise InputError(f"{flag} {path}: is a symbolic link; g2cons never writes through one: choose another path")
-    if recognised_output(path) or (recognise is not None and recognise(path)) or _owned(path):
+    if written_unchanged(path) or (recognise is not None and recognise(path)) or _owned(path):
         return
+    if remembered_digest(path) is not None or recognised_output(path):
+        why = (
+            "has changed since g2cons wrote it (its SHA-256 is not the one g2cons recorded)"
+            if remembered_digest(path) is not None
+            else "looks like a g2cons output, but g2cons has no record of writing this content here (edited since, "
+            "or written by an earlier version, elsewhere, or moved)"
+        )
+        raise InputError(
+            f"{flag} {path}: {why}; g2cons never overwrites a file that may hold your edits: keep it, or delete "
+            f"or move it yourself, or give another {flag} path"
+        )
     raise InputError(
         f"{flag} {path}: exists and is not an earlier output of g2cons (g2cons recognises its own files by their "
         "content); g2cons never overwrites a file it did not create: remove it or choose another path"

@@ -5,6 +5,10 @@ from __future__ import annotations
 import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+if not os.environ.get("G2CONS_STATE_DIR"):  # g2cons's record of the outputs it wrote: not the user's, in tests
+    import tempfile
+
+    os.environ["G2CONS_STATE_DIR"] = tempfile.mkdtemp(prefix="g2cons-state-")
 
 import json
 from pathlib import Path

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..outputs import atomic_write_bytes, check_disjoint, check_replaceable_file, record_written
+from ..outputs import check_disjoint, check_replaceable_file, write_output_file
 from ..pipelines.corpus_io import _check_writable, check_text
 from ._common import FMT, positive, share
 
@@ -37,9 +37,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         kept = index.select(kappa=args.kappa).kept_ids
     g = to_networkx(index, chunks=args.chunks, kept_ids=kept)
     for key, data in serialize(g, args.format).items():
-        target = targets[key]
-        digest = atomic_write_bytes(target, data)
-        record_written(target.parent, {target.name: digest}, "export")
+        write_output_file(targets[key], data, "export")
     n_concepts = sum(1 for _, a in g.nodes(data=True) if a.get("kind") == "concept")
     n_edges = sum(1 for *_, a in g.edges(data=True) if a.get("kind") == "concept")
     print(
@@ -71,13 +69,13 @@ def register_export(sub: Any) -> None:
 
 
 def write_picture(fig: Any, out: Path, title: str, rows: list[dict[str, Any]], columns: list[str]) -> None:
-    """Write ``fig`` as .png/.svg, or as a self-contained .html page with ``rows`` as a table (atomic, marked)."""
+    """Write ``fig`` as .png/.svg, or as a self-contained .html page with ``rows`` as a table (atomic, its SHA-256
+    recorded: :func:`~g2cons_plugins.outputs.write_output_file`)."""
     from ..plots import html_page, save_figure
 
     suffix = out.suffix.lower()
     data = html_page(title, fig, rows, columns) if suffix in (".html", ".htm") else save_figure(fig, suffix[1:])
-    digest = atomic_write_bytes(out, data)
-    record_written(out.parent, {out.name: digest}, "show")
+    write_output_file(out, data, "show")
 
 
 def check_picture_path(out: Path, flag: str) -> None:

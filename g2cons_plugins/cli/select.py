@@ -19,9 +19,9 @@ from ..outputs import (
     check_disjoint,
     check_replaceable_file,
     json_stamp,
-    record_written,
     sha256_file,
     staged_folder,
+    write_output_file,
 )
 from ..pipelines.corpus_io import _check_writable, write_selection
 from ..text import format_usd
@@ -104,10 +104,9 @@ def _select_saved_graph(args: argparse.Namespace) -> int:
 
 
 def _write_owned(path: Path, text: str) -> None:
-    """Write a file atomically (a stamped report: a rerun recognises it); an earlier version's marker in its
-    folder, if any, is kept up to date, and none is created."""
-    digest = atomic_write_text(path, text)
-    record_written(path.parent, {path.name: digest}, "select")
+    """Write a file atomically, its SHA-256 recorded (a rerun replaces it only while unchanged); an earlier
+    version's marker in its folder, if any, is kept up to date, and none is created."""
+    write_output_file(path, text.encode("utf-8"), "select")
 
 
 def _summary(report: dict[str, Any]) -> str:
