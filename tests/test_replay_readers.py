@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -444,3 +445,200 @@ def test_real_hipporag_gpt35_jsonl_first_200_lines(tmp_path: Path) -> None:
     aligned = align(ex, corpus)
     assert all(r.chunk_ids == (r.source_id,) for r in aligned.records)
     assert "1,789 triples" in ex.label() and "model gpt-3.5-turbo-1106" in ex.label()
+
+
+# ------------------------------------------------------------------------------------------------ hostile files
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12,
+)
+HOSTILE = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _read_or_refused(path: Path) -> None:
+    """Reading (then aligning and grouping) ends in a result or an InputError that names the file read."""
+    try:
+        ex = read_extraction(path)
+    except InputError as e:
+        assert path.name in str(e) or path.parent.name in str(e), str(e)
+        return
+    try:
+        align(ex, OURS).chunk_graphs()
+    except InputError as e:
+        assert "no record matches" in str(e) or "match" in str(e), str(e)
+
+
+def _fresh(tmp_path: Path, name: str) -> Path:
+    import uuid
+
+    folder = tmp_path / uuid.uuid4().hex[:8]
+    folder.mkdir()
+    return folder / name
+
+
+@HOSTILE
+@given(field=st.sampled_from(["id", "entities", "triples", "text", "model"]), value=JSON_VALUES)
+def test_jsonl_any_json_value_in_any_field(tmp_path: Path, field: str, value: Any) -> None:
+    row = {"id": "c1", "entities": ["Marie Curie"], "triples": [["Marie Curie", "born in", "Warsaw"]], field: value}
+    _read_or_refused(_jsonl(_fresh(tmp_path, "kg.jsonl"), [row]))
+
+
+@HOSTILE
+@given(field=st.sampled_from(["<top>", "docs", "<doc>", "idx", "passage", "extracted_entities",
+                               "extracted_triples"]), value=JSON_VALUES)  # fmt: skip
+def test_hipporag_any_json_value_in_any_field(tmp_path: Path, field: str, value: Any) -> None:
+    doc: Any = {"idx": "c1", "passage": OURS["c1"], "extracted_entities": ["Warsaw"], "extracted_triples": []}
+    if field not in ("<top>", "docs", "<doc>"):
+        doc[field] = value
+    data: Any = {"docs": value} if field == "docs" else {"docs": [value if field == "<doc>" else doc]}
+    path = _fresh(tmp_path, "openie_results_ner_m.json")
+    path.write_text(json.dumps(value if field == "<top>" else data), encoding="utf-8")
+    _read_or_refused(path)
+
+
+@HOSTILE
+@given(field=st.sampled_from(["<top>", "<chunk>", "content", "<entity chunks>", "chunk_ids"]), value=JSON_VALUES)
+def test_lightrag_any_json_value_in_any_field(tmp_path: Path, field: str, value: Any) -> None:
+    wd = _lightrag(_fresh(tmp_path, "rag_storage"))
+    chunks = json.loads((wd / "kv_store_text_chunks.json").read_text(encoding="utf-8"))
+    full = json.loads((wd / "kv_store_entity_chunks.json").read_text(encoding="utf-8"))
+    if field == "<top>":
+        chunks = value
+    elif field == "<chunk>":
+        chunks["chunk-1"] = value
+    elif field == "content":
+        chunks["chunk-1"]["content"] = value
+    elif field == "<entity chunks>":
+        full = value
+    else:
+        full["Warsaw"]["chunk_ids"] = value
+    (wd / "kv_store_text_chunks.json").write_text(json.dumps(chunks), encoding="utf-8")
+    (wd / "kv_store_entity_chunks.json").write_text(json.dumps(full), encoding="utf-8")
+    _read_or_refused(wd)
+
+
+def _deep(n: int) -> str:
+    return "[" * n + "]" * n
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "hipporag", "lightrag"])
+def test_deeply_nested_json_and_huge_integers_are_refused_naming_the_file(tmp_path: Path, fmt: str) -> None:
+    """A value nested 100,000 deep and an integer of 5,000 digits: InputError naming the file (and where the
+    parser can tell, the line and column), through read_extraction and ``g2cons fuse --host replay:``."""
+    from g2cons_plugins.cli import main
+
+    G2ConSIndex = pytest.importorskip("g2cons_plugins").G2ConSIndex
+    G2ConSIndex.build([{"id": k, "text": v} for k, v in OURS.items()], embedder="hash").save(tmp_path / "g")
+    for label, bad, match in (("deep", _deep(100_000), "JSON nested too deep"),
+                              ("long", "7" * 5_000, r"an integer of 5,000 digits at line \d+ column \d+")):  # fmt: skip
+        if fmt == "jsonl":
+            path = tmp_path / f"{label}.jsonl"
+            path.write_text('{"id": "c1", "entities": [], "triples": []}\n' + f'{{"id": "c2", "entities": {bad}}}\n')
+            match = rf"{label}\.jsonl:2: {match}"
+        elif fmt == "hipporag":
+            path = tmp_path / f"{label}_ner_m.json"
+            path.write_text(f'{{"docs": [{{"idx": "c1", "extracted_entities": {bad}}}]}}')
+            match = rf"{label}_ner_m\.json: {match}"
+        else:
+            path = _lightrag(tmp_path / f"{label}-wd")
+            (path / "kv_store_text_chunks.json").write_text(f'{{"chunk-1": {{"content": "x", "tokens": {bad}}}}}')
+            match = rf"kv_store_text_chunks\.json: {match}"
+        with pytest.raises(InputError, match=match):
+            read_extraction(path)
+        assert main(["fuse", str(tmp_path / "g"), "Where was Marie Curie born?", "--host", f"replay:{path}"]) == 2
+
+
+@pytest.mark.parametrize(
+    "table, column, values",
+    [
+        ("entities", "text_unit_ids", [1, 2, 3, 4]),  # an int column
+        ("entities", "text_unit_ids", [[["tu1"]], [["tu1"]], [["tu2"]], [["x"]]]),  # a list of lists
+        ("entities", "id", [["e1"], ["e2"], ["e3"], ["e4"]]),  # an id column of lists
+        ("text_units", "text", [1, 2]),  # a text column of ints
+        ("text_units", "text", [{"a": 1}, {"a": 2}]),  # ... of structs
+        ("relationships", "text_unit_ids", ["tu1", "tu2"]),  # a string column
+        ("relationships", "id", [{"x": 1}, {"x": 2}]),
+        ("relationships", "source", [1, 2]),  # counted as triples with an element not a string
+        ("relationships", "description", [[1], [2]]),
+        ("entities", "title", [{"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}]),
+    ],
+)
+def test_graphrag_columns_of_the_wrong_type_are_refused_naming_file_and_row(
+    tmp_path: Path, table: str, column: str, values: list[Any]
+) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    root = _graphrag_current(tmp_path / "project")
+    file = root / "output" / f"{table}.parquet"
+    t = pq.read_table(file)
+    t = t.set_column(t.column_names.index(column), column, pa.array(values))
+    pq.write_table(t, file)
+    try:
+        ex = read_extraction(root)
+    except InputError as e:
+        assert f"{table}.parquet row " in str(e) and column in str(e), str(e)
+    else:
+        assert column in ("source", "description", "title")  # a name or relation that is not text: counted
+        align(ex, OURS).chunk_graphs()
+
+
+_CELLS = {  # one Parquet type each: a cell strategy
+    "int": st.integers(-(2**63), 2**63 - 1),
+    "float": st.floats(allow_nan=True),
+    "bool": st.booleans(),
+    "str": st.text(max_size=8),
+    "none": st.none(),
+    "list of str": st.lists(st.text(max_size=4), max_size=3),
+    "list of int": st.lists(st.integers(0, 9), max_size=3),
+    "list of lists": st.lists(st.lists(st.text(max_size=3), max_size=2), max_size=2),
+    "struct": st.fixed_dictionaries({"a": st.integers(0, 9)}),
+}
+_GRAPHRAG_COLUMNS = [
+    ("text_units", "id"), ("text_units", "text"), ("entities", "id"), ("entities", "title"),
+    ("entities", "text_unit_ids"), ("relationships", "id"), ("relationships", "source"),
+    ("relationships", "target"), ("relationships", "description"), ("relationships", "text_unit_ids"),
+]  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(where=st.sampled_from(_GRAPHRAG_COLUMNS), kind=st.sampled_from(sorted(_CELLS)), data=st.data())
+def test_graphrag_any_column_of_any_type(tmp_path: Path, where: tuple[str, str], kind: str, data: Any) -> None:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    table, column = where
+    root = _graphrag_current(_fresh(tmp_path, "project"))
+    file = root / "output" / f"{table}.parquet"
+    t = pq.read_table(file)
+    values = data.draw(st.lists(_CELLS[kind], min_size=t.num_rows, max_size=t.num_rows))
+    t = t.set_column(t.column_names.index(column), column, pa.array(values))
+    pq.write_table(t, file)
+    _read_or_refused(root)
+
+
+def test_progress_says_the_size_first_then_shows_the_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``show_progress=True``: one line with the format, the path and the size in MB before reading, then a tqdm bar
+    over the records (LightRAG: the node and edge counts, then bars over both); by default (not a terminal, a small
+    input) nothing is printed."""
+    docs = [{"idx": f"p{i}", "passage": f"text {i}", "extracted_entities": ["A"], "extracted_triples": []}
+            for i in range(300)]  # fmt: skip
+    hippo = tmp_path / "openie_results_ner_m.json"
+    hippo.write_text(json.dumps({"docs": docs}), encoding="utf-8")
+    read_extraction(hippo)
+    assert capsys.readouterr().err == ""
+    read_extraction(hippo, show_progress=True)
+    err = capsys.readouterr().err
+    assert re.search(r"reading the HippoRAG OpenIE extraction .*openie_results_ner_m\.json: [\d.]+ MB", err), err
+    assert err.index("MB") < err.index("docs:") and "300/300" in err
+    read_extraction(_lightrag(tmp_path / "wd"), show_progress=True)
+    err = capsys.readouterr().err
+    assert "reading the LightRAG extraction" in err and "graph_chunk_entity_relation.graphml: 3 nodes, 2 edges" in err
+    assert "nodes: 100%" in err and "edges: 100%" in err
+    read_extraction(_graphrag_current(tmp_path / "project"), show_progress=True)
+    err = capsys.readouterr().err
+    assert "reading the MS GraphRAG extraction" in err and "entities.parquet: rows" in err

@@ -28,6 +28,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import reprlib
+import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -41,6 +43,11 @@ from ..pipelines.host_projects import GRAPHRAG_SETTINGS, load_settings
 FORMATS = ("jsonl", "hipporag", "graphrag", "lightrag")
 MAX_FILE_BYTES = 2 * 1024**3
 """The largest JSON / JSONL / GraphML file read (2 GiB); a larger one is refused with an error naming it."""
+PROGRESS_FROM_BYTES = 50_000_000
+"""From this many bytes of input on, :func:`read_extraction` shows its progress by default (on a terminal)."""
+MAX_INT_DIGITS = 1000
+"""The most digits of an integer in a JSON file read (a longer one is refused with an error naming the file, the
+line and the column; Python refuses to convert integers of more than 4,300 digits to or from text)."""
 
 _FORMAT_NAMES = {"jsonl": "JSONL", "hipporag": "HippoRAG OpenIE", "graphrag": "MS GraphRAG", "lightrag": "LightRAG"}
 _FORMATS_HELP = (
@@ -145,13 +152,19 @@ class _Read(NamedTuple):
 
 
 # ------------------------------------------------------------------------------------------------ entry point
-def read_extraction(path: str | os.PathLike[str], format: str = "auto", model: str | None = None) -> Extraction:
+def read_extraction(
+    path: str | os.PathLike[str], format: str = "auto", model: str | None = None, show_progress: bool | None = None
+) -> Extraction:
     """Read a precomputed LLM extraction (see the module doc for the formats).
 
     ``format="auto"`` detects it: a ``.jsonl`` file is ``jsonl``, a ``.json`` file ``hipporag`` (it must hold a
     top-level ``"docs"`` list), a folder with ``(output/)entities.parquet`` or ``create_final_entities.parquet``
     ``graphrag``, a folder with ``kv_store_text_chunks.json`` ``lightrag``. ``model`` names the extracting LLM
     when the files do not (it wins over what they say).
+
+    ``show_progress``: say the size of what is read first, then show progress bars (tqdm, on stderr) over its
+    records; None (the default) does so when stderr is a terminal and the input holds at least
+    :data:`PROGRESS_FROM_BYTES` bytes (a 1M-node GraphML or 200k HippoRAG docs take minutes).
     """
     p = Path(path)
     if not p.exists():
@@ -161,7 +174,8 @@ def read_extraction(path: str | os.PathLike[str], format: str = "auto", model: s
     fmt = _detect(p) if format == "auto" else format
     if fmt not in _READERS:
         raise InputError(f"{p}: unknown extraction format {format!r}; {_FORMATS_HELP}")
-    got = _READERS[fmt](p)
+    show = _announce(p, fmt, show_progress)
+    got = _READERS[fmt](p, show)
     if not got.records:
         raise InputError(f"{p}: no records (an empty {_FORMAT_NAMES[fmt]} extraction)")
     return Extraction(tuple(got.records), fmt, str(p), model or got.model, dict(sorted(got.issues.items())))
@@ -202,6 +216,50 @@ def _detect(p: Path) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ shared helpers
+def _input_files(p: Path, fmt: str) -> list[Path]:
+    """The files a reader of ``fmt`` reads at ``p`` (those present)."""
+    if fmt in ("jsonl", "hipporag"):
+        return [p] if p.is_file() else []
+    if fmt == "graphrag":
+        found = _graphrag_folder(p)
+        if found is None:
+            return []
+        folder, prefix = found
+        names = [f"{prefix}{t}.parquet" for t in ("text_units", "entities", "relationships")]
+    else:
+        folder = p
+        names = [
+            "kv_store_text_chunks.json", "graph_chunk_entity_relation.graphml", "kv_store_entity_chunks.json",
+            "kv_store_relation_chunks.json",
+        ]  # fmt: skip
+    return [f for f in (folder / n for n in names) if f.is_file()]
+
+
+def _announce(p: Path, fmt: str, show: bool | None) -> bool:
+    """Whether to show progress (see :func:`read_extraction`); when so, say what is read and its size first."""
+    files = _input_files(p, fmt) if fmt in _READERS else []
+    size = sum(f.stat().st_size for f in files)
+    if show is None:
+        show = size >= PROGRESS_FROM_BYTES and sys.stderr is not None and sys.stderr.isatty()
+    if show:
+        listed = ", ".join(f"{f.name} {f.stat().st_size / 1e6:,.1f} MB" for f in files)
+        print(
+            f"g2cons: reading the {_FORMAT_NAMES.get(fmt, fmt)} extraction {p}: {size / 1e6:,.1f} MB ({listed})",
+            file=sys.stderr,
+            flush=True,
+        )
+    return bool(show)
+
+
+def _progress(items: Iterable[Any], show: bool, desc: str, total: int | None = None, unit: str = "record") -> Any:
+    """``items``, behind a tqdm bar on stderr when ``show``."""
+    if not show:
+        return items
+    from tqdm.auto import tqdm
+
+    return tqdm(items, desc=desc, total=total, unit=unit, file=sys.stderr, mininterval=0.5)
+
+
 def _check_file(path: Path, limit: int | None = None) -> int:
     """Size of ``path``, a regular file (a device, FIFO or folder is refused) of at most ``limit`` bytes."""
     limit = MAX_FILE_BYTES if limit is None else limit
@@ -224,14 +282,59 @@ def _read_bytes(path: Path) -> bytes:
     return data
 
 
+class _LongInteger(ValueError):
+    """An integer literal with more digits than :data:`MAX_INT_DIGITS` (raised while parsing)."""
+
+    def __init__(self, digits: str) -> None:
+        super().__init__(digits)
+        self.digits = digits
+
+
+def _json_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise _LongInteger(digits)
+    return int(digits)
+
+
+def _parse_json(text: str, where: str) -> Any:
+    """``text`` parsed as JSON; InputError naming ``where`` (and the line and column where known) for text that
+    is not JSON, an integer of more than :data:`MAX_INT_DIGITS` digits, or values nested deeper than the parser's
+    recursion allows (Python's ``json`` recurses once a level)."""
+    try:
+        return json.loads(text, parse_int=_json_int)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{where}: not valid JSON ({e.msg}, line {e.lineno} column {e.colno})") from None
+    except _LongInteger as e:
+        at = text.find(e.digits)
+        line = text.count("\n", 0, at) + 1
+        col = at - (text.rfind("\n", 0, at) + 1) + 1
+        raise InputError(
+            f"{where}: an integer of {len(e.digits):,} digits at line {line} column {col} "
+            f"(at most {MAX_INT_DIGITS:,} are read)"
+        ) from None
+    except RecursionError:
+        raise InputError(
+            f"{where}: JSON nested too deep (arrays / objects inside one another beyond what the reader's "
+            "recursion allows)"
+        ) from None
+
+
+def _short(value: Any) -> str:
+    """A short ``repr`` of any value read from a file (bounded length and depth; never raises)."""
+    try:
+        return reprlib.repr(value)[:120]
+    except Exception:  # a value whose repr fails
+        return f"<{type(value).__name__}>"
+
+
 def _load_json(path: Path) -> Any:
     data = _read_bytes(path)
     try:
-        return json.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: not UTF-8 text (byte {e.start})") from None
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}: not valid JSON ({e.msg}, line {e.lineno} column {e.colno})") from None
+    del data
+    return _parse_json(text, str(path))
 
 
 def _source_id(value: Any, where: str, what: str) -> str:
@@ -239,7 +342,7 @@ def _source_id(value: Any, where: str, what: str) -> str:
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
-    raise InputError(f"{where}: {what} must be a non-empty string or an integer, got {value!r}")
+    raise InputError(f"{where}: {what} must be a non-empty string or an integer, got {_short(value)}")
 
 
 def _entities(raw: Any, where: str, issues: Counter[str]) -> tuple[str, ...]:
@@ -285,7 +388,7 @@ def _triples(raw: Any, where: str, issues: Counter[str]) -> tuple[tuple[str, str
 def _optional_text(value: Any, where: str, what: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
-    raise InputError(f"{where}: {what} must be a string, got {type(value).__name__}")
+    raise InputError(f"{where}: {what} must be a string, got {type(value).__name__} {_short(value)}")
 
 
 # ------------------------------------------------------------------------------------------------ jsonl
@@ -300,19 +403,18 @@ def _jsonl_lines(path: Path) -> Iterator[tuple[int, Any]]:
             if not raw.strip():
                 continue
             try:
-                yield n, json.loads(raw.decode("utf-8"))
+                line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
                 raise InputError(f"{path}:{n}: not UTF-8 text (byte {e.start} of the line)") from None
-            except json.JSONDecodeError as e:
-                raise InputError(f"{path}:{n}: not valid JSON ({e.msg}, column {e.colno})") from None
+            yield n, _parse_json(line, f"{path}:{n}")
 
 
-def _read_jsonl(path: Path) -> _Read:
+def _read_jsonl(path: Path, show: bool = False) -> _Read:
     records: list[ExtractionRecord] = []
     issues: Counter[str] = Counter()
     models: dict[str, None] = {}
     first_line: dict[str, int] = {}
-    for n, obj in _jsonl_lines(path):
+    for n, obj in _progress(_jsonl_lines(path), show, f"{path.name}: lines", unit="line"):
         where = f"{path}:{n}"
         if not isinstance(obj, dict):
             raise InputError(f"{where}: expected a JSON object, got {type(obj).__name__}")
@@ -339,7 +441,7 @@ def _hipporag_model(path: str | os.PathLike[str]) -> str | None:
     return m.group("model") if m else None
 
 
-def _read_hipporag(path: Path) -> _Read:
+def _read_hipporag(path: Path, show: bool = False) -> _Read:
     data = _load_json(path)
     docs = data.get("docs") if isinstance(data, dict) else None
     if not isinstance(docs, list):
@@ -347,7 +449,7 @@ def _read_hipporag(path: Path) -> _Read:
     records: list[ExtractionRecord] = []
     issues: Counter[str] = Counter()
     first: dict[str, int] = {}
-    for i, doc in enumerate(docs):
+    for i, doc in enumerate(_progress(docs, show, f"{path.name}: docs", len(docs), "doc")):
         where = f"{path}: docs[{i}]"
         if not isinstance(doc, dict):
             raise InputError(f"{where}: expected a JSON object, got {type(doc).__name__}")
@@ -402,13 +504,21 @@ def _parquet(file: Path, required: tuple[str, ...], optional: tuple[str, ...] = 
 def _unit_refs(row: dict[str, Any], where: str, units: Mapping[str, int], issues: Counter[str], what: str) -> list[int]:
     """Positions of the text units a GraphRAG entity / relationship row names (unknown ones counted)."""
     refs = row.get("text_unit_ids")
-    if refs is None or len(refs) == 0:
+    if refs is None:
         issues[f"{what} without text units"] += 1
         return []
-    if isinstance(refs, str):
-        raise InputError(f"{where}: text_unit_ids must be a list, got a string")
+    if not isinstance(refs, list | tuple):
+        raise InputError(f"{where}: text_unit_ids must be a list of text unit ids, got {_short(refs)}")
+    if not refs:
+        issues[f"{what} without text units"] += 1
+        return []
+    keys = []
+    for ref in refs:
+        if isinstance(ref, bool) or not isinstance(ref, str | int):
+            raise InputError(f"{where}: text_unit_ids must hold text unit ids (strings), got {_short(ref)}")
+        keys.append(str(ref))
     out = []
-    for ref in dict.fromkeys(refs):
+    for ref in dict.fromkeys(keys):
         pos = units.get(ref)
         if pos is None:
             issues[f"{what} text unit not found"] += 1
@@ -418,13 +528,21 @@ def _unit_refs(row: dict[str, Any], where: str, units: Mapping[str, int], issues
 
 
 def _graphrag_rows(
-    file: Path, required: tuple[str, ...], optional: tuple[str, ...], what: str, issues: Counter[str]
+    file: Path,
+    required: tuple[str, ...],
+    optional: tuple[str, ...],
+    what: str,
+    issues: Counter[str],
+    show: bool = False,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Rows of an entities / relationships table; a row repeating an earlier row's ``id`` (GraphRAG 0.x wrote
     some relationships several times) is counted and skipped."""
     seen: set[Any] = set()
-    for i, row in enumerate(_parquet(file, required, ("id", *optional))):
+    rows = _parquet(file, required, ("id", *optional))
+    for i, row in enumerate(_progress(rows, show, f"{file.name}: rows", len(rows), "row")):
         rid = row.get("id")
+        if rid is not None and (isinstance(rid, bool) or not isinstance(rid, str | int)):
+            raise InputError(f"{file} row {i}: id must be a string or an integer, got {_short(rid)}")
         if rid is not None and rid in seen:
             issues[f"duplicate {what} row (same id)"] += 1
             continue
@@ -432,7 +550,7 @@ def _graphrag_rows(
         yield i, row
 
 
-def _read_graphrag(path: Path) -> _Read:
+def _read_graphrag(path: Path, show: bool = False) -> _Read:
     found = _graphrag_folder(path)
     if found is None:
         raise InputError(f"{path}: no (create_final_)entities.parquet here or in output/; {_FORMATS_HELP}")
@@ -449,7 +567,7 @@ def _read_graphrag(path: Path) -> _Read:
     ents: list[list[Any]] = [[] for _ in units]
     tris: list[list[Any]] = [[] for _ in units]
     efile = folder / f"{prefix}entities.parquet"
-    for i, row in _graphrag_rows(efile, ("text_unit_ids",), ("title", "name"), "entity", issues):
+    for i, row in _graphrag_rows(efile, ("text_unit_ids",), ("title", "name"), "entity", issues, show):
         if "title" not in row and "name" not in row:
             raise InputError(f"{efile}: no column 'title' (or 'name' of GraphRAG 0.x)")
         name = row["title"] if "title" in row else row["name"]
@@ -457,7 +575,7 @@ def _read_graphrag(path: Path) -> _Read:
             ents[pos].append(name)
     rfile = folder / f"{prefix}relationships.parquet"
     rel_cols = ("source", "target", "text_unit_ids")
-    for i, row in _graphrag_rows(rfile, rel_cols, ("description",), "relationship", issues):
+    for i, row in _graphrag_rows(rfile, rel_cols, ("description",), "relationship", issues, show):
         rel = row.get("description")
         if not isinstance(rel, str) or not rel.strip():
             issues[f'relationship without description (relation "{_NO_RELATION}")'] += 1
@@ -465,7 +583,12 @@ def _read_graphrag(path: Path) -> _Read:
         for pos in _unit_refs(row, f"{rfile} row {i}", index, issues, "relationship"):
             tris[pos].append((row["source"], rel, row["target"]))
     records = [
-        ExtractionRecord(uid, _entities(ents[i], uid, issues), _triples(tris[i], uid, issues), units[i].get("text"))
+        ExtractionRecord(
+            uid,
+            _entities(ents[i], uid, issues),
+            _triples(tris[i], uid, issues),
+            _optional_text(units[i].get("text"), f"{ufile} row {i}", "text"),
+        )
         for uid, i in index.items()
     ]
     return _Read(records, issues, _graphrag_model(folder, issues))
@@ -582,19 +705,22 @@ def _lightrag_chunks(path: Path, issues: Counter[str]) -> dict[str, str | None]:
     return out
 
 
-def _read_lightrag(path: Path) -> _Read:
+def _read_lightrag(path: Path, show: bool = False) -> _Read:
     issues: Counter[str] = Counter()
     chunks = _lightrag_chunks(path, issues)
     index = {cid: i for i, cid in enumerate(chunks)}
-    nodes, edges = _graphml(path / "graph_chunk_entity_relation.graphml")
+    graph_file = path / "graph_chunk_entity_relation.graphml"
+    nodes, edges = _graphml(graph_file)
+    if show:
+        print(f"g2cons: {graph_file.name}: {len(nodes):,} nodes, {len(edges):,} edges", file=sys.stderr, flush=True)
     ent_full = _kv_chunk_lists(path / "kv_store_entity_chunks.json")
     rel_full = _kv_chunk_lists(path / "kv_store_relation_chunks.json")
     ents: list[list[Any]] = [[] for _ in chunks]
     tris: list[list[Any]] = [[] for _ in chunks]
-    for name, data in nodes:
+    for name, data in _progress(nodes, show, f"{graph_file.name}: nodes", len(nodes), "node"):
         for pos in _lightrag_refs(data, ent_full.get(name, ()), index, issues, "entity"):
             ents[pos].append(name)
-    for src, tgt, data in edges:
+    for src, tgt, data in _progress(edges, show, f"{graph_file.name}: edges", len(edges), "edge"):
         rel = data.get("keywords") or data.get("description")
         if not rel or not rel.strip():
             issues[f'relation without keywords or description (relation "{_NO_RELATION}")'] += 1
