@@ -180,9 +180,16 @@ def test_bad_settings_embedders_and_queries_are_named() -> None:
         GraphWalk.from_records(records(), lambda texts: np.full((len(texts), 4), np.nan))
     with pytest.raises(InputError, match="passage_vectors names chunks"):
         GraphWalk.from_records(records(), bow, passage_vectors={"nope": np.ones(DIM)})
-    walk = GraphWalk.from_records(records(), bow)
-    with pytest.raises(InputError, match="no query_fn"):
-        walk.retrieve(QUESTION)
+    with pytest.raises(InputError, match="wrong type: top_facts='5'"):
+        GraphWalkSettings(top_facts="5")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="mention_nodes"):
+        GraphWalkSettings(mention_nodes=1)  # type: ignore[arg-type]
+    walk = GraphWalk.from_records(records(), bow)  # no query_fn: embed_fn embeds the query
+    assert walk.retrieve(QUESTION, top_k=3) == GraphWalk.from_records(records(), bow, query_fn=query).retrieve(
+        QUESTION, top_k=3
+    )
+    with pytest.raises(InputError, match="query_fn failed"):
+        GraphWalk.from_records(records(), bow, query_fn=lambda q: 1 / 0).retrieve(QUESTION)
     with pytest.raises(InputError, match="dim 3"):
         walk.retrieve_vector(np.ones(3))
     with pytest.raises(InputError, match="top_k"):
@@ -272,6 +279,9 @@ def test_host_errors_are_named(extraction: Path) -> None:
         GraphWalkHost(str(extraction), limit=0)
     with pytest.raises(InputError, match="damping"):
         GraphWalkHost(str(extraction), damping=2.0)
+    with pytest.raises(InputError, match="mention_nodes must be true or false"):
+        GraphWalkHost(str(extraction), mention_nodes="perhaps")
+    assert GraphWalkHost(str(extraction), mention_nodes="true").settings.mention_nodes is True
     with pytest.raises(InputError, match="not built"):
         GraphWalkHost(str(extraction)).retrieve("Where was Marie Curie born?")
 

@@ -50,6 +50,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from numbers import Real
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -122,6 +123,16 @@ class GraphWalkSettings:
     """... or after this many iterations."""
 
     def __post_init__(self) -> None:
+        ints = ("top_facts", "top_entities", "synonym_max_neighbours", "max_iter")
+        floats = ("damping", "passage_node_weight", "synonym_threshold", "tol")
+        wrong = [k for k in ints if isinstance(getattr(self, k), bool) or not isinstance(getattr(self, k), int)]
+        wrong += [k for k in floats if isinstance(getattr(self, k), bool) or not isinstance(getattr(self, k), Real)]
+        wrong += [] if isinstance(self.mention_nodes, bool) else ["mention_nodes"]
+        if wrong:
+            raise InputError(
+                f"graph walk settings of the wrong type: {', '.join(f'{k}={getattr(self, k)!r}' for k in wrong)} "
+                f"({', '.join(ints)}: int; {', '.join(floats)}: a number; mention_nodes: bool)"
+            )
         checks = {
             "damping": 0.0 <= self.damping < 1.0,
             "top_facts": self.top_facts >= 1,
@@ -243,7 +254,7 @@ class GraphWalk:
             settings = GraphWalkSettings(**{**base.__dict__, **overrides})
         walk = cls()
         walk.settings = settings or GraphWalkSettings()
-        walk._query_fn = query_fn
+        walk._query_fn = query_fn if query_fn is not None else (lambda q: np.asarray(embed_fn([q]))[0])
         merged = _merge_records(records)
         walk._build(merged, embed_fn, passage_vectors)
         return walk
@@ -379,12 +390,16 @@ class GraphWalk:
 
     # ------------------------------------------------------------------------------------------------ query
     def embed_query(self, query: str) -> np.ndarray:
-        """The query's unit vector (``query_fn``, else the build's ``embed_fn`` is not kept: give ``query_fn``)."""
+        """The query's unit vector (``query_fn``, else ``embed_fn([query])[0]``)."""
         if not isinstance(query, str) or not query.strip():
             raise InputError("query must be a non-empty string")
-        if self._query_fn is None:
-            raise InputError("this walk has no query_fn: pass query_fn to from_records, or call retrieve_vector")
-        v = np.asarray(self._query_fn(query), dtype=np.float32).ravel()
+        assert self._query_fn is not None
+        try:
+            v = np.asarray(self._query_fn(query), dtype=np.float32).ravel()
+        except InputError:
+            raise
+        except Exception as e:  # the caller's function
+            raise InputError(f"query_fn failed on the query ({type(e).__name__}: {e})") from e
         return self._check_query(v)
 
     def _check_query(self, v: np.ndarray) -> np.ndarray:
@@ -574,6 +589,11 @@ class GraphWalkHost:
                 f"unknown graph-walk host options {unknown}; known: path, model, format, prompt_tokens_per_call, "
                 f"limit, passage_prior, {', '.join(sorted(GraphWalkSettings.__dataclass_fields__))}"
             )
+        if isinstance(settings.get("mention_nodes"), str):  # --host-option mention_nodes=true
+            flag = settings["mention_nodes"].strip().lower()
+            if flag not in ("true", "false", "1", "0", "yes", "no"):
+                raise InputError(f"mention_nodes must be true or false, got {settings['mention_nodes']!r}")
+            settings["mention_nodes"] = flag in ("true", "1", "yes")
         self.extraction = extraction
         self.settings = GraphWalkSettings(**settings)
         self.name = "graph-walk"
