@@ -3,6 +3,7 @@ names the parameter; bools and strings are not numbers; NaN and inf are refused.
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -139,3 +140,54 @@ def test_fabricated_concept_items_are_checked() -> None:
 def test_bad_config_object(corpus: list[dict[str, str]]) -> None:
     with pytest.raises(InputError, match="config"):
         G2ConSIndex.build(corpus, embedder="hash", config={"kappa": 0.5})  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------- adapters
+SELECTOR_CASES = [
+    ("kappa", "0.5"),
+    ("kappa", True),
+    ("kappa", False),
+    ("kappa", NAN),
+    ("kappa", 1.5),
+    ("price_per_mtok", "0.15"),
+    ("price_per_mtok", True),
+    ("price_per_mtok", INF),
+    ("prompt_tokens_per_call", "100"),
+    ("prompt_tokens_per_call", True),
+    ("prompt_tokens_per_call", 2.5),
+]
+
+
+def _selectors() -> list[type]:
+    out = []
+    for mod in ("llama_index.retrievers.g2cons", "langchain_g2cons"):
+        with contextlib.suppress(ImportError):
+            out.append(__import__(mod, fromlist=["CoreChunkSelector"]).CoreChunkSelector)
+    if not out:
+        pytest.skip("no adapter installed")
+    return out
+
+
+@pytest.mark.parametrize(("name", "value"), SELECTOR_CASES)
+def test_adapter_selectors_apply_the_core_number_rule(name: str, value: object) -> None:
+    """Both adapters' selectors refuse what the core refuses (no lax coercion of "0.5" or True), with the core's
+    own message for the parameter."""
+    from g2cons_plugins import validate
+
+    rule = {"kappa": validate.unit_interval, "price_per_mtok": validate.non_negative_float}.get(
+        name, validate.non_negative_int
+    )
+    with pytest.raises(InputError) as core_err:
+        rule(name, value)
+    for cls in _selectors():
+        with pytest.raises(ValueError) as err:
+            cls(embedder="hash", **{name: value})
+        assert str(core_err.value) in str(err.value), cls.__module__
+
+
+def test_adapter_selectors_keep_valid_numbers_in_the_core_types() -> None:
+    for cls in _selectors():
+        sel = cls(embedder="hash", kappa=np.float64(0.5), price_per_mtok=1, prompt_tokens_per_call=np.int64(7))
+        assert (sel.kappa, sel.price_per_mtok, sel.prompt_tokens_per_call) == (0.5, 1.0, 7)
+        assert type(sel.kappa) is float and type(sel.price_per_mtok) is float
+        assert type(sel.prompt_tokens_per_call) is int

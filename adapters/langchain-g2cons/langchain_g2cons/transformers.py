@@ -19,11 +19,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, InputError, SelectionReport
 from g2cons_plugins.errors import PersistError
 from g2cons_plugins.outputs import atomic_write_text
+from g2cons_plugins.param_types import NonNegativeFloat, NonNegativeInt, Share
 from g2cons_plugins.pipelines.integration import DEFAULT_EMBEDDER, INDEX_SUBDIR, add_and_select, selection_counts
 from g2cons_plugins.pipelines.integration import drop_empty as drop_empty_items
 from g2cons_plugins.pipelines.overlap import warn_if_overlapping
@@ -32,7 +33,7 @@ from langchain_core.callbacks import Callbacks
 from langchain_core.callbacks.manager import CallbackManager
 from langchain_core.documents import BaseDocumentTransformer, Document
 from langchain_core.runnables.config import run_in_executor
-from pydantic import ConfigDict, Field, validate_call
+from pydantic import ConfigDict, validate_call
 
 from ._convert import DEFAULT_ID_KEY, assign_ids, to_chunks
 from .embeddings import as_core_embedder
@@ -110,7 +111,7 @@ class CoreChunkSelector(BaseDocumentTransformer):
     @validate_call(config=ConfigDict(arbitrary_types_allowed=True))
     def __init__(
         self,
-        kappa: Annotated[float, Field(ge=0.0, le=1.0)] | None = None,
+        kappa: Share | None = None,
         *,
         kappa_by: Literal["tokens", "chunks"] | None = None,
         selector: str | None = None,
@@ -119,8 +120,8 @@ class CoreChunkSelector(BaseDocumentTransformer):
         tokenizer: Any = None,
         cache_dir: str | Path | None = None,
         id_key: str | None = DEFAULT_ID_KEY,
-        price_per_mtok: Annotated[float, Field(ge=0.0)] = 0.15,
-        prompt_tokens_per_call: Annotated[int, Field(ge=0)] | None = None,
+        price_per_mtok: NonNegativeFloat = 0.15,
+        prompt_tokens_per_call: NonNegativeInt | None = None,
         show_progress: bool = False,
         skip_empty: bool = False,
     ) -> None:

@@ -37,6 +37,7 @@ from typing import Any
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, SelectionReport
 from g2cons_plugins.errors import InputError, PersistError
 from g2cons_plugins.outputs import atomic_write_text
+from g2cons_plugins.param_types import NonNegativeFloat, NonNegativeInt, Share
 from g2cons_plugins.pipelines.integration import add_and_select, selection_counts
 from g2cons_plugins.pipelines.integration import drop_empty as drop_empty_items
 from g2cons_plugins.pipelines.overlap import warn_if_overlapping
@@ -54,7 +55,7 @@ _CHAIN = (NodeRelationship.PREVIOUS, NodeRelationship.NEXT)
 class CoreChunkSelector(TransformComponent):
     """Keep the G2ConS core chunks (top kappa) and drop the rest before KG extraction."""
 
-    kappa: float = Field(default=0.8, ge=0.0, le=1.0, description="Share of chunks (or tokens) kept.")
+    kappa: Share = Field(default=0.8, description="Share of chunks (or tokens) kept.")
     kappa_by: str | None = Field(default=None, description="'tokens' or 'chunks' (core default: tokens).")
     selector: str | None = Field(default=None, description="Core selector name (core default: coverage).")
     embedder: str | None = Field(
@@ -64,10 +65,9 @@ class CoreChunkSelector(TransformComponent):
     persist_dir: str | None = Field(default=None, description="Save the concept graph here on every fit.")
     cache_dir: str | None = Field(default=None, description="Embedding cache directory (content-hash keyed).")
     show_progress: bool = Field(default=False, description="Progress bars for the concept-graph build.")
-    price_per_mtok: float = Field(default=0.15, ge=0.0, description="USD per million input tokens (report only).")
-    prompt_tokens_per_call: int = Field(
+    price_per_mtok: NonNegativeFloat = Field(default=0.15, description="USD per million input tokens (report only).")
+    prompt_tokens_per_call: NonNegativeInt = Field(
         default=0,
-        ge=0,
         description="Extraction prompt tokens per chunk (kappa by tokens counts chunk + prompt; the cost too). "
         "Not given: the tokens of SimpleLLMPathExtractor's default prompt (PropertyGraphIndex's default extractor).",
     )
