@@ -113,6 +113,12 @@ def make_chunks(items: Iterable[Any]) -> list[Chunk]:
     deeper than ``MAX_METADATA_DEPTH``; two chunks with the same id and different text. The same id with the same
     text twice is collapsed into one chunk with a warning.
     """
+    if items is None or isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
+        what = "a single string (wrap it in a list)" if isinstance(items, (str, bytes)) else type(items).__name__
+        raise InputError(
+            "chunks must be a list (or any iterable) of chunks: strings, {'id', 'text'} dicts, (id, text) pairs "
+            f"or Chunk objects; got {what}"
+        )
     chunks: list[Chunk] = []
     seen: dict[str, int] = {}
     for pos, item in enumerate(items):

@@ -142,3 +142,28 @@ def test_whole_number_betas_are_accepted(index: G2ConSIndex) -> None:
     assert li.ConceptGraphRetriever(index, beta=300.0).beta == 300
     assert lc.ConceptGraphRetriever(index=index, beta=300).beta == 300
     assert li.ConceptGraphRetriever(index).beta == index.config.beta
+
+
+# ------------------------------------------------------------------------------------------ errors that read well
+def test_build_of_none_or_a_string_names_what_chunks_must_be() -> None:
+    from g2cons_plugins.errors import InputError
+
+    for bad, said in ((None, "got NoneType"), (7, "got int"), ("one text", "a single string (wrap it in a list)")):
+        with pytest.raises(InputError, match=r"chunks must be a list") as err:
+            G2ConSIndex.build(bad, embedder="hash")  # type: ignore[arg-type]
+        assert said in str(err.value)
+
+
+def test_an_empty_node_without_a_document_is_named_once() -> None:
+    li = pytest.importorskip("llama_index.retrievers.g2cons")
+    from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
+
+    from g2cons_plugins.errors import InputError
+
+    nodes = [TextNode(id_=i, text=t) for i, t in CORPUS[:4]] + [TextNode(id_="e", text="  ")]
+    with pytest.raises(InputError) as err:
+        li.CoreChunkSelector(embedder="hash")(nodes)
+    assert "CoreChunkSelector: node 'e' (no ref_doc_id" in str(err.value) and "of node" not in str(err.value)
+    doc_node = TextNode(id_="f", text="", relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id="d9")})
+    with pytest.raises(InputError, match=r"CoreChunkSelector: a node of document 'd9' has no text"):
+        li.CoreChunkSelector(embedder="hash")(nodes[:4] + [doc_node])

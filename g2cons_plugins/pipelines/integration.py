@@ -318,7 +318,8 @@ def drop_empty(
 ) -> list[Any]:
     """``items`` without those whose text is empty or whitespace only (the core refuses them): with ``skip_empty``
     they are dropped and counted in one ``UserWarning``, else an ``InputError`` names the first by ``source(pos)``
-    (the user's terms: document, file, position; after ``prefix`` in the error), never an id a splitter made up.
+    (the user's terms: document, file, position; after ``prefix`` in the error unless it already starts with
+    ``kind``), never an id a splitter made up.
     ``kind``: "document" / "node". A text that is not a ``str`` (None, a number, bytes, a list) raises an
     ``InputError`` naming its item the same way."""
     import warnings
@@ -334,8 +335,10 @@ def drop_empty(
     listed = "; ".join(sources[:3]) + ("; ..." if len(sources) > 3 else "")
     if not skip_empty:
         more = f" ({len(empty)} empty {kind}s in all: {listed})" if len(empty) > 1 else ""
+        first = source(empty[0])
+        lead = "" if first.startswith(kind) else prefix  # "a node of document 'd'", never "a node of node 'n'"
         raise InputError(
-            f"{who}: {prefix}{source(empty[0])} has no text (empty or whitespace only){more}; "
+            f"{who}: {lead}{first} has no text (empty or whitespace only){more}; "
             "remove it or pass skip_empty=True to skip empty ones"
         )
     warnings.warn(f"{who} skipped {len(empty)} empty {kind}(s) ({listed})", UserWarning, stacklevel=3)

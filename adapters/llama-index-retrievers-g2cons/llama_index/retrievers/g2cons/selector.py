@@ -421,7 +421,7 @@ def drop_empty(nodes: Sequence[BaseNode], skip_empty: bool, who: str) -> list[Ba
     document (:func:`node_source`), not the node id a splitter made up."""
     nodes = list(nodes)
     texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
-    return drop_empty_items(nodes, texts, lambda p: node_source(nodes[p]), skip_empty, who, "node", "the node of ")
+    return drop_empty_items(nodes, texts, lambda p: node_source(nodes[p]), skip_empty, who, "node", "a node of ")
 
 
 def _read_state(d: Path) -> dict[str, Any]:
