@@ -135,3 +135,20 @@ def test_guarantees_name_tests_that_exist() -> None:
         re.findall(r"^(?:async )?def (test_\w+)", "\n".join(p.read_text(encoding="utf-8") for p in sources), re.M)
     )
     assert names and names <= defined, sorted(names - defined)
+
+
+GUIDES = sorted((DOCS / "guides").glob("*.md")) + sorted((DOCS / "api").glob("*.md"))
+GUIDES += [DOCS / "getting-started.md", DOCS / "index.md"]
+
+
+@pytest.mark.parametrize("page", GUIDES, ids=lambda p: rel(p))
+def test_guide_code_lines_fit_the_sites_width(page: Path) -> None:
+    """Code lines of the guides stay within 100 characters: the rendered site cuts longer ones (their comments
+    hidden)."""
+    inside, long = False, []
+    for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        if line.startswith("```"):
+            inside = not inside
+        elif inside and len(line) > 100:
+            long.append(f"{rel(page)}:{n}: {len(line)} characters")
+    assert not long, "\n".join(long)
