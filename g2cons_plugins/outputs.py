@@ -21,6 +21,14 @@ Users' files are sacred. The rules (:mod:`g2cons_plugins.cli` applies them befor
 - **Atomic.** Files are written to a temporary sibling, flushed, and renamed into place
   (:func:`atomic_write_text`); folders are built aside and renamed in (:func:`staged_folder`). File modes follow
   the umask.
+- **Nothing left behind.** A folder built aside (``.NAME.tmp-*``) and an old output set aside during the swap
+  (``.NAME.old-*``) carry a stamp, :data:`STAGING` (who made them: process id and host). A run killed in the
+  middle (``kill -9``, power loss) can leave them beside ``NAME``, and ``NAME`` itself missing when it died
+  between the two renames of the swap; the next run puts things back before it starts
+  (:func:`recover_interrupted`): the previous output is restored when ``NAME`` is missing, and the unfinished
+  build and the set-aside copy are removed, each said in one line. Only folders recognisably g2cons's are
+  touched (the stamp of a process that is no longer running, or g2cons's marker listing every file, unchanged);
+  anything else is left where it is, and said.
 """
 
 from __future__ import annotations
@@ -31,7 +39,9 @@ import json
 import os
 import re
 import shutil
+import socket
 import tempfile
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -40,6 +50,8 @@ from .errors import InputError
 
 MARKER = ".g2cons-output"  # JSON, but no .json suffix: host file patterns (.*\\.json$) never pick it up
 _MARKER_KIND = "g2cons-output"
+STAGING = ".g2cons-staging"  # in a folder g2cons builds aside, or sets an old output aside in: who made it
+_STAGING_KIND = "g2cons-staging"
 STAMP = "g2cons_output"  # how a single-file output says it is g2cons's: first JSON key, XML comment, PNG text...
 _HEAD_BYTES = 8192  # a stamp is looked for in a file's first bytes only
 # the exact header lines of `g2cons export --format csv` (edges, nodes): CSV has no room for a stamp
@@ -360,23 +372,125 @@ def check_replaceable_folder(folder: Path, flag: str, owned_dir: Callable[[Path]
         )
 
 
+def staging_dir(out: Path, role: str = "tmp") -> Path:
+    """A fresh hidden sibling of ``out`` (``.NAME.tmp-*`` to build in, ``.NAME.old-*`` to set the old output
+    aside in) holding the :data:`STAGING` stamp, so that a later run recognises it if this one is killed."""
+    folder = make_temp_dir(out.parent, f".{out.name}.{role}-")
+    body = {"kind": _STAGING_KIND, "role": role, "target": out.name, "pid": os.getpid(), "host": socket.gethostname()}
+    (folder / STAGING).write_text(json.dumps(body) + "\n", encoding="utf-8")
+    return folder
+
+
 def publish_folder(tmp: Path, out: Path, recheck: Callable[[], None]) -> None:
     """Move the finished folder ``tmp`` to ``out`` (same file system): a rename when ``out`` is absent; otherwise
     ``recheck()`` (``out`` still ours, right before the swap), the old folder renamed aside, ``tmp`` renamed in, the
-    old one removed (the old one is put back if the second rename fails)."""
+    old one removed (the old one is put back if the second rename fails; nothing is left aside if the first one
+    fails). ``tmp``'s :data:`STAGING` stamp is removed first: the published folder holds only the output."""
     if not os.path.lexists(out):
+        (tmp / STAGING).unlink(missing_ok=True)
         os.replace(tmp, out)
         return
     recheck()
-    old = make_temp_dir(out.parent, f".{out.name}.old-")
-    os.replace(out, old / out.name)
+    (tmp / STAGING).unlink(missing_ok=True)
+    old = staging_dir(out, "old")
+    try:
+        os.replace(out, old / out.name)
+    except BaseException:  # refused (EBUSY, EXDEV...): nothing moved, nothing left aside
+        shutil.rmtree(old, ignore_errors=True)
+        raise
     try:
         os.replace(tmp, out)
     except BaseException:
         os.replace(old / out.name, out)
-        old.rmdir()
+        shutil.rmtree(old, ignore_errors=True)
         raise
-    shutil.rmtree(old, ignore_errors=True)  # only g2cons's own earlier files (checked by recheck)
+    shutil.rmtree(old / out.name, ignore_errors=True)  # only g2cons's own earlier files (checked by recheck)
+    shutil.rmtree(old, ignore_errors=True)  # its stamp last: a run killed meanwhile leaves it recognisable
+
+
+def _staging_stamp(folder: Path) -> dict[str, Any] | None:
+    """``folder``'s :data:`STAGING` stamp, if it holds one of g2cons's."""
+    file = folder / STAGING
+    if file.is_symlink() or not file.is_file():
+        return None
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) and data.get("kind") == _STAGING_KIND else None
+
+
+def _running(stamp: dict[str, Any]) -> bool:
+    """True when the process that made a stamp may still be running (same host, live pid; another host: assumed
+    running, nothing is touched)."""
+    if stamp.get("host") != socket.gethostname():
+        return True
+    pid = stamp.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, another user's
+        return True
+    return True
+
+
+def _complete_output(folder: Path, owned_dir: Callable[[Path], bool] | None) -> bool:
+    """An output folder of g2cons's, whole: its marker lists every file in it, unchanged."""
+    return _marker_files(folder) is not None and not foreign_entries(folder, owned_dir)
+
+
+def recover_interrupted(out: Path, owned_dir: Callable[[Path], bool] | None = None) -> list[str]:
+    """Put back what a run killed while it wrote the folder ``out`` left (see the module doc), and say what was
+    done (each line also a warning, which the command line prints as one line). ``owned_dir``: see
+    :func:`foreign_entries`. A staging folder of a run still going on is left alone."""
+    parent = out.parent
+    if not parent.is_dir():
+        return []
+    said: list[str] = []
+
+    def say(text: str) -> None:
+        said.append(text)
+        warnings.warn(text, stacklevel=3)
+
+    olds: list[tuple[Path, Path | None, bool]] = []  # (folder aside, previous output whole in it, anything in it)
+    for p in sorted(parent.iterdir()):
+        role = next((r for r in ("old", "tmp") if p.name.startswith(f".{out.name}.{r}-")), "")
+        if not role or p.is_symlink() or not p.is_dir():
+            continue
+        stamp = _staging_stamp(p)
+        if stamp is not None and (stamp.get("target") != out.name or _running(stamp)):
+            continue  # another output's, or a run still going on
+        names = {q.name for q in p.iterdir()} - {STAGING}
+        if role == "tmp":
+            if stamp is not None or not names or _complete_output(p, owned_dir):
+                shutil.rmtree(p, ignore_errors=True)
+                say(f"{p}: removed the unfinished copy of {out} that an interrupted g2cons run left")
+                continue
+        elif names <= {out.name}:
+            prev = p / out.name
+            whole = bool(names) and prev.is_dir() and not prev.is_symlink() and _complete_output(prev, owned_dir)
+            if stamp is not None or whole or not names:  # stamped: set aside by g2cons after checking it was its own
+                olds.append((p, prev if whole else None, bool(names)))
+                continue
+        say(
+            f"{p}: left where it is: named like an interrupted g2cons run's folder, but g2cons cannot recognise "
+            "what it holds as its own; move or delete it yourself"
+        )
+    for folder, prev, anything in olds:
+        if prev is not None and not os.path.lexists(out):
+            os.replace(prev, out)
+            say(f"{out}: restored the previous output, which an interrupted g2cons run had set aside in {folder}")
+        elif anything:
+            say(f"{folder}: removed the previous output of {out} that an interrupted g2cons run had set aside")
+        else:
+            say(f"{folder}: removed an empty folder that an interrupted g2cons run left")
+        shutil.rmtree(folder, ignore_errors=True)
+    return said
 
 
 @contextlib.contextmanager
@@ -385,13 +499,13 @@ def staged_folder(out: Path, command: str, recheck: Callable[[], None]) -> Itera
     :data:`MARKER` listing every file in it (with its SHA-256) is added and the folder is published at ``out``
     (:func:`publish_folder`). If the block fails, the sibling is removed and ``out`` is untouched."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = make_temp_dir(out.parent, f".{out.name}.tmp-")
+    tmp = staging_dir(out)
     try:
         yield tmp
         files = {
             p.relative_to(tmp).as_posix(): sha256_file(p)
             for p in sorted(tmp.rglob("*"))
-            if p.is_file() and not p.is_symlink() and p != tmp / MARKER
+            if p.is_file() and not p.is_symlink() and p not in (tmp / MARKER, tmp / STAGING)
         }
         atomic_write_text(tmp / MARKER, marker_text(files, command))
         publish_folder(tmp, out, recheck)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import warnings
 from collections.abc import Sequence
 
 from ..errors import G2ConSError
@@ -53,7 +54,26 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _plain_warning(
+    message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
+) -> str:
+    """A warning as the command line prints it: one plain line (no class name, no source file, no source line)."""
+    return f"g2cons: warning: {message}\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``g2cons`` command line with ``argv`` (default: ``sys.argv[1:]``); returns the exit status.
+    Warnings raised while it runs are printed as one plain line each (``g2cons: warning: ...``); the caller's
+    warning format is restored on return (and a caller recording warnings still records them)."""
+    before = warnings.formatwarning
+    warnings.formatwarning = _plain_warning
+    try:
+        return _main(argv)
+    finally:
+        warnings.formatwarning = before
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s")
     try:

@@ -52,12 +52,13 @@ from ..outputs import (
     apply_umask,
     check_replaceable_file,
     check_replaceable_folder,
-    make_temp_dir,
     marker_text,
     publish_folder,
     recognised_output,
+    recover_interrupted,
     sha256_bytes,
     sha256_file,
+    staging_dir,
 )
 from ..text import Tokenizer, get_tokenizer
 
@@ -496,6 +497,7 @@ def check_output(corpus: Corpus, out: Path, report: Path | None = None) -> None:
     if corpus.kind == "folder":
         if out.exists() and not out.is_dir():
             raise InputError(f"--out {out}: exists and is not a folder (folder input writes a folder)")
+        recover_interrupted(out)  # a run killed while it swapped the folder in: put back what it left
         check_replaceable_folder(out, "--out")
     else:
         if out.is_dir():
@@ -594,7 +596,7 @@ def _write_folder(
     corpus: Corpus, pairs: list[tuple[Document, Chunk]], out: Path, extra: dict[str, str], show_progress: bool
 ) -> list[str]:
     check_replaceable_folder(out, "--out")
-    tmp = make_temp_dir(out.parent, f".{out.name}.tmp-")
+    tmp = staging_dir(out)  # stamped: a later run recognises it if this one is killed
     written: list[str] = []
     digests: dict[str, str] = {}
     taken: set[str] = set()
