@@ -32,6 +32,7 @@ import numpy as np
 from .errors import InputError, PersistError
 from .storage.index_entry import entry_params
 from .storage.memory import drop_mapped_pages
+from .storage.npy_file import load_npy
 
 UNIT_PQ_FORMAT = "g2cons-unit-pq/1"
 UNIT_PQ_CODES = "unit_pq_codes.npy"
@@ -225,21 +226,13 @@ def read_unit_pq(folder: Path, entry: Any, n_units: int, dim: int, mmap: bool = 
     memory-mapped unless ``mmap=False``; every mismatch with the manifest entry or the snapshot raises
     :class:`PersistError`."""
     params = entry_params(folder, entry, "unit_pq", UNIT_PQ_FORMAT, n_units, UnitPQParams)
-    arrays = []
-    for name in UNIT_PQ_FILES:
-        try:
-            arrays.append(np.load(folder / name, allow_pickle=False, mmap_mode="r" if mmap else None))
-        except ValueError as e:
-            raise PersistError(f"{folder / name}: not a valid .npy file ({e})") from None
-    codes, centroids = arrays
     m = subspaces(dim, params)
     want = (m, 2**NBITS, dim // m)
-    if centroids.dtype != np.float32 or centroids.shape != want or not np.isfinite(centroids).all():
+    # headers and sizes checked against the manifest's count and the dimension before anything is read or mapped
+    centroids = load_npy(folder / UNIT_PQ_CENTROIDS, np.float32, want, "centroids")
+    if not np.isfinite(centroids).all():
         raise PersistError(f"{folder / UNIT_PQ_CENTROIDS}: expected finite float32 centroids of shape {want}")
-    shape = (n_units, (m * NBITS + 7) // 8)
-    if codes.dtype != np.uint8 or codes.shape != shape:
-        got = f"{codes.dtype} {codes.shape}"
-        raise PersistError(f"{folder / UNIT_PQ_CODES}: expected uint8 codes of shape {shape}, got {got}")
+    codes = load_npy(folder / UNIT_PQ_CODES, np.uint8, (n_units, (m * NBITS + 7) // 8), "codes", mmap=mmap)
     pq = UnitPQ(np.array(centroids), codes, params)
     drop_mapped_pages([codes])  # read once into the scan's packed copy; an update maps back what it copies
     return pq

@@ -51,6 +51,7 @@ import numpy as np
 from .errors import InputError, PersistError
 from .positions import positions_of
 from .storage.index_entry import entry_params
+from .storage.npy_file import load_npy
 
 FORMAT = "g2cons-vector-index/1"
 MANIFEST = "vector_index.json"
@@ -259,11 +260,10 @@ class VectorIndex:
             if not f.is_file() or f.stat().st_size != size:
                 raise PersistError(f"{f} is missing or has the wrong size (expected {size} bytes)")
         try:
-            vecs = np.load(d / VECTORS, mmap_mode="r" if mmap else None, allow_pickle=False)
-        except ValueError as exc:
-            raise PersistError(f"{d / VECTORS} is not a valid .npy file: {exc}") from None
-        if vecs.shape != (manifest["n"], manifest["dim"]) or str(vecs.dtype) != manifest["dtype"]:
-            raise PersistError(f"{d / VECTORS}: shape {vecs.shape} {vecs.dtype} disagrees with {MANIFEST}")
+            want = (int(manifest["n"]), int(manifest["dim"])), np.dtype(manifest["dtype"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise PersistError(f"{d / MANIFEST}: fields 'n', 'dim' and 'dtype' are invalid ({exc})") from None
+        vecs = load_npy(d / VECTORS, want[1], want[0], f"vectors (as {MANIFEST} says)", mmap=mmap)
         graph = None
         if GRAPH in manifest["files"]:
             graph = _usearch().restore(str(d / GRAPH), view=mmap)
@@ -661,11 +661,8 @@ def read_unit_ann(folder: Path, entry: Any, n_units: int, dim: int, mmap: bool =
     """The unit index saved by :func:`write_unit_ann` (checksums are checked by the caller), memory-mapped unless
     ``mmap=False``; every mismatch with the manifest entry or the snapshot raises :class:`PersistError`."""
     params = entry_params(folder, entry, "unit_ann", UNIT_ANN_FORMAT, n_units, UnitANNParams)
-    try:
-        keys = np.load(folder / UNIT_ANN_KEYS, allow_pickle=False)
-    except ValueError as e:
-        raise PersistError(f"{folder / UNIT_ANN_KEYS}: not a valid .npy file ({e})") from None
-    if keys.dtype != np.uint64 or keys.shape != (n_units,) or len(np.unique(keys)) != n_units:
+    keys = load_npy(folder / UNIT_ANN_KEYS, np.uint64, (n_units,), "keys")  # header and size checked first
+    if len(np.unique(keys)) != n_units:
         raise PersistError(f"{folder / UNIT_ANN_KEYS}: expected {n_units} distinct uint64 keys")
     try:
         graph = _usearch().restore(str(folder / UNIT_ANN_GRAPH), view=mmap)

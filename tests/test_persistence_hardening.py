@@ -529,3 +529,84 @@ def test_every_config_round_trips_through_the_validation_and_verify(
     got = G2ConSIndex.load(tmp_path / "idx", verify=True)
     assert got.stats == idx.stats
     np.testing.assert_array_equal(got.derived.pagerank, idx.derived.pagerank)
+
+
+# ---------------------------------------------------------------------------------------------- forged .npy files
+def _npy_bytes(shape: tuple[int, ...], descr: str, data: bytes) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    buf.write(np.lib.format.magic(1, 0))
+    np.lib.format.write_array_header_1_0(buf, {"descr": descr, "fortran_order": False, "shape": shape})
+    return buf.getvalue() + data
+
+
+def _npy_forgeries(file: Path) -> dict[str, bytes]:
+    """Consistent forgeries of a saved ``.npy`` (its checksum is recomputed): empty, a header claiming 2^40 rows
+    over the same data, one row fewer, another dtype over the same bytes, a truncated header."""
+    with file.open("rb") as fh:
+        np.lib.format.read_magic(fh)
+        shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
+        data = fh.read()
+    descr = np.lib.format.dtype_to_descr(dtype)
+    other = "<f8" if dtype != np.float64 else "<f4"
+    fewer = data[: max(0, len(data) - (len(data) // max(shape[0], 1)))]
+    return {
+        "empty": b"",
+        "2^40 rows": _npy_bytes((2**40, *shape[1:]), descr, data),
+        "a row fewer": _npy_bytes((max(shape[0] - 1, 0), *shape[1:]), descr, fewer),
+        "another dtype": _npy_bytes((len(data) // np.dtype(other).itemsize,), other, data),
+        "cut header": _npy_bytes(shape, descr, data)[:20],
+    }
+
+
+@pytest.fixture(scope="module")
+def npy_indexes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Saved indexes holding every ``.npy`` a load reads: plain, product-quantised, graph unit index, trickle log."""
+    root = tmp_path_factory.mktemp("npy")
+    out = {}
+    for kind in ("plain", "pq", "hnsw"):
+        cfg = G2ConSConfig(theta_co=1) if kind == "plain" else G2ConSConfig(theta_co=1, ann_threshold=1, ann_kind=kind)
+        if kind != "plain":
+            pytest.importorskip("faiss" if kind == "pq" else "usearch")
+        G2ConSIndex.build(DOCS[:16], embedder="hash:32", config=cfg).save(root / kind)
+        out[kind] = root / kind
+    idx = G2ConSIndex.load(out["plain"])
+    idx.add(DOCS[16:], exact=False)
+    idx.save(out["plain"])  # the folder it was loaded from: the exact snapshot's files + trickle_log / _vectors
+    return out
+
+
+NPY_FILES = [
+    ("plain", "unit_vectors.npy"),
+    ("plain", "trickle_vectors.npy"),
+    ("pq", "unit_pq_codes.npy"),
+    ("pq", "unit_pq_centroids.npy"),
+    ("hnsw", "unit_ann_keys.npy"),
+    ("hnsw", "unit_vectors.npy"),
+]
+
+
+@pytest.mark.parametrize("kind, name", NPY_FILES)
+def test_forged_npy_files_are_refused_naming_the_file_before_anything_is_allocated(
+    npy_indexes: dict[str, Path], tmp_path: Path, kind: str, name: str
+) -> None:
+    """Every forgery of every ``.npy`` a load reads (checksums recomputed) raises PersistError naming the file, at
+    once: no EOFError, no MemoryError, no allocation of what the header claims."""
+    import shutil
+    import tracemalloc
+
+    for label, content in _npy_forgeries(V(npy_indexes[kind]) / name).items():
+        path = tmp_path / f"{kind}-{label.replace(' ', '-').replace('^', '')}"
+        shutil.copytree(npy_indexes[kind], path)
+        (V(path) / name).unlink()  # hard links in a trickle save: never write through one
+        (V(path) / name).write_bytes(content)
+        _resum(path, name)
+        tracemalloc.start()
+        try:
+            err = _quick_refusal(path, name.replace(".", r"\."))
+        finally:
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+        assert peak < 64 << 20, (label, peak)
+        assert str(V(path) / name) in str(err), (label, str(err))

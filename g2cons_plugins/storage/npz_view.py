@@ -13,10 +13,12 @@ sha256).
 from __future__ import annotations
 
 import io
+import math
 import mmap
 import struct
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -68,13 +70,33 @@ class NpzView:
         return a
 
     def _fallback(self, name: str) -> np.ndarray:
-        """``np.load``'s reading of a member (compressed, or a header version read here does not handle)."""
+        """``np.load``'s reading of a member (compressed, or a header version read here does not handle), once its
+        header's shape and dtype agree with the member's uncompressed size (a forged header claiming 2^40 rows
+        would make ``np.load`` allocate them first)."""
+        info = self._infos.get(name)
+        if info is not None:
+            _check_member(self._npz, info, name)
         try:
             return np.asarray(self._npz[name])
         except (KeyError, OSError):
             raise
         except Exception as e:  # noqa: BLE001 - zipfile / zlib / numpy errors of a damaged member
             raise ValueError(f"member {name!r}: unreadable ({type(e).__name__}: {e})") from None
+
+
+def _check_member(npz: Any, info: zipfile.ZipInfo, name: str) -> None:
+    """ValueError unless member ``name``'s ``.npy`` header describes exactly its uncompressed size."""
+    try:
+        with npz.zip.open(info) as fh:
+            version = np.lib.format.read_magic(fh)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _, dtype = read(fh)
+            head = fh.tell()
+    except Exception as e:  # noqa: BLE001 - zipfile / zlib / numpy errors of a damaged member
+        raise ValueError(f"member {name!r}: unreadable header ({type(e).__name__}: {e})") from None
+    bad_shape = any(not isinstance(d, int) or d < 0 for d in shape)
+    if bad_shape or head + math.prod(shape) * dtype.itemsize != info.file_size:
+        raise ValueError(f"member {name!r}: a {dtype} array of shape {shape} does not fit its {info.file_size} bytes")
 
 
 def _array(buf: mmap.mmap, start: int, size: int, name: str) -> np.ndarray | None:
@@ -91,7 +113,7 @@ def _array(buf: mmap.mmap, start: int, size: int, name: str) -> np.ndarray | Non
         raise ValueError(f"member {name!r} holds Python objects (not read without pickle)")
     if any(d < 0 for d in shape):
         raise ValueError(f"member {name!r}: negative dimension in shape {shape}")
-    count = int(np.prod(shape, dtype=np.int64))
+    count = math.prod(shape)  # Python ints: a forged shape cannot wrap around to a small count
     offset = start + head.tell()
     if head.tell() + count * dtype.itemsize > size or offset + count * dtype.itemsize > len(buf):
         raise ValueError(f"member {name!r}: {count} x {dtype} does not fit in its {size} bytes")

@@ -33,6 +33,7 @@ from ..errors import PersistError
 from ..positions import first_mismatch
 from ..state import Stored, binary, freeze
 from .memory import drop_mapped_pages
+from .npy_file import load_npy
 
 __all__ = [
     "SENTENCE_VECTORS",
@@ -323,13 +324,8 @@ def _tokens(path: Path, k: int, row: dict[str, Any], text: str) -> int:
 def read_vectors(path: Path, n: int | None, dim: int) -> np.ndarray:
     """The float32 ``(n, dim)`` vectors of ``path`` (``n`` None: any number of rows), memory-mapped read-only,
     checked finite and non-zero (streamed)."""
-    try:
-        a = np.load(path, allow_pickle=False, mmap_mode="r")
-    except (OSError, ValueError) as e:
-        raise PersistError(f"{path}: unreadable vector file ({e})") from None
-    n = a.shape[0] if n is None and a.ndim == 2 else n
-    if n is None or a.dtype != np.float32 or a.shape != (n, dim):
-        raise PersistError(f"{path}: vectors of dtype {a.dtype} and shape {a.shape}; expected float32 ({n}, {dim})")
+    a = load_npy(path, np.float32, (n, dim), "vectors", mmap=True)  # header and size checked before the map
+    n = a.shape[0]
     for s in range(0, n, 65_536):  # streamed: a memory-mapped file is not read into memory at once
         block = np.asarray(a[s : s + 65_536])
         if not np.isfinite(block).all():

@@ -15,6 +15,7 @@ import numpy as np
 from ..chunks import Chunk
 from ..errors import PersistError
 from ..trickle_log import TrickleOp
+from .npy_file import load_npy
 
 __all__ = ["LOG_FILES", "LOG_JSON", "LOG_VECTORS", "read_log", "write_log"]
 
@@ -55,12 +56,7 @@ def read_log(folder: Path, dim: int) -> list[TrickleOp]:
         raise PersistError(f"{jf}: not valid JSON ({e})") from None
     if not isinstance(doc, dict) or doc.get("format") != LOG_FORMAT or not isinstance(doc.get("ops"), list):
         raise PersistError(f"{jf}: not a {LOG_FORMAT} file (fields 'format' and 'ops')")
-    try:
-        vecs = np.load(vf, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise PersistError(f"{vf}: not a readable .npy array ({e})") from None
-    if vecs.dtype != np.float32 or vecs.ndim != 2 or vecs.shape[1] != dim:
-        raise PersistError(f"{vf}: expected float32 vectors of dimension {dim}, got {vecs.dtype} {vecs.shape}")
+    vecs = load_npy(vf, np.float32, (None, dim), "vectors")  # header and size checked before it is read
     if not np.isfinite(vecs).all():
         raise PersistError(f"{vf}: holds NaN or infinite values")
     ops: list[TrickleOp] = []
