@@ -94,9 +94,10 @@ def _day_two(storage: Path, llm: Any, retriever: Any, index2: Any, sel: CoreChun
     # reload again: the delete was saved (the loaded selector persists to the folder it came from)
     index2.storage_context.persist(persist_dir=str(storage))
     index3 = _reload(storage, llm)
-    again = G2ConSRetriever.from_persist_dir(storage, index=index3)
-    assert len(again.index.chunks) == n_chunks
-    assert "Zorbulon" not in _texts(again.retrieve(QUERY))
+    sel3 = CoreChunkSelector.from_persist_dir(storage, fresh=True)  # from disk, not the live selector
+    again = G2ConSRetriever.from_persist_dir(storage, index=index3, selector=sel3)
+    assert sel3 is not sel and again.index is sel3.index and len(again.index.chunks) == n_chunks
+    assert "Zorbulon" not in _texts(again.retrieve(QUERY)) and sel3.kept_ids == sel.kept_ids
 
 
 def test_from_persist_dir_loads_the_selector_saved_beside_it_and_tracks_the_index(day_one) -> None:
@@ -129,3 +130,27 @@ def test_concept_retriever_persists_its_selector_and_reloads_one_graph(day_one, 
     back = ConceptGraphRetriever.from_persist_dir(tmp_path / "concept")
     assert back.beta == 300 and back.selector is not None and back.index is back.selector.index
     assert back.selector.kept_ids == sel.kept_ids
+
+
+def test_the_issues_two_loads_share_one_selector(day_one) -> None:
+    """The reload as first written: the retriever from the folder, and the selector from the same folder tracking
+    the reloaded index. Both are one selector, so the insert reaches the graph the retriever reads."""
+    storage, llm = day_one["storage"], day_one["llm"]
+    index2 = _reload(storage, llm)
+    retriever = G2ConSRetriever.from_persist_dir(storage, index=index2)
+    sel2 = CoreChunkSelector.from_persist_dir(storage)
+    sel2.track(index2)
+    assert sel2 is retriever.selector
+    _day_two(storage, llm, retriever, index2, sel2, day_one["n_chunks"])
+    assert CoreChunkSelector.from_persist_dir(storage, fresh=True) is not sel2  # a new read when asked
+
+
+def test_a_save_by_another_selector_is_read_again(day_one) -> None:
+    storage = day_one["storage"]
+    first = CoreChunkSelector.from_persist_dir(storage)
+    assert CoreChunkSelector.from_persist_dir(storage) is first  # one selector per folder
+    other = CoreChunkSelector.from_persist_dir(storage, fresh=True)  # now the live one
+    first.kappa = 0.3
+    first.persist(storage)  # a save the live one did not make
+    again = CoreChunkSelector.from_persist_dir(storage)
+    assert again is not other and again.kappa == 0.3

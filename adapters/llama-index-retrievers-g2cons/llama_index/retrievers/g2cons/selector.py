@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import weakref
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -50,6 +51,8 @@ from .events import G2ConSSelectionEvent, dispatcher
 INDEX_SUBDIR = "g2cons_index"
 SELECTOR_FILE = "g2cons_selector.json"
 _CHAIN = (NodeRelationship.PREVIOUS, NodeRelationship.NEXT)
+_LOADED: weakref.WeakValueDictionary[str, CoreChunkSelector] = weakref.WeakValueDictionary()
+"""Selectors loaded by ``from_persist_dir`` in this process, by folder: one concept graph per folder."""
 
 
 class CoreChunkSelector(TransformComponent):
@@ -82,6 +85,7 @@ class CoreChunkSelector(TransformComponent):
     _links: dict[str, list[str | None]] | None = PrivateAttr(default=None)
     _kept: frozenset[str] = PrivateAttr(default=frozenset())
     _dropped: frozenset[str] = PrivateAttr(default=frozenset())
+    _saved: tuple[int, int, int] | None = PrivateAttr(default=None)  # the state file as last read or written
 
     def __init__(self, kappa: float = 0.8, *, embedder: Any = None, config: Any = None, **kwargs: Any) -> None:
         obj = None if embedder is None or isinstance(embedder, str) else embedder
@@ -371,18 +375,30 @@ class CoreChunkSelector(TransformComponent):
         state = {"fields": self.model_dump(exclude={"class_name"}), "report": self.report.to_dict()}
         state.update(links=self._links or {}, kept=sorted(self._kept), dropped=sorted(self._dropped))
         atomic_write_text(d / SELECTOR_FILE, json.dumps(state))
+        self._saved = _signature(d)
 
     @classmethod
-    def from_persist_dir(cls, persist_dir: str | Path, embedder: Any = None) -> CoreChunkSelector:
-        """A selector saved by :meth:`persist` (every field, the concept graph and the decisions made)."""
+    def from_persist_dir(cls, persist_dir: str | Path, embedder: Any = None, fresh: bool = False) -> CoreChunkSelector:
+        """A selector saved by :meth:`persist` (every field, the concept graph and the decisions made).
+
+        One folder, one selector in a process, as one ``StorageContext`` serves an index and its retrievers: while
+        a selector loaded from ``persist_dir`` is alive (``G2ConSRetriever.from_persist_dir`` loads one), this
+        returns that same object, so its concept graph, its tracking of the host index and its saves stay one.
+        ``fresh=True`` (or an ``embedder``) reads the folder again into a new selector."""
+        key = str(Path(persist_dir).resolve())
+        live = _LOADED.get(key)
+        if live is not None and not fresh and embedder is None and live._saved == _signature(Path(persist_dir)):
+            return live  # what is on disk is what it read or wrote last: nobody else saved there since
         state = _read_state(Path(persist_dir))
         kw = {k: v for k, v in state["fields"].items() if k in cls.model_fields and k != "embedder"}
         kw["persist_dir"] = str(persist_dir)
         sel = cls(embedder=embedder if embedder is not None else state["fields"].get("embedder"), **kw)
         sel._load(Path(persist_dir))
+        _LOADED[key] = sel
         return sel
 
     def _load(self, d: Path) -> None:
+        self._saved = _signature(d)
         state = _read_state(d)
         names = {f.name for f in fields(SelectionReport)}
         report = SelectionReport(**{k: v for k, v in state["report"].items() if k in names})
@@ -422,6 +438,16 @@ def drop_empty(nodes: Sequence[BaseNode], skip_empty: bool, who: str) -> list[Ba
     nodes = list(nodes)
     texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
     return drop_empty_items(nodes, texts, lambda p: node_source(nodes[p]), skip_empty, who, "node", "a node of ")
+
+
+def _signature(d: Path) -> tuple[int, int, int] | None:
+    """``(inode, mtime_ns, size)`` of ``d/g2cons_selector.json`` (each save renames a new file in), None when
+    absent: whether a save happened since."""
+    try:
+        st = (d / SELECTOR_FILE).stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def _read_state(d: Path) -> dict[str, Any]:
