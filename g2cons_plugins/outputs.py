@@ -34,6 +34,7 @@ Users' files are sacred. The rules (:mod:`g2cons_plugins.cli` applies them befor
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -46,7 +47,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from .errors import InputError, PersistError
 
 MARKER = ".g2cons-output"  # JSON, but no .json suffix: host file patterns (.*\\.json$) never pick it up
 _MARKER_KIND = "g2cons-output"
@@ -94,8 +95,23 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+# a full disk, a full quota, a file over the file system's or the process's size limit (ulimit -f)
+NO_ROOM = tuple(getattr(errno, n) for n in ("ENOSPC", "EFBIG", "EDQUOT") if hasattr(errno, n))
+
+
+def no_room_error(e: BaseException, path: Path, kept: str) -> PersistError | None:
+    """For a write that ran out of room (:data:`NO_ROOM`): a :class:`~g2cons_plugins.errors.PersistError` naming
+    ``path`` (the file or folder being written) and what stays intact (``kept``); None for any other failure."""
+    if not isinstance(e, OSError) or isinstance(e, PersistError) or e.errno not in NO_ROOM:
+        return None
+    fix = "make room" if e.errno != errno.EFBIG else "raise the file size limit (ulimit -f) or write elsewhere"
+    return PersistError(f"{path}: cannot write it: {e.strerror or e}; {kept}: {fix} and run again")
+
+
 def atomic_write_bytes(path: str | Path, data: bytes) -> str:
-    """Write ``data`` to ``path`` atomically (temporary sibling, fsync, rename); returns its SHA-256."""
+    """Write ``data`` to ``path`` atomically (temporary sibling, fsync, rename); returns its SHA-256. A full disk
+    or a file size limit raises a :class:`~g2cons_plugins.errors.PersistError` naming ``path`` (which is left as
+    it was)."""
     path = Path(path)
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.tmp-", dir=path.parent)
     try:
@@ -105,9 +121,13 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> str:
             os.fsync(fh.fileno())
         apply_umask(name)
         os.replace(name, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(name)
+        kept = f"{path} is as it was" if os.path.lexists(path) else f"{path} was not created"
+        failed = no_room_error(e, path, f"nothing was written in its place ({kept}, the partial copy removed)")
+        if failed is not None:
+            raise failed from e
         raise
     return sha256_bytes(data)
 

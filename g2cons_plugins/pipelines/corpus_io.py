@@ -53,6 +53,7 @@ from ..outputs import (
     check_replaceable_file,
     check_replaceable_folder,
     marker_text,
+    no_room_error,
     publish_folder,
     recognised_output,
     recover_interrupted,
@@ -578,8 +579,11 @@ def write_selection(
             os.fsync(fh.fileno())
         apply_umask(tmp)
         os.replace(tmp, out)
-    except BaseException:
+    except BaseException as e:
         tmp.unlink(missing_ok=True)
+        failed = no_room_error(e, out, "nothing was written in its place (the partial copy removed)")
+        if failed is not None:
+            raise failed from e
         raise
     return [str(out)]
 
@@ -621,8 +625,11 @@ def _write_folder(
         (tmp / MARKER).write_text(marker_text(digests, "select"), encoding="utf-8")
         # again, right before the swap: nothing foreign appeared
         publish_folder(tmp, out, lambda: check_replaceable_folder(out, "--out"))
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             shutil.rmtree(tmp)
+        failed = no_room_error(e, out, "nothing was written in its place (the partial copy removed)")
+        if failed is not None:
+            raise failed from e
         raise
     return written

@@ -79,6 +79,7 @@ directly in the folder) is still read; the next save migrates it, removing exact
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import hashlib
 import json
@@ -101,6 +102,7 @@ import numpy as np
 from ..config import G2ConSConfig
 from ..embedders import CachedEmbedder, Embedder, get_embedder
 from ..errors import G2ConSError, PersistError
+from ..outputs import NO_ROOM
 from ..snapshot import HasSnapshot, Snapshot, as_snapshot, make_snapshot, refreshed, replayed, with_origin
 from ..state import Stored, derive, needs_sentence_vectors
 from ..text import Tokenizer, get_tokenizer
@@ -297,8 +299,8 @@ def save_index(index: HasSnapshot, path: Path) -> Snapshot:
             snap = refreshed(snap)
         if logged and base is None:  # its base went meanwhile: every chunk is written
             _check_serialisable(snap, False)
-        os.mkdir(tmp)  # umask applies
         try:
+            os.mkdir(tmp)  # umask applies
             manifest_bytes = None
             if base is not None:
                 manifest_bytes = _write_log_version(snap, base, tmp)
@@ -311,8 +313,11 @@ def save_index(index: HasSnapshot, path: Path) -> Snapshot:
                 manifest_bytes = _write_version(snap, tmp)
             _fsync_dir(tmp)
             os.rename(tmp, path / name)
-        except BaseException:
+        except BaseException as e:
+            failed = _save_failed(e, path, tmp, previous)  # names the file before the partial version goes
             shutil.rmtree(tmp, ignore_errors=True)
+            if failed is not None:
+                raise failed from e
             raise
         _fsync_dir(path)
         origin = Origin(str((path / name).resolve()), _sha256_bytes(manifest_bytes))
@@ -323,8 +328,16 @@ def save_index(index: HasSnapshot, path: Path) -> Snapshot:
             "manifest_sha256": _sha256_bytes(manifest_bytes),
         }
         ptmp = path / f".tmp-CURRENT-{secrets.token_hex(6)}"
-        _write(ptmp, lambda fh: fh.write(json.dumps(pointer, indent=2).encode("utf-8")))
-        os.replace(ptmp, path / POINTER)
+        try:
+            _write(ptmp, lambda fh: fh.write(json.dumps(pointer, indent=2).encode("utf-8")))
+            os.replace(ptmp, path / POINTER)
+        except BaseException as e:  # CURRENT still names the previous version: the new one is not kept
+            failed = _save_failed(e, path, ptmp, previous)
+            ptmp.unlink(missing_ok=True)
+            shutil.rmtree(path / name, ignore_errors=True)
+            if failed is not None:
+                raise failed from e
+            raise
         _fsync_dir(path)
         _remove_old_versions(path, {name, previous})
         if _is_legacy(path):
@@ -332,6 +345,35 @@ def save_index(index: HasSnapshot, path: Path) -> Snapshot:
                 with contextlib.suppress(FileNotFoundError):
                     (path / f).unlink()
     return with_origin(snap, origin)  # a version 6 holds the files of the exact snapshot its log starts from too
+
+
+def _last_file(where: Path) -> Path | None:
+    """The file most recently written under ``where`` (the one a write failed on: the save writes one at a time)."""
+    if where.is_file():
+        return where
+    try:
+        files = [p for p in where.rglob("*") if p.is_file()]
+        return max(files, key=lambda p: p.stat().st_mtime_ns) if files else None
+    except OSError:
+        return None
+
+
+def _save_failed(e: BaseException, path: Path, where: Path, previous: str | None) -> PersistError | None:
+    """For a save that ran out of room (:data:`~g2cons_plugins.outputs.NO_ROOM`): a :class:`PersistError` naming
+    the file being written and saying what stays intact; None for any other failure (raised as it is)."""
+    if not isinstance(e, OSError) or isinstance(e, PersistError) or e.errno not in NO_ROOM:
+        return None
+    file = e.filename or _last_file(where) or where
+    kept = (
+        f"the index at {path} is unchanged and loads its previous save ({previous})"
+        if previous is not None
+        else f"no index was saved at {path}"
+    )
+    fix = "make room" if e.errno != errno.EFBIG else "raise the file size limit (ulimit -f) or use another file system"
+    return PersistError(
+        f"{path}: cannot save the index: {e.strerror or e} while writing {file}; {kept}, and the partial version "
+        f"was removed: {fix} and save again"
+    )
 
 
 def _check_serialisable(snap: Snapshot, log_only: bool) -> None:
