@@ -15,6 +15,8 @@ one at a time; neither asks whether a unit contains the *name*. Here:
   of a name held by more than :data:`NAME_CHECK_MAX` units (a common word in a large corpus) only that many are
   checked, those where the name's rarest word weighs most in BM25 (titles and short passages about it), and its
   count is estimated from them.
+- At most :data:`MAX_QUERY_NAMES` names of one query are looked up (the first ones, with a warning), so a
+  question that writes thousands of names costs what one with a few dozen does.
 - :func:`name_bonus` turns matches into a per-unit bonus for each name: ``weight`` x the name's specificity
   log(N / n) / log(N) (n units of N hold it: a name in one unit counts fully, one in every unit not at all), of
   which the share ``head_share`` only goes to a unit whose first line is the name (a title), half of it to a unit
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -50,6 +53,7 @@ LEADING = frozenset({
     "tell", "both", "after", "before", "during", "since", "than", "not", "no", "yes", "between", "among",
 })
 NAME_CHECK_MAX = 256  # units checked for one name's phrase (bounded work per query at any corpus size)
+MAX_QUERY_NAMES = 32  # names of one query looked up (the first ones; a warning says when more were written)
 _TOKEN = re.compile(r"\S+")
 _QUOTED = re.compile(r"[\"“”«»「」『』]([^\"“”«»「」『』]{2,80})[\"“”«»「」『』]")
 _NON_WORD = re.compile(r"[\W_]+")
@@ -226,6 +230,14 @@ def name_bonus(index: HasSnapshot, query: str, weight: float, head_share: float 
     names = [nm for nm in query_names(query) if not _unknown_initial(index, query, nm)]
     if not names:
         return {}
+    if len(names) > MAX_QUERY_NAMES:
+        warnings.warn(
+            f"the question writes {len(names):,} names: only the first {MAX_QUERY_NAMES} are looked up "
+            f"(g2cons_plugins.entities.MAX_QUERY_NAMES)",
+            UserWarning,
+            stacklevel=2,
+        )
+        names = names[:MAX_QUERY_NAMES]
     n = len(index.stored.units)
     log_n = math.log(max(n, 2))
     out: dict[str, dict[int, float]] = {}

@@ -48,12 +48,13 @@ from .errors import InputError
 from .graph import pagerank
 from .language_check import check_query
 from .lexical import QueryBM25, sorted_unique
-from .snapshot import HasSnapshot, Snapshot, as_snapshot
+from .snapshot import HasSnapshot, Snapshot, as_snapshot, capped_query
 from .tables import unit_fields_of
 from .validate import positive_int
 from .wide_rows import Matrix, as_csr, row, rows_union
 
 STRATEGIES = ("bridge", "paper", "dense", "ppr", "e2")
+MAX_QUERY_CONCEPTS = 32  # concepts of one question used by e2 / ppr (the rarest; E2's pairs grow as their square)
 SPREAD_REF = 0.1  # score_scale="spread": a query whose cosines have this std gets bridge_bonus / lexical_weight as is
 SPREAD_SAMPLE = 4096  # with a vector index, the spread is measured on at most about this many units (strided)
 
@@ -392,12 +393,25 @@ def fill_ranked(
 
 
 def query_concepts(index: HasSnapshot, query: str) -> list[int]:
-    """Concepts written in the query (lexical match, same analyzer as the corpus)."""
+    """Concepts written in the query (lexical match, same analyzer as the corpus), ascending; of more than
+    :data:`MAX_QUERY_CONCEPTS`, the rarest that many (fewest units; ties: the lower id), with a warning."""
     from .concepts import incidence
 
     index = as_snapshot(index)
     row = incidence([query], index.derived.vocab, index.config)
-    return row.indices.tolist()
+    found = np.asarray(row.indices, dtype=np.int64)
+    if len(found) > MAX_QUERY_CONCEPTS:
+        import warnings
+
+        warnings.warn(
+            f"the question holds {len(found):,} concepts: only the {MAX_QUERY_CONCEPTS} rarest are used "
+            f"(g2cons_plugins.retrieval.MAX_QUERY_CONCEPTS)",
+            UserWarning,
+            stacklevel=3,
+        )
+        df = np.asarray(index.derived.df)[found]
+        found = np.sort(found[np.lexsort((found, df))[:MAX_QUERY_CONCEPTS]])
+    return found.tolist()
 
 
 def retrieve(
@@ -422,6 +436,7 @@ def retrieve(
     if strategy not in STRATEGIES:
         raise InputError(f"unknown strategy {strategy!r}; choose one of {STRATEGIES}")
     qv = index.embed_query(query) if query_vector is None else _query_vector(query_vector, index.embedder.dim)
+    query = capped_query(query)  # names, concepts and BM25 read at most MAX_QUERY_CHARS characters
     check_query(index, query)
     sc = DenseScores(index, qv)
     if evidence and strategy not in ("bridge", "dense"):

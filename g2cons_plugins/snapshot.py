@@ -37,6 +37,7 @@ from .update import Pending, TrickleTooLarge, append_terms, derive_added, derive
 from .validate import check_text, normalize_id
 
 __all__ = [
+    "MAX_QUERY_CHARS",
     "HasSnapshot",
     "Snapshot",
     "as_snapshot",
@@ -47,6 +48,29 @@ __all__ = [
     "with_origin",
     "with_removed",
 ]
+
+
+MAX_QUERY_CHARS = 8_000
+"""The characters of a question that are read (embedded, matched against names and concepts, scored by BM25): a
+longer one is cut at the last white space before this many characters, with a warning, so that any question
+returns in bounded time (``benchmarks/hostile/query_worst_case.py``)."""
+
+
+def capped_query(query: str, warn: bool = True) -> str:
+    """``query`` cut to at most :data:`MAX_QUERY_CHARS` characters (at its last white space before them, where
+    there is one in the second half); a ``UserWarning`` says so when ``warn``."""
+    if not isinstance(query, str) or len(query) <= MAX_QUERY_CHARS:
+        return query
+    cut = query.rfind(" ", MAX_QUERY_CHARS // 2, MAX_QUERY_CHARS + 1)
+    out = query[: cut if cut > 0 else MAX_QUERY_CHARS]
+    if warn:
+        warnings.warn(
+            f"the question has {len(query):,} characters: only its first {len(out):,} are read "
+            f"(g2cons_plugins.snapshot.MAX_QUERY_CHARS = {MAX_QUERY_CHARS:,})",
+            UserWarning,
+            stacklevel=3,
+        )
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,6 +160,7 @@ class Snapshot:
         if not isinstance(query, str) or not query.strip():
             raise InputError("query must be a non-empty string")
         check_text("query", query)
+        query = capped_query(query, warn=False)  # the caller that reads the rest of it warns
         embed_q = getattr(self.embedder, "embed_queries", None)
         raw = embed_q([query]) if callable(embed_q) else self.embedder.embed([query])
         return validate_embeddings(raw, 1, self.embedder.dim, self.embedder.name)[0]

@@ -22,6 +22,7 @@ import numpy as np
 from ..ensemble import HostItem
 from ..errors import InputError
 from ..eval.hosts import HostBuildCost
+from ..snapshot import capped_query
 from .replay import Extraction, align, chunk_aliases, read_extraction
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from ..selection import SelectionReport
 
 _WORD = re.compile(r"\w+")
+MAX_NAME_WORDS = 32  # longer entity names are not looked for word by word in the question (bounded query time)
 DEFAULT_PROMPT_TOKENS = 112  # LlamaIndex SimpleLLMPathExtractor's prompt without the text (cl100k)
 
 
@@ -97,7 +99,8 @@ class ReplayHost:
                 out_texts.append("\n".join(" | ".join(t) for t in r.triples))
         self._mentions, self._neighbours = dict(mentions), dict(neighbours)
         self._keys = sorted(mentions)
-        self._max_n = max((len(k.split()) for k in self._keys), default=1)
+        # word counts of the names matched as n-grams of the question (a longer name is linked by its vector only)
+        self._lengths = sorted({n for k in self._keys if (n := len(k.split())) <= MAX_NAME_WORDS})
         self._n_chunks = max(len(selection.kept_ids), 1)
         self._vecs = self._entity_vectors(index, [names[k] for k in self._keys]) if self._top else None
         self._index = index
@@ -122,9 +125,9 @@ class ReplayHost:
         return np.stack([self._vec_cache[n] for n in names]).astype(np.float32)
 
     def _linked(self, query: str) -> dict[str, float]:
-        words = _WORD.findall(query.casefold())
+        words = _WORD.findall(capped_query(query, warn=False).casefold())  # the concept path warns
         linked: dict[str, float] = {}
-        for n in range(1, self._max_n + 1):
+        for n in self._lengths:
             for i in range(len(words) - n + 1):
                 k = " ".join(words[i : i + n])
                 if k in self._mentions:
