@@ -223,7 +223,8 @@ def _punkt() -> Callable[[str], list[tuple[int, int]]]:
 
 _BLANK_LINES = re.compile(r"\n\s*\n")
 _CJK_END = re.compile(r"(?<=[\u3002\uff01\uff1f\uff1b])")  # 。！？； : Chinese / Japanese sentence ends
-_UP_TO_LAST_SPACE = re.compile(r".*\s", re.DOTALL)
+# up to the last white space or Chinese / Japanese sentence end: where a window with no boundary Punkt accepts is cut
+_UP_TO_LAST_BREAK = re.compile(r".*[\s\u3002\uff01\uff1f\uff1b]", re.DOTALL)
 #: The most characters Punkt reads at once. A longer block is read window by window, each window restarting at the
 #: last sentence the previous one began (so every boundary Punkt decides has the text after it, as in one pass),
 #: which keeps the work per call bounded and the whole split linear in the text's length: NLTK 3.10 runs each of
@@ -233,8 +234,8 @@ PUNKT_WINDOW = 20_000
 
 def _windows(block: str, split: Callable[[str], list[tuple[int, int]]], window: int) -> list[str]:
     """Punkt's sentences of ``block``, read ``window`` characters at a time. A single "sentence" longer than a
-    window (no boundary Punkt accepts in it) is cut at its last white space in the window's second half, else at
-    the window's end."""
+    window (no boundary Punkt accepts in it) is cut after its last white space or Chinese / Japanese sentence end
+    in the window's second half, else at the window's end."""
     out: list[str] = []
     start, n = 0, len(block)
     while start < n:
@@ -248,8 +249,8 @@ def _windows(block: str, split: Callable[[str], list[tuple[int, int]]], window: 
             out.extend(piece[a:b] for a, b in spans[:-1])
             start += spans[-1][0]
             continue
-        last_space = _UP_TO_LAST_SPACE.match(piece, window // 2)
-        cut = last_space.end() if last_space else len(piece)
+        last_break = _UP_TO_LAST_BREAK.match(piece, window // 2)
+        cut = last_break.end() if last_break else len(piece)
         out.append(piece[:cut])
         start += cut
     return out

@@ -115,3 +115,11 @@ def test_a_large_document_through_the_core_and_both_adapters() -> None:
     li_sel = li.CoreChunkSelector(kappa=1.0, kappa_by="chunks", embedder="hash")
     nodes = li_sel([TextNode(id_="big", text=doc)] + [TextNode(id_=o["id"], text=o["text"]) for o in others])
     assert "big" in {n.node_id for n in nodes}
+
+
+def test_a_long_text_without_spaces_is_cut_at_its_sentence_ends() -> None:
+    """Chinese text (no spaces; Punkt knows no 。): windows are cut after a full-width sentence end, so every
+    sentence comes out whole."""
+    sentence = "居里夫人出生于华沙。"
+    doc = sentence * (3 * PUNKT_WINDOW // len(sentence))
+    assert split_sentences(doc) == [sentence] * doc.count(sentence)

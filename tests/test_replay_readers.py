@@ -451,9 +451,10 @@ def test_real_hipporag_gpt35_jsonl_first_200_lines(tmp_path: Path) -> None:
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+TEXTS = st.text(st.characters(codec=None, categories=None), max_size=8)  # lone surrogates included
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | TEXTS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXTS, inner, max_size=4),
     max_leaves=12,
 )
 HOSTILE = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -642,3 +643,20 @@ def test_progress_says_the_size_first_then_shows_the_records(
     read_extraction(_graphrag_current(tmp_path / "project"), show_progress=True)
     err = capsys.readouterr().err
     assert "reading the MS GraphRAG extraction" in err and "entities.parquet: rows" in err
+
+
+def test_lone_surrogates_are_counted_or_refused_never_passed_on(tmp_path: Path) -> None:
+    """JSON escapes of lone surrogates ("\\ud800"): an entity or triple holding one is counted and skipped, an id
+    or a text holding one is refused naming the file; nothing that UTF-8 cannot encode reaches an embedder."""
+    bad = "bad\ud800name"
+    rows = [{"id": "c1", "entities": ["Marie Curie", bad], "triples": [["Marie Curie", bad, "Warsaw"]]}]
+    ex = read_extraction(_jsonl(tmp_path / "kg.jsonl", rows))
+    assert ex.records[0].entities == ("Marie Curie",) and ex.records[0].triples == ()
+    assert ex.issues == {"entity not valid Unicode": 1, "triple element not valid Unicode": 1}
+    for row in ({"id": bad, "entities": []}, {"id": "c1", "text": bad}):
+        with pytest.raises(InputError, match=r"kg2\.jsonl:1: .*not valid Unicode"):
+            read_extraction(_jsonl(tmp_path / "kg2.jsonl", [row]))
+    wd = _lightrag(tmp_path / "wd")
+    (wd / "kv_store_text_chunks.json").write_text(json.dumps({bad: {"content": "x"}}), encoding="utf-8")
+    with pytest.raises(InputError, match=r"kv_store_text_chunks\.json: a chunk id is not valid Unicode"):
+        read_extraction(wd)

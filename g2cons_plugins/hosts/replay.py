@@ -337,8 +337,21 @@ def _load_json(path: Path) -> Any:
     return _parse_json(text, str(path))
 
 
+def _unicode(text: str) -> bool:
+    """``text`` can be encoded as UTF-8 (no lone surrogate such as a JSON ``"\\ud800"`` escape gives)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _source_id(value: Any, where: str, what: str) -> str:
     if isinstance(value, str) and value:
+        if not _unicode(value):
+            raise InputError(f"{where}: {what} is not valid Unicode (a lone surrogate): {_short(value)}")
         return value
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
@@ -355,6 +368,8 @@ def _entities(raw: Any, where: str, issues: Counter[str]) -> tuple[str, ...]:
     for e in raw:
         if not isinstance(e, str):
             issues["entity not a string"] += 1
+        elif not _unicode(e):
+            issues["entity not valid Unicode"] += 1
         elif not e.strip():
             issues["empty entity"] += 1
         elif e in out:
@@ -378,6 +393,8 @@ def _triples(raw: Any, where: str, issues: Counter[str]) -> tuple[tuple[str, str
             issues["triple not of length 3"] += 1
         elif not all(isinstance(x, str) for x in t):
             issues["triple element not a string"] += 1
+        elif not all(_unicode(x) for x in t):
+            issues["triple element not valid Unicode"] += 1
         elif not all(x.strip() for x in t):
             issues["triple with an empty element"] += 1
         else:
@@ -386,6 +403,8 @@ def _triples(raw: Any, where: str, issues: Counter[str]) -> tuple[tuple[str, str
 
 
 def _optional_text(value: Any, where: str, what: str) -> str | None:
+    if isinstance(value, str) and not _unicode(value):
+        raise InputError(f"{where}: {what} is not valid Unicode (a lone surrogate): {_short(value)}")
     if value is None or isinstance(value, str):
         return value
     raise InputError(f"{where}: {what} must be a string, got {type(value).__name__} {_short(value)}")
@@ -646,32 +665,77 @@ def _graphrag_model(folder: Path, issues: Counter[str]) -> str | None:
 
 # ------------------------------------------------------------------------------------------------ LightRAG
 def _graphml(file: Path) -> tuple[list[tuple[str, dict[str, str]]], list[tuple[str, str, dict[str, str]]]]:
-    """Nodes ``(id, data)`` and edges ``(source, target, data)`` of a GraphML file, data keyed by ``attr.name``."""
-    data = _read_bytes(file)
-    if b"<!DOCTYPE" in data or b"<!ENTITY" in data:
-        raise InputError(f"{file}: GraphML with a DOCTYPE / ENTITY declaration is refused")
-    try:
-        root = ET.fromstring(data)
-    except ET.ParseError as e:
-        raise InputError(f"{file}: not valid GraphML ({e})") from None
-    ns = root.tag[: root.tag.index("}") + 1] if root.tag.startswith("{") else ""
-    keys = {k.get("id"): k.get("attr.name") or k.get("id") or "" for k in root.iter(f"{ns}key")}
+    """Nodes ``(id, data)`` and edges ``(source, target, data)`` of a GraphML file, data keyed by ``attr.name``.
+
+    Streamed (``XMLPullParser`` fed 1 MiB at a time; each node and edge dropped from the tree once read), so memory
+    holds the result, not the file and its element tree: a 1M-node LightRAG GraphML of 85 MB peaked at about 20x
+    its size read whole (``benchmarks/hostile/graphml_memory.py``). A DOCTYPE / ENTITY declaration anywhere is
+    refused, as before."""
+    _check_file(file)
+    parser = ET.XMLPullParser(events=("start", "end"))
+    keys: dict[str | None, str] = {}
+    nodes: list[tuple[str, dict[str, str]]] = []
+    edges: list[tuple[str, str, dict[str, str]]] = []
+    stack: list[ET.Element] = []  # the elements open
+    parents: dict[int, ET.Element] = {}  # the elements holding nodes / edges (graphs), pruned after each block
 
     def attrs(el: ET.Element) -> dict[str, str]:
-        return {keys.get(d.get("key"), d.get("key") or ""): d.text or "" for d in el.findall(f"{ns}data")}
+        return {keys.get(d.get("key"), d.get("key") or ""): d.text or "" for d in el if _local(d.tag) == "data"}
 
-    nodes, edges = [], []
-    for i, n in enumerate(root.iter(f"{ns}node")):
-        nid = n.get("id")
-        if not nid:
-            raise InputError(f"{file}: node {i} has no id")
-        nodes.append((nid, attrs(n)))
-    for i, edge in enumerate(root.iter(f"{ns}edge")):
-        src, tgt = edge.get("source"), edge.get("target")
-        if not src or not tgt:
-            raise InputError(f"{file}: edge {i} has no source or target")
-        edges.append((src, tgt, attrs(edge)))
+    def take(events: Iterator[tuple[str, Any]]) -> None:
+        for event, el in events:
+            if event == "start":
+                stack.append(el)
+                continue
+            stack.pop()
+            tag = _local(el.tag)
+            if tag == "key":
+                keys[el.get("id")] = el.get("attr.name") or el.get("id") or ""
+            elif tag == "node":
+                nid = el.get("id")
+                if not nid:
+                    raise InputError(f"{file}: node {len(nodes)} has no id")
+                nodes.append((nid, attrs(el)))
+            elif tag == "edge":
+                src, tgt = el.get("source"), el.get("target")
+                if not src or not tgt:
+                    raise InputError(f"{file}: edge {len(edges)} has no source or target")
+                edges.append((src, tgt, attrs(el)))
+            else:
+                continue
+            el.clear()  # its data read: free its children
+            if stack:
+                parents[id(stack[-1])] = stack[-1]
+
+    def prune() -> None:
+        """Drop the read nodes and edges from the tree: every child of their parents but one still open."""
+        for parent in parents.values():
+            n = len(parent)
+            if n and any(parent[-1] is el for el in stack):
+                n -= 1
+            del parent[:n]
+
+    tail = b""
+    with file.open("rb") as fh:
+        try:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                seen = tail + block
+                if b"<!DOCTYPE" in seen or b"<!ENTITY" in seen:
+                    raise InputError(f"{file}: GraphML with a DOCTYPE / ENTITY declaration is refused")
+                tail = seen[-8:]
+                parser.feed(block)
+                take(parser.read_events())
+                prune()
+            parser.close()
+            take(parser.read_events())
+        except ET.ParseError as e:
+            raise InputError(f"{file}: not valid GraphML ({e})") from None
     return nodes, edges
+
+
+def _local(tag: Any) -> str:
+    """An XML tag without its ``{namespace}``."""
+    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
 
 
 def _kv_chunk_lists(file: Path) -> dict[str, list[str]]:
@@ -697,6 +761,7 @@ def _lightrag_chunks(path: Path, issues: Counter[str]) -> dict[str, str | None]:
         raise InputError(f"{file}: expected a JSON object {{chunk_id: {{content, ...}}}}, got {type(data).__name__}")
     out: dict[str, str | None] = {}
     for cid, value in data.items():
+        _source_id(cid, str(file), "a chunk id")  # valid Unicode
         if not isinstance(value, dict):
             raise InputError(f"{file}: {cid!r}: expected an object with a content field, got {type(value).__name__}")
         if "content" not in value:
