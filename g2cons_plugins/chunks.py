@@ -23,6 +23,7 @@ from .validate import check_text, normalize_id
 
 MAX_CHUNK_CHARS = 64_000_000  # ~16M tokens: above this a chunk is surely a mistake (a whole file, binary data)
 MAX_METADATA_DEPTH = 64  # mappings and lists inside one another: deeper is refused (JSON writers recurse per level)
+MAX_METADATA_VALUES = 1_000_000  # values in one chunk's metadata, counted as JSON writes them (shared ones each time)
 
 
 @dataclass(frozen=True)
@@ -57,25 +58,43 @@ def content_id(text: str) -> str:
 
 def check_metadata(meta: Any, what: str) -> dict[str, Any]:
     """``meta`` as a new dict: a mapping (or None / an empty value: no metadata) whose mappings and lists nest at most
-    :data:`MAX_METADATA_DEPTH` deep (walked without recursion); else InputError naming ``what`` and the path to
-    the first level too deep."""
+    :data:`MAX_METADATA_DEPTH` deep and hold at most :data:`MAX_METADATA_VALUES` values as JSON would write them
+    (a container referenced twice counts twice; one that holds itself is too deep), walked depth first without
+    recursion; else InputError naming ``what`` and, for the depth, the path to the first level too deep."""
     if not isinstance(meta, Mapping) and not meta:  # None, or an empty value of another type, as before
         return {}
     if not isinstance(meta, Mapping):
         raise InputError(f"{what}: metadata must be a mapping, got {type(meta).__name__}")
-    todo: list[tuple[Any, int, str]] = [(meta, 1, "")]
+    todo: list[tuple[Any, int, Any]] = [(meta, 1, None)]  # (value, depth, (its parent's link, its key) or None)
+    seen = 0
     while todo:
-        value, depth, path = todo.pop()
+        value, depth, link = todo.pop()
+        seen += 1
+        if seen > MAX_METADATA_VALUES:
+            raise InputError(f"{what}: metadata holds more than {MAX_METADATA_VALUES:,} values; keep it small")
         if depth > MAX_METADATA_DEPTH:
             raise InputError(
-                f"{what}: metadata nests more than {MAX_METADATA_DEPTH} levels deep (at {path[:200]}...); "
+                f"{what}: metadata nests more than {MAX_METADATA_DEPTH} levels deep (at {_key_path(link)}); "
                 "flatten it (e.g. store the deep part as a JSON string)"
             )
         if isinstance(value, Mapping):
-            todo.extend((v, depth + 1, f"{path}[{k!r}]") for k, v in value.items())
+            todo.extend((v, depth + 1, (link, k)) for k, v in value.items())
         elif isinstance(value, list | tuple):
-            todo.extend((v, depth + 1, f"{path}[{i}]") for i, v in enumerate(value))
+            todo.extend((v, depth + 1, (link, i)) for i, v in enumerate(value))
     return dict(meta)
+
+
+def _key_path(link: Any, shown: int = 6) -> str:
+    """``[k1][k2]...`` of a :func:`check_metadata` link (the first ``shown`` keys, then how many more)."""
+    import reprlib
+
+    keys: list[Any] = []
+    while link is not None:
+        link, key = link
+        keys.append(key)
+    keys.reverse()
+    head = "".join(f"[{reprlib.repr(k)}]" for k in keys[:shown])
+    return head + (f"... ({len(keys) - shown} more levels)" if len(keys) > shown else "")
 
 
 def _as_chunk(item: Any, position: int) -> Chunk:

@@ -115,3 +115,20 @@ def test_metadata_at_the_depth_limit_saves_and_loads(tmp_path: Path) -> None:
     index = G2ConSIndex.build(rows, embedder="hash")
     index.save(tmp_path / "ix")
     assert dict(G2ConSIndex.load(tmp_path / "ix").snapshot.chunk("c3").metadata) == meta
+
+
+def test_metadata_that_refers_to_itself_or_shares_a_container_everywhere_is_refused_at_once() -> None:
+    """A mapping that holds itself, and 64 levels of one shared dict twice over (2^64 values as JSON writes them):
+    both refused in well under a second, never a hang at the save."""
+    import time
+
+    loop: dict[str, Any] = {}
+    loop["self"] = loop
+    shared: dict[str, Any] = {}
+    for _ in range(MAX_METADATA_DEPTH - 1):
+        shared = {"a": shared, "b": shared}
+    for meta, match in ((loop, "nests more than"), (shared, r"holds more than [\d,]+ values; keep it small")):
+        t0 = time.process_time()
+        with pytest.raises(InputError, match=rf"chunk #0 \('x'\): metadata {match}"):
+            make_chunks([{"id": "x", "text": "Some text.", "metadata": meta}])
+        assert time.process_time() - t0 < 5.0
