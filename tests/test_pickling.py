@@ -304,3 +304,41 @@ def test_adapter_objects_holding_a_loaded_index_pickle_and_deep_copy(tmp_path: P
             assert _file_maps(clone) == [] and clone.kept_ids == sel.kept_ids
     assert core_out(copy.deepcopy(li_loaded).index) == core_out(li_loaded.index)
     assert core_out(copy.deepcopy(lc_loaded).index) == core_out(lc_loaded.index)
+
+
+def test_every_public_object_of_a_loaded_index_pickles_and_deep_copies(tmp_path: Path) -> None:
+    """What a loaded, trickle-updated index hands out (its snapshot, chunk and unit sequences, a chunk, a unit, a
+    selection report, retrieved and fused items, a fusion report, graph statistics, config, embedder, tokenizer,
+    BM25 index, stored and derived state) pickles and deep-copies, holds no file map, and compares equal where it
+    defines equality."""
+    import dataclasses
+
+    from test_trickle import CFG as TCFG
+    from test_trickle import _docs
+
+    docs = _docs()
+    cfg = dataclasses.replace(TCFG, ann_threshold=1, ann_kind="pq") if _has("faiss") else TCFG
+    G2ConSIndex.build(docs[:60], embedder="hash", config=cfg).save(tmp_path / "ix")
+    index = G2ConSIndex.load(tmp_path / "ix")
+    index.add(docs[100:104], exact=False)
+    snap = index.snapshot
+    host = [{"id": "h", "text": "Marie Curie was born in Warsaw."}]
+    objects: dict[str, Any] = {
+        "snapshot": snap, "chunks": index.chunks, "units": index.units, "chunk": index.chunks[0],
+        "unit": index.units[0], "report": index.select(), "retrieved": index.retrieve(QUERIES[0]),
+        "fused": index.fuse(host, QUERIES[0]), "fusion": index.fuse_report(host, QUERIES[0]), "stats": index.stats,
+        "config": index.config, "embedder": index.embedder, "tokenizer": snap.tokenizer, "lexical": snap.lexical,
+        "stored": snap.stored, "derived": snap.derived,
+    }  # fmt: skip
+    for name, obj in objects.items():
+        for clone in _clones(obj):
+            assert _file_maps(clone) == [], name
+            if name in ("chunks", "units", "chunk", "unit", "report", "retrieved", "fused", "stats", "config"):
+                assert clone == obj, name
+    assert _answers(G2ConSIndex.from_snapshot(copy.deepcopy(snap))) == _answers(index)
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
