@@ -28,7 +28,7 @@ from g2cons_plugins.index import G2ConSIndex
 from g2cons_plugins.outputs import atomic_write_text
 
 SETTINGS: list[tuple[str, dict[str, Any]]] = [
-    ("HippoRAG 2 defaults", {}),
+    ("defaults (HippoRAG 2's; unit vectors as the chunk prior)", {}),
     ("damping 0.3", {"damping": 0.3}),
     ("damping 0.7", {"damping": 0.7}),
     ("synonym_threshold 0.7", {"synonym_threshold": 0.7}),
@@ -38,7 +38,7 @@ SETTINGS: list[tuple[str, dict[str, Any]]] = [
     ("passage_node_weight 0.02", {"passage_node_weight": 0.02}),
     ("passage_node_weight 0.1", {"passage_node_weight": 0.1}),
     ("mention_nodes", {"mention_nodes": True}),
-    ("passage_prior units", {"passage_prior": "units"}),
+    ("passage_prior text (HippoRAG 2: whole chunk text embedded)", {"passage_prior": "text"}),
 ]
 
 

@@ -28,8 +28,8 @@ space made a space), and runs of spaces are also collapsed; a fact's text is the
 Where this differs from HippoRAG 2: no LLM filter (above); PageRank by sparse power iteration in SciPy (to a
 1e-10 L1 change) instead of igraph's PRPACK solver: both reach the same fixed point (a walker stuck in a node with
 no edge restarts by the reset vector), on MuSiQue train100's graph within 3e-12 and the same top 50 for all 100
-questions, in 6 ms per query at the median against PRPACK's 58 ms
-(``benchmarks/dual_path/results/graph_walk_sweep_musique_train100.md``), and it adds no dependency; a synonym edge is
+questions, in 14 ms per query at the median against PRPACK's 143 ms on busy cores (6 against 58 on quieter ones;
+``benchmarks/dual_path/results/graph_walk_sweep_musique_train100.md``), and it adds no dependency; a synonym edge is
 added beside a triple edge between the same two entities (HippoRAG 2 keeps one of them); a chunk may carry several
 vectors (e.g. its sentences, for a chunk longer than the embedder reads) and then its prior is the best one's;
 entity names an extractor listed without a triple (``entities`` of a record) become nodes only with
@@ -213,6 +213,7 @@ class GraphWalk:
         self._ent_chunks = np.zeros(0, np.int64)
         self._pass_vecs: np.ndarray | None = None
         self._pass_owner: np.ndarray | None = None
+        self._pass_starts = np.zeros(0, np.int64)
         self._adjacency: sp.csr_matrix = sp.csr_matrix((0, 0))
         self._transition: sp.csr_matrix = sp.csr_matrix((0, 0))
         self._dangling = np.zeros(0, bool)
@@ -334,7 +335,8 @@ class GraphWalk:
             owner += [c] * len(arr)
         if blocks:
             self._pass_vecs = np.concatenate(blocks).astype(np.float32)
-            self._pass_owner = np.array(owner, np.int64)
+            self._pass_owner = np.array(owner, np.int64)  # ascending: a chunk's vectors are contiguous
+            self._pass_starts = np.flatnonzero(np.r_[True, self._pass_owner[1:] != self._pass_owner[:-1]])
 
     def _synonyms(self, vecs: np.ndarray) -> list[tuple[int, int, float]]:
         """``(a, b, cosine)`` for each entity ``a`` with > 2 letters/digits and its nearest ``b != a`` at or above
@@ -435,9 +437,7 @@ class GraphWalk:
         out = np.zeros(len(self.chunk_ids), np.float64)
         if self._pass_vecs is not None and self._pass_owner is not None:
             sims = _matvec(self._pass_vecs, qv)
-            out[:] = -np.inf
-            np.maximum.at(out, self._pass_owner, sims)
-            out[~np.isfinite(out)] = 0.0
+            out[self._pass_owner[self._pass_starts]] = np.maximum.reduceat(sims, self._pass_starts)
         return out
 
     def seeds(self, query_vector: Any) -> dict[str, float]:
@@ -554,9 +554,11 @@ class GraphWalkHost:
     index's embedder, cached by it); ``retrieve`` returns the best ``limit`` chunk ids. Options: the extraction
     (``path`` / ``extraction``, ``format``, ``model``), ``limit``, ``passages`` (``"all"``: every chunk of the index
     is a chunk node, a dropped one without triples, as HippoRAG 2 indexing the whole corpus with the extraction of
-    the kept chunks only; ``"kept"``: the kept chunks only), ``passage_prior`` (``"text"``: each chunk's text
-    embedded, HippoRAG 2's; ``"units"``: the best of the index's unit vectors of the chunk, no extra embedding) and
-    any :class:`GraphWalkSettings` field (``damping``, ``top_facts``, ``synonym_threshold``, ...).
+    the kept chunks only; ``"kept"``: the kept chunks only), ``passage_prior`` (``"units"``, the default: the best of
+    the index's unit vectors of the chunk, no extra embedding; a chunk of one unit has its own text's vector, as
+    HippoRAG 2, and a longer one is not cut at what the embedder reads: on 1,200-token chunks at kappa 0.5, 79 CR at
+    4k against 70; ``"text"``: each chunk's whole text embedded, HippoRAG 2's) and any :class:`GraphWalkSettings`
+    field (``damping``, ``top_facts``, ``synonym_threshold``, ...).
     """
 
     def __init__(
@@ -567,7 +569,7 @@ class GraphWalkHost:
         format: str = "auto",
         prompt_tokens_per_call: int = DEFAULT_PROMPT_TOKENS,
         limit: int = 50,
-        passage_prior: str = "text",
+        passage_prior: str = "units",
         passages: str = "all",
         **settings: Any,
     ) -> None:
