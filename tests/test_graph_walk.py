@@ -203,6 +203,17 @@ def test_passage_vectors_give_the_best_of_several_per_chunk() -> None:
     walk = GraphWalk.from_records(records(), bow, query_fn=query, passage_vectors=vecs)
     dense = walk.dense_scores(query("Which country has rivers"))
     assert dense[walk.chunk_ids.index("d6")] == pytest.approx(1.0)
+    # chunks with several vectors, one, or none (no text either) in between: each its best cosine, or 0
+    rng = np.random.default_rng(1)
+    given = {f"c{i}": rng.standard_normal((int(k), 8)) for i, k in enumerate([3, 1, 0, 2, 5]) if k}
+    recs = [GraphRecord(f"c{i}", None, [(f"e{i}", "r", "x")]) for i in range(5)]
+    walk = GraphWalk.from_records(recs, lambda t: rng.standard_normal((len(t), 8)), passage_vectors=given)
+    q = rng.standard_normal(8)
+    want = [
+        max(float(v @ q) / np.linalg.norm(v) / np.linalg.norm(q) for v in given[c]) if c in given else 0.0
+        for c in walk.chunk_ids
+    ]
+    assert np.allclose(walk.dense_scores(q), want, atol=1e-5)
 
 
 # ------------------------------------------------------------------------------------------------ the host
