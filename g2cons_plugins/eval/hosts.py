@@ -3,7 +3,9 @@
 The core never imports a host framework. A host distribution registers a factory under the entry-point group
 ``g2cons_plugins.hosts`` (the LlamaIndex adapter registers ``llama-index-ner``, a ``PropertyGraphIndex`` built
 with spaCy NER co-occurrence triplets and no LLM, and ``llama-index-llm``, the same index built by
-``SimpleLLMPathExtractor`` with an OpenAI(-compatible) LLM). ``load_host`` also takes ``module:factory``.
+``SimpleLLMPathExtractor`` with an OpenAI(-compatible) LLM); the core registers ``replay-core`` and ``graph-walk``
+(a replayed extraction, queried by entity names or walked as HippoRAG 2 walks its graph). ``load_host`` also
+takes ``module:factory``.
 
 A host builds its KG over the core chunks of a ``SelectionReport`` (``index.select(kappa=...)``) and answers
 queries with :class:`~g2cons_plugins.ensemble.HostItem` lists in rank order; ``build`` returns what it cost.
@@ -100,7 +102,7 @@ def load_host(spec: str, **options: Any) -> HostKG:
             raise InputError(
                 f"unknown host {spec!r}; installed: {names or 'none'} "
                 "(pip install llama-index-retrievers-g2cons for llama-index-ner / llama-index-llm / replay:PATH; "
-                "replay-core:PATH needs nothing more)"
+                "replay-core:PATH and graph-walk:PATH need nothing more)"
             )
         try:
             factory = eps[0].load()
