@@ -94,6 +94,17 @@ def test_a_synonym_edge_is_a_bridge_above_its_threshold_only() -> None:
     assert gone["answer"] == 0.0
 
 
+def test_synonym_search_in_small_blocks_finds_the_same_edges(monkeypatch: pytest.MonkeyPatch) -> None:
+    from g2cons_plugins.hosts import graph_walk
+
+    recs = [*records("Springfield Town"), GraphRecord("x", None, [("Freedonia Republic", "is", "Springfield")])]
+    whole = GraphWalk.from_records(recs, bow, synonym_threshold=0.7)
+    monkeypatch.setattr(graph_walk, "_KNN_CELLS", 5)  # one entity row per block
+    small = GraphWalk.from_records(recs, bow, synonym_threshold=0.7)
+    assert whole.stats()["synonym_edges"] == small.stats()["synonym_edges"] >= 4
+    assert (whole._adjacency != small._adjacency).nnz == 0
+
+
 def test_seed_weights_are_fact_scores_over_the_entity_chunk_count() -> None:
     walk = GraphWalk.from_records(records(), bow, query_fn=query, top_facts=1, top_entities=5)
     seeds = walk.seeds(query(QUESTION))

@@ -75,7 +75,7 @@ _SPACES = re.compile(r"\s+")
 _ALNUM = re.compile(r"[^A-Za-z0-9]")
 DEFAULT_PROMPT_TOKENS = 112  # as ReplayHost: LlamaIndex SimpleLLMPathExtractor's prompt without the text (cl100k)
 _EMBED_BATCH = 4096  # texts per call of the embedding function
-_KNN_BLOCK = 1024  # entity rows per block of the synonym search
+_KNN_CELLS = 1 << 25  # similarities per block of the synonym search (128 MiB of float32), whatever the entity count
 
 
 def normalize_name(name: str) -> str:
@@ -340,7 +340,8 @@ class GraphWalk:
 
     def _synonyms(self, vecs: np.ndarray) -> list[tuple[int, int, float]]:
         """``(a, b, cosine)`` for each entity ``a`` with > 2 letters/digits and its nearest ``b != a`` at or above
-        the threshold (HippoRAG 2 ``add_synonymy_edges``)."""
+        the threshold (HippoRAG 2 ``add_synonymy_edges``). Exact, all pairs, as HippoRAG 2's: quadratic in the
+        entities (MuSiQue train100's 16,227 built in 4.8 s with it, 1.2 s without), in blocks of bounded memory."""
         s = self.settings
         out: list[tuple[int, int, float]] = []
         if s.synonym_threshold > 1.0 or s.synonym_max_neighbours == 0 or len(vecs) < 2:
@@ -348,8 +349,9 @@ class GraphWalk:
         eligible = np.array([len(_ALNUM.sub("", e)) > 2 for e in self.entities])
         rows = np.flatnonzero(eligible)
         k = s.synonym_max_neighbours
-        for lo in range(0, len(rows), _KNN_BLOCK):
-            block = rows[lo : lo + _KNN_BLOCK]
+        step = max(1, min(1024, _KNN_CELLS // len(vecs)))
+        for lo in range(0, len(rows), step):
+            block = rows[lo : lo + step]
             sims = vecs[block] @ vecs.T
             sims[np.arange(len(block)), block] = -np.inf
             for r, a in enumerate(block.tolist()):
