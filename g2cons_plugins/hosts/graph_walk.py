@@ -31,7 +31,8 @@ no edge restarts by the reset vector), on MuSiQue train100's graph within 3e-12 
 questions, in 14 ms per query at the median against PRPACK's 143 ms on busy cores (6 against 58 on quieter ones;
 ``benchmarks/dual_path/results/graph_walk_sweep_musique_train100.md``), and it adds no dependency; a synonym edge is
 added beside a triple edge between the same two entities (HippoRAG 2 keeps one of them); a chunk may carry several
-vectors (e.g. its sentences, for a chunk longer than the embedder reads) and then its prior is the best one's;
+vectors (e.g. its sentences, for a chunk longer than the embedder reads) and then its prior is the best one's (the
+host's default: the index's unit vectors, which for a chunk of one unit is its own text's vector, as HippoRAG 2's);
 entity names an extractor listed without a triple (``entities`` of a record) become nodes only with
 ``mention_nodes=True`` (HippoRAG 2 builds its nodes from triples only).
 
