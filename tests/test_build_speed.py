@@ -1,0 +1,130 @@
+"""The faster split / count path builds the same index bit for bit, and the build's cost estimate holds.
+
+The digests below were computed with the split / count code before it was made faster (the per-sentence
+tokenizer calls, the stop-word scan per language); any change to what a build stores or derives moves them.
+Each digest covers every stored and derived array, matrix and string list of an index built with the hash
+embedder on real passages (MuSiQue, and Spanish and Chinese XQuAD, so the language detection is exercised).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from g2cons_plugins import G2ConSConfig, G2ConSIndex
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SETS = (
+    ("musique/hipporag_train100_corpus.jsonl", 300),
+    ("multilingual/xquad_es300_corpus.jsonl", 80),
+    ("multilingual/xquad_zh300_corpus.jsonl", 80),
+)
+
+
+# computed with the split / count code before it was made faster (see module doc)
+EXPECTED: dict[str, str] = {
+    "A": "71834b36d9875e03",
+    "chunk_inc": "1c6babc43bdedd92",
+    "chunk_tokens": "920feec9495af29a",
+    "chunks": "360d4938a1261988",
+    "concept_index": "7746777cfb1d4cc2",
+    "concept_vecs": "4356b7a85a61b5b7",
+    "df": "999abf4831ca50cd",
+    "edges": "138cbf37a8c46084",
+    "extracted": "135060bd6d9d2460",
+    "name_df": "ddf654ec346fd09b",
+    "name_share": "78617083c51f6d40",
+    "name_units": "d6f133aaf83e12f7",
+    "names": "548d47f5cb62b07c",
+    "pagerank": "38038a6ea625a005",
+    "sent_inc": "99fbfcaa77fc055b",
+    "sent_unit": "52830f2888309ece",
+    "sent_vecs": "71e9915904c17813",
+    "sentence_counts": "365d9265218f6c8b",
+    "sentences": "65bb079b18455e9e",
+    "sum_norms": "12abe175031ca862",
+    "terms": "48db5e8f90397771",
+    "unit_concepts": "a37e58988db3ef45",
+    "unit_inc": "2eb5d00d08f99b92",
+    "unit_names": "1e9698a282884467",
+    "unit_parent": "0f1fd545f0ca576e",
+    "unit_tokens": "661e23e378377336",
+    "unit_vecs": "e7dab0489cbd6d4d",
+    "units": "669277bfd0963729",
+    "vocab": "81f9a3be0e7fa819",
+}
+
+
+def _passages() -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for name, n in SETS:
+        path = DATA / name
+        if not path.is_file():
+            pytest.skip(f"shared data set {path} is not here")
+        with path.open(encoding="utf-8") as f:
+            for i, line in enumerate(f):
+                if i >= n:
+                    break
+                row = json.loads(line)
+                out.append({"id": row["id"], "text": row["text"], "title": row.get("title")})
+    return out
+
+
+def _feed(h: Any, value: Any) -> None:
+    """Hash ``value`` by content and type (arrays by dtype, shape and bytes; sparse matrices by their csr parts)."""
+    if sp.issparse(value):
+        m = sp.csr_matrix(value)
+        m.sort_indices()
+        h.update(f"csr{m.shape}".encode())
+        for part in (m.indptr, m.indices, m.data):
+            _feed(h, np.asarray(part))
+    elif isinstance(value, np.ndarray):
+        a = np.ascontiguousarray(value)
+        h.update(f"nd{a.dtype.str}{a.shape}".encode())
+        h.update(a.tobytes())
+    elif isinstance(value, (str, int, float, bool)) or value is None:
+        h.update(f"{type(value).__name__}:{value!r};".encode())
+    elif isinstance(value, dict):
+        h.update(b"dict")
+        for k in sorted(value):
+            _feed(h, k)
+            _feed(h, value[k])
+    elif hasattr(value, "__dataclass_fields__"):
+        h.update(type(value).__name__.encode())
+        for k in value.__dataclass_fields__:
+            _feed(h, getattr(value, k))
+    else:  # a sequence (list, tuple, columns of a loaded index)
+        h.update(b"seq")
+        for v in value:
+            _feed(h, v)
+
+
+def index_digest(index: G2ConSIndex) -> dict[str, str]:
+    """SHA-256 of each stored and derived field of ``index`` (timings excepted: they are wall-clock)."""
+    snap = index.snapshot
+    out: dict[str, str] = {}
+    for part in (snap.stored, snap.derived):
+        for name in part.__dataclass_fields__:
+            if name in ("timings", "stats"):
+                continue
+            h = hashlib.sha256()
+            _feed(h, getattr(part, name))
+            out[name] = h.hexdigest()[:16]
+    return out
+
+
+@pytest.fixture(scope="module")
+def built() -> G2ConSIndex:
+    return G2ConSIndex.build(_passages(), embedder="hash", config=G2ConSConfig())
+
+
+def test_digest_stored(built: G2ConSIndex) -> None:
+    got = index_digest(built)
+    print(json.dumps(got, indent=1, sort_keys=True))
+    assert got == EXPECTED
