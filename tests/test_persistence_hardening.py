@@ -562,12 +562,16 @@ def _npy_forgeries(file: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def npy_indexes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Saved indexes holding every ``.npy`` a load reads: plain, product-quantised, graph unit index, trickle log."""
+    """Saved indexes holding every ``.npy`` a load reads: plain, product-quantised, graph unit index, sentence
+    vectors, trickle log."""
     root = tmp_path_factory.mktemp("npy")
     out = {}
-    for kind in ("plain", "pq", "hnsw"):
-        cfg = G2ConSConfig(theta_co=1) if kind == "plain" else G2ConSConfig(theta_co=1, ann_threshold=1, ann_kind=kind)
-        if kind != "plain":
+    for kind in ("plain", "pq", "hnsw", "sentence"):
+        if kind in ("plain", "sentence"):
+            cfg = G2ConSConfig(theta_co=1, vector_level="sentence" if kind == "sentence" else "unit")
+        else:
+            cfg = G2ConSConfig(theta_co=1, ann_threshold=1, ann_kind=kind)
+        if kind in ("pq", "hnsw"):
             pytest.importorskip("faiss" if kind == "pq" else "usearch")
         G2ConSIndex.build(DOCS[:16], embedder="hash:32", config=cfg).save(root / kind)
         out[kind] = root / kind
@@ -584,6 +588,7 @@ NPY_FILES = [
     ("pq", "unit_pq_centroids.npy"),
     ("hnsw", "unit_ann_keys.npy"),
     ("hnsw", "unit_vectors.npy"),
+    ("sentence", "sentence_vectors.npy"),
 ]
 
 
