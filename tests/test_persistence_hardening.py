@@ -615,3 +615,35 @@ def test_forged_npy_files_are_refused_naming_the_file_before_anything_is_allocat
             tracemalloc.stop()
         assert peak < 64 << 20, (label, peak)
         assert str(V(path) / name) in str(err), (label, str(err))
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_forged_npz_member_claiming_2_40_rows_is_refused_unallocated(
+    saved: Path, tmp_path: Path, compress: bool
+) -> None:
+    """A member of ``derived.npz`` whose header claims 2^40 rows over its real data (stored, or compressed: read by
+    ``np.load``), checksums recomputed: PersistError naming the file, nothing allocated."""
+    import tracemalloc
+    import zipfile
+
+    f = V(saved) / "derived.npz"
+    with zipfile.ZipFile(f) as z:
+        members = {i.filename: z.read(i) for i in z.infolist()}
+    name = max(members, key=lambda k: len(members[k]))  # the largest member: a real array
+    head = __import__("io").BytesIO(members[name])
+    np.lib.format.read_magic(head)
+    shape, _, dtype = np.lib.format.read_array_header_1_0(head)
+    members[name] = _npy_bytes((2**40, *shape[1:]), np.lib.format.dtype_to_descr(dtype), head.read())
+    f.unlink()
+    kind = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    with zipfile.ZipFile(f, "w", compression=kind) as z:
+        for k, v in members.items():
+            z.writestr(k, v)
+    _resum(saved, "derived.npz")
+    tracemalloc.start()
+    try:
+        err = _quick_refusal(saved, "derived")
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peak < 256 << 20 and "derived.npz" in str(err), (peak, str(err))
