@@ -138,9 +138,10 @@ class G2ConSConfig:
     ann_pq_dims_per_code: int = 2  # dimensions per 4-bit code (64 bytes a 256-d unit)
     ann_pq_rerank: float = 2.0  # a search passes on max(ann_pq_rerank x k, 256) candidates, re-scored exactly
     # --- fusion -----------------------------------------------------------------------------------------
-    # "score" (default): host chunks are evidence on the concept path's unit scores (g2cons_plugins.fusion);
-    # "ensemble": the paper's Weighted Context Ensemble with lambda caps (forced by mode="paper")
-    fusion: Literal["score", "ensemble"] = "score"
+    # "share" (default): overlap first, then each path's best within its lambda share, then the spill
+    # (g2cons_plugins.fusion); "score": host chunks as evidence on the concept path's unit scores (the default
+    # before share fusion); "ensemble": the paper's Weighted Context Ensemble with lambda caps (forced by mode="paper")
+    fusion: Literal["share", "score", "ensemble"] = "share"
     host_weight: float = 0.6  # score fusion: evidence of the host's best chunk, in bridge_bonus units
     host_agreement: bool = True  # score fusion: host_weight x the share of the host's top 5 the concept path places
     host_head: int = 5  # score fusion: the concept path's first host_head passages stay first (0: no protected head)
@@ -205,7 +206,8 @@ class G2ConSConfig:
             (0.0 <= self.lexical_weight <= 10.0, f"lexical_weight must be in [0, 10], got {self.lexical_weight}"),
             (self.theta_sem is None or -1.0 <= self.theta_sem <= 1.0, "theta_sem must be in [-1, 1]"),
             (isinstance(self.spill, bool), f"spill must be True or False, got {self.spill!r}"),
-            (self.fusion in ("score", "ensemble"), f"fusion must be 'score' or 'ensemble', got {self.fusion!r}"),
+            (self.fusion in ("share", "score", "ensemble"),
+             f"fusion must be 'share', 'score' or 'ensemble', got {self.fusion!r}"),
             (0.0 <= self.host_weight <= 10.0, f"host_weight must be in [0, 10], got {self.host_weight}"),
             (0 <= self.host_head <= 1000, f"host_head must be in [0, 1000], got {self.host_head}"),
             (isinstance(self.host_agreement, bool), f"host_agreement must be a bool, got {self.host_agreement!r}"),

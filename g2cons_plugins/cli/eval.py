@@ -151,6 +151,11 @@ def _print_tables(out: dict[str, Any]) -> None:
         print(format_table(out["host"]["builds"], HOST_BUILD_COLUMNS))
         print()
         print(format_table(*host_pivot(out["host"])))
+        if out["host"].get("complementarity"):
+            from ..eval.report import complementarity_table
+
+            print(f"\nWhat each path adds at kappa {out['host']['main']['kappa']:g} (questions hit):\n")
+            print(complementarity_table(out["host"]["complementarity"]))
     if "answers" in out:
         print()
         print(format_table(out["answers"]["rows"], ("method", "budget", "em", "f1", "n")))
@@ -253,17 +258,26 @@ def _eval_host(
     for r in res["sweep"]:
         if r["kappa"] != args.host_kappa:
             continue
-        main_method = "fused-score" if rule == "score" else "fused"  # the config's rule is the "fused" row
+        main_method = {"score": "fused-score", "share": "fused-share"}.get(rule, "fused")  # the config's: "fused"
         name = "host-kg" if r["method"] == "host" else "fused" if r["method"] == main_method else (
-            "fused-ensemble" if r["method"] == "fused" else "fused-score"
+            {"fused": "fused-ensemble"}.get(r["method"], r["method"])
         )
         if r["method"] == "fused" and not (r["lambda"] == lam and r["spill"] == spill):
+            continue
+        if r["method"] == "fused-share" and r["lambda"] != lam:
             continue
         if r["method"] == "fused-score" and r["host_weight"] != weight:
             continue
         row = {k: v for k, v in r.items() if k not in ("kappa", "lambda", "spill", "method", "host_weight")}
         row["method"] = name
         out["results"].append(row)
+    from ..eval.report import complementarity
+
+    main_rows = [r for r in out["results"] if r["method"] in ("host-kg", "fused")]
+    res["complementarity"] = complementarity(
+        res["concept"], [r for r in main_rows if r["method"] == "host-kg"],
+        [r for r in main_rows if r["method"] == "fused"], kappa=args.host_kappa,
+    )  # fmt: skip
     out["settings"]["host"] = {"name": host.name, "label": host.label, **res["main"]}
     return contexts
 

@@ -342,9 +342,12 @@ def register_fuse(sub: Any) -> None:
         "fuse",
         help="fuse a host's retrieved context with the concept path under a budget",
         description="Fuse a host's results with the concept path, never more than --budget tokens. Rule "
-        "'score' (default): host chunks are evidence on the concept path's unit scores, so a host chunk of any size "
-        "contributes its best units; 'ensemble' (the paper's, paper mode): items retrieved by both paths first, host "
-        "items at most lambda x budget tokens. Host items not placed are reported with their reason.",
+        "'share' (default): items both paths return first, then each path's best within its share (the host "
+        "lambda x budget, scaled by how much its first results agree with the concept path; its first item enters "
+        "whenever it fits), then what one path leaves goes to the other; a host chunk of any size contributes its "
+        "best units; the context is ordered by fused score. 'score': host chunks are evidence on the concept "
+        "path's unit scores; 'ensemble' (the paper's, paper mode): items retrieved by both paths first, host items "
+        "at most lambda x budget tokens. Host items not placed are reported with their reason.",
         epilog="HOST: a JSON file, a list of items, each with chunk_id and/or text, optionally score and n_tokens,\n"
         'e.g. [{"chunk_id": "a.txt", "score": 0.9}, {"text": "..."}] (or {"items": [...]});\n'
         "or replay:PATH, the graph you already built: an LLM extraction (our JSONL, HippoRAG OpenIE JSON,\n"
@@ -362,7 +365,10 @@ def register_fuse(sub: Any) -> None:
         help="the host's retrieved items (HOST.json), replay:PATH or graph-walk:PATH",
     )
     f.add_argument(
-        "--fusion", choices=["score", "ensemble"], default=None, help="fusion rule (default: the config's, score)"
+        "--fusion",
+        choices=["share", "score", "ensemble"],
+        default=None,
+        help="fusion rule (default: the config's, share)",
     )
     f.add_argument(
         "--host-weight", type=float, default=None, help="score fusion: evidence of the host's best chunk (default 0.6)"

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..ensemble import fuse, resolve_host_items
 from ..errors import InputError
-from ..fusion import score_fuse
+from ..fusion import score_fuse, share_fuse
 from ..index import G2ConSIndex
 from ..retrieval import retrieve
 from .evaluation import answer_in_context, embed_queries
@@ -195,7 +195,8 @@ def _score_question(
     rows: dict[tuple[Any, ...], _Score],
     contexts: dict[tuple[str, int], list[str]],
 ) -> None:
-    """One question's host-alone, ensemble (lambda x spill) and score-fusion (per weight) rows at every budget."""
+    """One question's host-alone, ensemble (lambda x spill), share-fusion (per lambda) and score-fusion (per weight)
+    rows at every budget."""
     index, keep, rule = run.index, run.keep, run.index.config.fusion
     for b in run.budgets:
         alone = fuse(hitems, [], b, 1.0, tokenizer=index.tokenizer, spill=False)
@@ -214,6 +215,16 @@ def _score_question(
                 )
                 if keep == (kappa, lam, spill) and rule == "ensemble":
                     contexts.setdefault(("fused", b), []).append("\n".join(f.text for f in fused))
+        for lam in run.lambdas:
+            t1 = time.perf_counter()
+            sh = share_fuse(index, hitems, q["question"], beta=b, lambda_=lam, query_vector=run.qvecs[i],
+                            concept=run.concept[b][i]).items  # fmt: skip
+            ms = host_ms + run.concept_ms[b][i] + 1000 * (time.perf_counter() - t1)
+            rows.setdefault(("fused-share", b, lam, None), _Score()).add(
+                q, [f.text for f in sh], [f.chunk_id for f in sh], ms
+            )
+            if keep is not None and keep[:2] == (kappa, lam) and rule == "share":
+                contexts.setdefault(("fused", b), []).append("\n".join(f.text for f in sh))
         for w, snap in run.snaps.items():
             t1 = time.perf_counter()
             sf = score_fuse(snap, hitems, q["question"], beta=b, query_vector=run.qvecs[i]).items
@@ -251,6 +262,11 @@ def _sweep_rows(kappa: float, rows: dict[tuple[Any, ...], _Score]) -> list[dict[
         if method == "fused-score":
             out.append(
                 {"kappa": kappa, "method": method, "budget": b, "lambda": None, "spill": None, "host_weight": lam,
+                 **sc.row()}
+            )  # fmt: skip
+        elif method == "fused-share":
+            out.append(
+                {"kappa": kappa, "method": method, "budget": b, "lambda": lam, "spill": None, "host_weight": None,
                  **sc.row()}
             )  # fmt: skip
         else:
@@ -366,7 +382,11 @@ def selection_downstream(
                 hitems = resolve_host_items(index, host.retrieve(q["question"]))
                 for b in budgets:
                     alone = fuse(hitems, [], b, 1.0, tokenizer=index.tokenizer, spill=False)
-                    if index.config.fusion == "score":
+                    if index.config.fusion == "share":
+                        fused = share_fuse(
+                            index, hitems, q["question"], beta=b, query_vector=pairs[i][1], concept=concept[b][i]
+                        ).items
+                    elif index.config.fusion == "score":
                         fused = score_fuse(index, hitems, q["question"], beta=b, query_vector=pairs[i][1]).items
                     else:
                         fused = fuse(hitems, concept[b][i], b, lam, tokenizer=index.tokenizer, spill=spill)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
 from ..outputs import atomic_write_bytes, atomic_write_text
 from ..plots import pyplot, save_figure
 from .evaluation import RECALL_COLUMNS, RESULT_COLUMNS, SELECTION_COLUMNS, format_table
@@ -74,14 +75,85 @@ def plot_selection(selection: Sequence[dict[str, Any]], out: Path) -> None:
     _write_figure(fig, out)
 
 
+COMPLEMENTARITY_COLUMNS = (
+    "kappa",
+    "budget",
+    "n_questions",
+    "host_only",
+    "concept_only",
+    "both",
+    "union",
+    "fused",
+    "fused_missed",
+    "fused_beyond",
+)
+
+
+def _hit_bits(row: dict[str, Any], what: str) -> list[bool]:
+    hits = row.get("hits")
+    if not isinstance(hits, str) or set(hits) - {"0", "1"}:
+        raise InputError(f"complementarity: the {what} row at budget {row.get('budget')} has no per-question hits")
+    return [c == "1" for c in hits]
+
+
+def complementarity(
+    concept_rows: Sequence[dict[str, Any]],
+    host_rows: Sequence[dict[str, Any]],
+    fused_rows: Sequence[dict[str, Any]],
+    kappa: float | None = None,
+) -> list[dict[str, Any]]:
+    """What each path adds, per budget, from the per-question hits (``"hits"``: one 0/1 per question, complete
+    recall: an answer string in the context) of the concept path, the host alone and the fused context: questions
+    only the host hits (``host_only``), only the concept path (``concept_only``), ``both``, the ``union`` (what a
+    perfect fusion of the two contexts could reach), ``fused``; ``fused_missed``: union questions the fused context
+    misses, ``fused_beyond``: fused hits neither path alone has. Each count also as % of the questions
+    (``<name>_pct``). A budget missing from one of the three is left out."""
+    by = [{r["budget"]: r for r in rows} for rows in (concept_rows, host_rows, fused_rows)]
+    out: list[dict[str, Any]] = []
+    for b in sorted(set(by[0]) & set(by[1]) & set(by[2])):
+        c, h, f = (_hit_bits(d[b], w) for d, w in zip(by, ("concept", "host", "fused"), strict=True))
+        if not len(c) == len(h) == len(f):
+            raise InputError(
+                f"complementarity: per-question hits of different lengths at budget {b}: concept {len(c)}, "
+                f"host {len(h)}, fused {len(f)}"
+            )
+        n = len(c)
+        counts = {
+            "host_only": sum(x and not y for x, y in zip(h, c, strict=True)),
+            "concept_only": sum(y and not x for x, y in zip(h, c, strict=True)),
+            "both": sum(x and y for x, y in zip(h, c, strict=True)),
+            "union": sum(x or y for x, y in zip(h, c, strict=True)),
+            "fused": sum(f),
+            "fused_missed": sum((x or y) and not z for x, y, z in zip(h, c, f, strict=True)),
+            "fused_beyond": sum(z and not (x or y) for x, y, z in zip(h, c, f, strict=True)),
+        }
+        row: dict[str, Any] = {"kappa": kappa, "budget": b, "n_questions": n, **counts}
+        row.update({f"{k}_pct": round(100.0 * v / max(n, 1), 2) for k, v in counts.items()})
+        out.append(row)
+    return out
+
+
+def complementarity_table(rows: Sequence[dict[str, Any]]) -> str:
+    """The complementarity rows as a Markdown table, each count with its share of the questions."""
+    shown = [
+        {
+            k: (f"{r[k]} ({r[f'{k}_pct']:g}%)" if f"{k}_pct" in r else r.get(k))
+            for k in COMPLEMENTARITY_COLUMNS
+        }
+        for r in rows
+    ]
+    return format_table(shown, COMPLEMENTARITY_COLUMNS)
+
+
 def host_pivot(host: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
     """The kappa x lambda sweep as rows (kappa, budget, spill) with host, concept and fused@lambda columns."""
     concept = {r["budget"]: r["context_recall"] for r in host["concept"]}
     lambdas = sorted({r["lambda"] for r in host["sweep"] if r["method"] == "fused"})
     weights = sorted({r["host_weight"] for r in host["sweep"] if r["method"] == "fused-score"})
+    shares = sorted({r["lambda"] for r in host["sweep"] if r["method"] == "fused-share"})
     rows: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in host["sweep"]:
-        for spill in (False, True) if r["method"] in ("host", "fused-score") else (r["spill"],):
+        for spill in (False, True) if r["method"] in ("host", "fused-score", "fused-share") else (r["spill"],):
             key = (r["kappa"], r["budget"], spill)
             row = rows.setdefault(
                 key, {"kappa": r["kappa"], "budget": r["budget"], "spill": spill, "concept": concept[r["budget"]]}
@@ -90,10 +162,13 @@ def host_pivot(host: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
                 col = "host"
             elif r["method"] == "fused":
                 col = f"fused@{r['lambda']:g}"
+            elif r["method"] == "fused-share":
+                col = f"share@{r['lambda']:g}"
             else:
                 col = f"score@{r['host_weight']:g}"
             row[col] = r["context_recall"]
-    cols = ["kappa", "budget", "spill", "host", "concept"] + [f"score@{w:g}" for w in weights]
+    cols = ["kappa", "budget", "spill", "host", "concept"] + [f"share@{lam:g}" for lam in shares]
+    cols += [f"score@{w:g}" for w in weights]
     cols += [f"fused@{lam:g}" for lam in lambdas]
     return [rows[k] for k in sorted(rows)], cols
 
@@ -109,13 +184,15 @@ def plot_host(host: dict[str, Any], directory: Path) -> tuple[Path, Path]:
     for j, b in enumerate(budgets):
         h = sorted((r for r in host["sweep"] if r["method"] == "host" and r["budget"] == b), key=lambda r: r["kappa"])
         score = main.get("fusion") == "score"
+        shared = main.get("fusion") == "share"
         f = sorted(
             (
                 r
                 for r in host["sweep"]
                 if r["budget"] == b and (
-                    (score and r["method"] == "fused-score" and r["host_weight"] == main["host_weight"])
-                    or (not score and r["method"] == "fused" and r["lambda"] == main["lambda"]
+                    (shared and r["method"] == "fused-share" and r["lambda"] == main["lambda"])
+                    or (score and r["method"] == "fused-score" and r["host_weight"] == main["host_weight"])
+                    or (not score and not shared and r["method"] == "fused" and r["lambda"] == main["lambda"]
                         and r["spill"] == main["spill"])
                 )
             ),
@@ -326,6 +403,18 @@ def write_report(data: dict[str, Any], directory: Path, command: str = "") -> Pa
             "",
             format_table(pivot, cols),
             "",
+        ]
+        if host.get("complementarity"):
+            lines += [
+                f"What each path adds at kappa {m['kappa']:g} (questions hit, complete recall): `host_only` / "
+                "`concept_only`: hit by that path alone; `union`: by either (what a fusion of the two could reach); "
+                "`fused`: by the fused context; `fused_missed`: union questions the fused context misses; "
+                "`fused_beyond`: fused hits neither path has alone.",
+                "",
+                complementarity_table(host["complementarity"]),
+                "",
+            ]
+        lines += [
             f"![kappa frontier]({frontier.name})",
             "",
             f"![lambda curve]({curve.name})",
