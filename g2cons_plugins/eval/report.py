@@ -136,10 +136,7 @@ def complementarity(
 def complementarity_table(rows: Sequence[dict[str, Any]]) -> str:
     """The complementarity rows as a Markdown table, each count with its share of the questions."""
     shown = [
-        {
-            k: (f"{r[k]} ({r[f'{k}_pct']:g}%)" if f"{k}_pct" in r else r.get(k))
-            for k in COMPLEMENTARITY_COLUMNS
-        }
+        {k: (f"{r[k]} ({r[f'{k}_pct']:g}%)" if f"{k}_pct" in r else r.get(k)) for k in COMPLEMENTARITY_COLUMNS}
         for r in rows
     ]
     return format_table(shown, COMPLEMENTARITY_COLUMNS)
