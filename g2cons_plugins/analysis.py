@@ -102,24 +102,47 @@ def detect_language(text: str) -> str:
     English). Alphabetic scripts by stop words: another language wins with more stop-word hits than English, two
     of them words that are not English stop words (short English sentences share "was", "in" with German or
     Dutch lists; "la", "en", "del" are not English)."""
-    letters = sum(len(r) for r in _RUN.findall(text))
+    letters = sum(map(len, _RUN.findall(text)))
     if letters:
-        cj = sum(len(r) for r in _CJ.findall(text))
+        cj = sum(map(len, _CJ.findall(text)))
         if 3 * cj >= letters:
             return "ja" if _HAS_KANA.search(text) else "zh"
-        if 3 * sum(len(r) for r in _HANGUL_RUN.findall(text)) >= letters:
+        if 3 * sum(map(len, _HANGUL_RUN.findall(text))) >= letters:
             return "ko"
     ws = _WORD.findall(text.lower())
     if not ws:
         return "en"
-    en = english_stopwords()
-    n_en = sum(w in en for w in ws)
+    # one look-up per word (most words are no language's stop word) instead of a scan of the words per language;
+    # the same counts, hence the same answer (a language with no hit can never win)
+    langs, hits, en_of = _stop_hits()
+    n_en = 0
+    n = [0] * len(langs)
+    own = [0] * len(langs)
+    for w in ws:
+        found = hits.get(w)
+        if found is None:
+            continue
+        n_en += en_of[w]
+        for k, is_own in found:
+            n[k] += 1
+            own[k] += is_own
     best, best_n = "en", n_en
-    for code, stop, own in _alphabetic():
-        n = sum(w in stop for w in ws)
-        if n > max(best_n, 2 * n_en + 1) and sum(w in own for w in ws) >= 2:
-            best, best_n = code, n
+    for k, code in enumerate(langs):
+        if n[k] and n[k] > max(best_n, 2 * n_en + 1) and own[k] >= 2:
+            best, best_n = code, n[k]
     return best
+
+
+@lru_cache(maxsize=1)
+def _stop_hits() -> tuple[tuple[str, ...], dict[str, tuple[tuple[int, int], ...]], dict[str, int]]:
+    """For :func:`detect_language`: the alphabetic languages in :func:`_alphabetic` order; for each word that is
+    any language's (or English's) stop word, the (language position, 1 if not an English stop word) of each list
+    holding it; and 1 for the English stop words among those words, 0 for the others."""
+    en = english_stopwords()
+    table = _alphabetic()
+    words = set(en).union(*(stop for _, stop, _ in table))
+    hits = {w: tuple((k, int(w in own)) for k, (_, stop, own) in enumerate(table) if w in stop) for w in words}
+    return tuple(code for code, _, _ in table), hits, {w: int(w in en) for w in words}
 
 
 def _bigrams(run: str) -> list[str]:

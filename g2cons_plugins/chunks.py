@@ -185,10 +185,11 @@ def _windows(sentence: str, tokenizer: Tokenizer, size: int) -> list[tuple[str, 
 def split_units(chunk: Chunk, tokenizer: Tokenizer, unit_tokens: int | None) -> list[Unit]:
     """Cut ``chunk`` into retrieval units of <= ``unit_tokens`` tokens at sentence boundaries (see module doc)."""
     sentences = split_sentences(chunk.text) or [chunk.text.strip()]
-    counted = [(s, len(tokenizer.encode(s))) for s in sentences]
     if unit_tokens is None:
         total = len(tokenizer.encode(chunk.text))
-        return [Unit(chunk.id, chunk.id, chunk.text, total, tuple(s for s, _ in counted))]
+        return [Unit(chunk.id, chunk.id, chunk.text, total, tuple(sentences))]
+    encode = tokenizer.encode
+    counted = [(s, len(encode(s))) for s in sentences]
     pieces: list[tuple[str, int]] = []
     for s, n in counted:
         pieces.extend(_windows(s, tokenizer, unit_tokens) if n > unit_tokens else [(s, n)])
@@ -200,14 +201,14 @@ def split_units(chunk: Chunk, tokenizer: Tokenizer, unit_tokens: int | None) -> 
             used = 0
         groups[-1].append((s, n))
         used += n + 1
+    if len(groups) == 1:  # one unit keeps the chunk's own text (whitespace, line breaks): only that is counted
+        n_tokens = len(encode(chunk.text))
+        return [Unit(chunk.id, chunk.id, chunk.text, n_tokens, tuple(s for s, _ in groups[0]))]
     units = []
     for i, group in enumerate(groups):
         text = " ".join(s for s, _ in group)
         uid = unit_id(chunk.id, i, len(groups))
-        units.append(Unit(uid, chunk.id, text, len(tokenizer.encode(text)), tuple(s for s, _ in group)))
-    if len(units) == 1:  # keep the chunk's own text (whitespace, line breaks) when it is one unit
-        u = units[0]
-        units = [Unit(u.id, u.parent_id, chunk.text, len(tokenizer.encode(chunk.text)), u.sentences)]
+        units.append(Unit(uid, chunk.id, text, len(encode(text)), tuple(s for s, _ in group)))
     return units
 
 

@@ -293,7 +293,7 @@ def store(
     t0 = time.perf_counter()
     units, parents = _split(chunks, tok, config, show_progress, previous, engine)
     sentences, sent_unit = _sentence_units(units)
-    chunk_tokens = _chunk_tokens(chunks, tok, previous, engine)
+    chunk_tokens = _chunk_tokens(chunks, tok, previous, engine, units)
     timings["split_and_count"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     unit_vecs = _vectors(emb, [u.text for u in units], previous, "units", show_progress, engine)
@@ -399,14 +399,35 @@ def _sentence_units(units: list[Unit]) -> tuple[list[str], sp.csr_matrix]:
     return sentences, sent_unit
 
 
-def _chunk_tokens(chunks: list[Chunk], tok: Tokenizer, previous: Stored | None, engine: Any) -> np.ndarray:
-    """Token count of each chunk; a chunk ``previous`` holds keeps its count."""
+def _chunk_tokens(
+    chunks: list[Chunk], tok: Tokenizer, previous: Stored | None, engine: Any, units: Sequence[Unit] = ()
+) -> np.ndarray:
+    """Token count of each chunk; a chunk ``previous`` holds keeps its count. Built here (no ``previous``, no
+    engine) with a tiktoken or a plain tokenizer, a chunk that is one unit holding its own text has that unit's
+    count (the same ``encode`` of the same text): only the chunks cut into several units are counted again."""
+    if previous is None and engine is None and units and not _own_batch_counter(tok):
+        out = np.full(len(chunks), -1, dtype=np.int64)
+        pos = {c.id: i for i, c in enumerate(chunks)}
+        for u in units:
+            if u.id == u.parent_id and u.text is chunks[pos[u.id]].text:
+                out[pos[u.id]] = u.n_tokens
+        todo = np.flatnonzero(out < 0)
+        if len(todo):
+            out[todo] = _count(engine, tok, [chunks[i].text for i in todo.tolist()])
+        return out
     if previous is None:
         return np.array(_count(engine, tok, [c.text for c in chunks]), dtype=np.int64)
     old_tok = dict(zip(chunk_id_view(previous.chunks), previous.chunk_tokens.tolist(), strict=True))
     missing = [c.text for c in chunks if c.id not in old_tok]
     fresh = iter(_count(engine, tok, missing))
     return np.array([old_tok[c.id] if c.id in old_tok else next(fresh) for c in chunks], dtype=np.int64)
+
+
+def _own_batch_counter(tok: Tokenizer) -> bool:
+    """True when ``tok`` brings its own batch counter or encoder (one that might count otherwise than ``encode``)."""
+    from .text import TiktokenTokenizer
+
+    return not isinstance(tok, TiktokenTokenizer) and (hasattr(tok, "count_batch") or hasattr(tok, "encode_batch"))
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:

@@ -52,34 +52,42 @@ def _analyzer(config: G2ConSConfig):  # type: ignore[no-untyped-def]
 
 
 def analyze(sentences: Sequence[str], config: G2ConSConfig) -> TermIndex:
-    """Analyse every sentence once (see module doc)."""
+    """Analyse every sentence once (see module doc).
+
+    The words of all sentences are gathered in flat lists first and turned into matrix entries at once (one
+    dictionary look-up per word, numpy for the rest) rather than entry by entry: the same entries as a sentence by
+    sentence pass. A word after a sentence's first word counts for the name share when the analyzer kept it in
+    that sentence or an earlier one (``first_row <= row``), as the sentence by sentence pass did."""
     analyzer = _analyzer(config)
-    vocab: dict[str, int] = {}
-    rows: list[list[int]] = [[], [], []]
-    cols: list[list[int]] = [[], [], []]
+    flat: list[str] = []  # the analyzer's words of every sentence, in order
+    n_words = np.zeros(len(sentences), dtype=np.int64)
+    later: list[str] = []  # the words after each sentence's first word, as written
+    n_later = np.zeros(len(sentences), dtype=np.int64)
+    findall = _WORD.findall
     for i, s in enumerate(sentences):
-        for w in analyzer(s):
-            rows[0].append(i)
-            cols[0].append(vocab.setdefault(w, len(vocab)))
-        for m in list(_WORD.finditer(s))[1:]:
-            word = m.group()
-            j = vocab.get(word.lower())
-            if j is None:  # a stop word (or a word the analyzer does not keep)
-                continue
-            rows[1].append(i)
-            cols[1].append(j)
-            if word[0].isupper():
-                rows[2].append(i)
-                cols[2].append(j)
-    words = sorted(vocab)
-    remap = np.empty(len(vocab), dtype=np.int64)
-    remap[[vocab[w] for w in words]] = np.arange(len(words))
+        ws = analyzer(s)
+        flat.extend(ws)
+        n_words[i] = len(ws)
+        rest = findall(s)[1:]
+        later.extend(rest)
+        n_later[i] = len(rest)
+    words = sorted(set(flat))
+    col = {w: j for j, w in enumerate(words)}
+    rows0 = np.repeat(np.arange(len(sentences), dtype=np.int64), n_words)
+    cols0 = np.fromiter(map(col.__getitem__, flat), dtype=np.int64, count=len(flat))
+    del flat
+    first_row = np.full(len(words), len(sentences), dtype=np.int64)  # the first sentence the analyzer kept it in
+    np.minimum.at(first_row, cols0, rows0)
+    rows1 = np.repeat(np.arange(len(sentences), dtype=np.int64), n_later)
+    cols1 = np.fromiter((col.get(w, -1) for w in map(str.lower, later)), dtype=np.int64, count=len(later))
+    keep = cols1 >= 0
+    keep[keep] = first_row[cols1[keep]] <= rows1[keep]  # a word known by then (a stop word or unknown: skipped)
+    upper = np.fromiter((w[0].isupper() for w in later), dtype=bool, count=len(later))
+    del later
+    rows1, cols1, upper = rows1[keep], cols1[keep], upper[keep]
     mats = []
-    for r, c in zip(rows, cols, strict=True):
-        M = sp.csr_matrix(
-            (np.ones(len(r), np.int32), (np.asarray(r, np.int64), remap[np.asarray(c, np.int64)])),
-            shape=(len(sentences), len(words)),
-        )
+    for r, c in ((rows0, cols0), (rows1, cols1), (rows1[upper], cols1[upper])):
+        M = sp.csr_matrix((np.ones(len(r), np.int32), (r, c)), shape=(len(sentences), len(words)))
         M.sum_duplicates()
         M.sort_indices()
         mats.append(M)

@@ -148,6 +148,11 @@ class TiktokenTokenizer:
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         return self._enc.encode_ordinary_batch(list(texts), num_threads=2)
 
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        """Token counts of ``texts``: :func:`count_in_threads` over tiktoken's ``encode_ordinary`` (which releases
+        the GIL), keeping only the lengths."""
+        return count_in_threads(self._enc.encode_ordinary, texts)
+
     def decode(self, ids: Sequence[int]) -> str:
         return self._enc.decode(list(ids))
 
@@ -190,8 +195,40 @@ def get_tokenizer(spec: str | Tokenizer | None = None) -> Tokenizer:
     return spec
 
 
+#: Texts per slice below which :func:`count_in_threads` counts in the calling thread alone.
+THREAD_SLICE = 4096
+#: The most threads :func:`count_in_threads` uses (never more than the processors this process may run on).
+MAX_COUNT_THREADS = 8
+
+
+def count_in_threads(encode: Callable[[str], Sequence[int]], texts: Sequence[str]) -> list[int]:
+    """``[len(encode(t)) for t in texts]``, in up to :data:`MAX_COUNT_THREADS` threads (one contiguous slice of at
+    least :data:`THREAD_SLICE` texts each, never more threads than usable processors) when ``encode`` releases the
+    GIL, as tiktoken's does. Only the lengths are kept: the token ids of one text are freed before the next (a
+    batch encoder's list of id lists holds ~40 bytes per token: 6 GB for 150M tokens).
+
+    tiktoken's own ``encode_ordinary_batch`` submits one task per text to a thread pool; on passages and sentences
+    (20-200 tokens) that overhead exceeded the encoding itself (measured 2.5-4x slower than a plain loop on 2 busy
+    cores; ``benchmarks/scale/results/build_stages.md``), so the slices here are large."""
+    texts = texts if isinstance(texts, list) else list(texts)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    threads = max(1, min(MAX_COUNT_THREADS, cpus, len(texts) // THREAD_SLICE))
+    if threads == 1:
+        return [len(encode(t)) for t in texts]
+    from concurrent.futures import ThreadPoolExecutor
+
+    step = -(-len(texts) // threads)
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="g2cons-count") as pool:
+        parts = pool.map(lambda a: [len(encode(t)) for t in texts[a : a + step]], range(0, len(texts), step))
+        return [n for part in parts for n in part]
+
+
 def count_tokens_batch(tokenizer: Tokenizer, texts: Sequence[str]) -> list[int]:
-    """Token counts of many texts (uses tiktoken's batch encoder when available)."""
+    """Token counts of many texts: the tokenizer's ``count_batch`` when it has one (tiktoken: threads over slices,
+    only lengths kept), else its batch encoder, else one ``encode`` per text."""
+    count = getattr(tokenizer, "count_batch", None)
+    if count is not None:
+        return list(count(texts))
     batch = getattr(tokenizer, "encode_batch", None)
     if batch is not None and len(texts) >= 64:  # a thread pool per call only pays off for many texts
         return [len(ids) for ids in batch(texts)]

@@ -128,3 +128,83 @@ def test_digest_stored(built: G2ConSIndex) -> None:
     got = index_digest(built)
     print(json.dumps(got, indent=1, sort_keys=True))
     assert got == EXPECTED
+
+
+def _reference_analyze(sentences: list[str], config: G2ConSConfig) -> tuple[list[str], list[sp.csr_matrix]]:
+    """The sentence by sentence term count the vectorised one replaced (a word after a sentence's first word
+    counts when the analyzer kept it in that sentence or an earlier one)."""
+    from g2cons_plugins.concepts import _WORD
+    from g2cons_plugins.terms import _analyzer
+
+    analyzer = _analyzer(config)
+    vocab: dict[str, int] = {}
+    cells: list[list[tuple[int, int]]] = [[], [], []]
+    for i, s in enumerate(sentences):
+        for w in analyzer(s):
+            cells[0].append((i, vocab.setdefault(w, len(vocab))))
+        for m in list(_WORD.finditer(s))[1:]:
+            j = vocab.get(m.group().lower())
+            if j is not None:
+                cells[1].append((i, j))
+                if m.group()[0].isupper():
+                    cells[2].append((i, j))
+    words = sorted(vocab)
+    col = {vocab[w]: k for k, w in enumerate(words)}
+    mats = []
+    for c in cells:
+        M = sp.csr_matrix(
+            (np.ones(len(c), np.int32), ([r for r, _ in c], [col[j] for _, j in c])),
+            shape=(len(sentences), len(words)),
+        )
+        M.sum_duplicates()
+        M.sort_indices()
+        mats.append(M)
+    return words, mats
+
+
+# "sobre" / "para" are Spanish stop words, not English ones: dropped from the Spanish sentence, kept in the English
+# one, so whether the Spanish sentence's "Sobre" counts for the name share depends on which sentence comes first
+EDGE = [
+    "El gato duerme Sobre la mesa para todos pero muy bien, como siempre en la casa.",
+    "The Sobre river and the Para bridge are in Brazil.",
+    "Tokyo 東京 is big.",
+    "",
+    "a an the",
+]
+
+
+@pytest.mark.parametrize("order", [1, -1])
+def test_term_counts_equal_the_sentence_by_sentence_pass(order: int) -> None:
+    from g2cons_plugins.terms import analyze
+
+    sentences = [s for row in _passages()[:120] for s in row["text"].split(". ")] + EDGE
+    sentences = sentences[::order]
+    for config in (G2ConSConfig(), G2ConSConfig(language="english")):
+        got = analyze(sentences, config)
+        words, mats = _reference_analyze(sentences, config)
+        assert list(got.words) == words
+        for a, b in zip((got.counts, got.noninit, got.caps), mats, strict=True):
+            assert a.shape == b.shape and a.dtype == b.dtype
+            assert (a.indptr == b.indptr).all() and (a.indices == b.indices).all() and (a.data == b.data).all()
+
+
+def test_language_detection_equals_the_scan_per_language() -> None:
+    from g2cons_plugins.analysis import _WORD, _alphabetic, detect_language
+    from g2cons_plugins.text import english_stopwords
+
+    def scan(text: str) -> str:  # the per-language scan the single look-up replaced (alphabetic part)
+        ws = _WORD.findall(text.lower())
+        en = english_stopwords()
+        n_en = sum(w in en for w in ws)
+        best, best_n = "en", n_en
+        for code, stop, own in _alphabetic():
+            n = sum(w in stop for w in ws)
+            if n > max(best_n, 2 * n_en + 1) and sum(w in own for w in ws) >= 2:
+                best, best_n = code, n
+        return best
+
+    texts = [row["text"] for row in _passages() if row["id"].startswith(("xquad_es", "hipporag"))] + EDGE
+    texts += ["Der Hund und die Katze sind nicht in dem Haus, aber sie sind da.", "Il est dans la maison avec le chat."]
+    langs = [detect_language(t) for t in texts]
+    assert langs == [scan(t) for t in texts]
+    assert {"en", "es"} <= set(langs)
