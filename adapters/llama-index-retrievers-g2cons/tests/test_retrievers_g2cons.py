@@ -56,7 +56,13 @@ def selector() -> CoreChunkSelector:
 
 def test_public_api() -> None:
     assert sorted(pkg.__all__) == sorted(
-        ["ConceptGraphRetriever", "ConceptGraphSubRetriever", "CoreChunkSelector", "G2ConSRetriever"]
+        [
+            "ConceptGraphRetriever",
+            "ConceptGraphSubRetriever",
+            "CoreChunkSelector",
+            "G2ConSRetriever",
+            "GraphWalkRetriever",
+        ]
     )
     assert issubclass(CoreChunkSelector, TransformComponent)
     assert issubclass(ConceptGraphRetriever, BaseRetriever) and issubclass(G2ConSRetriever, BaseRetriever)
