@@ -3,7 +3,7 @@
 | paper symbol | field | paper value | our default |
 |---|---|---|---|
 | kappa (share of the KG build's input: chunk + prompt tokens, or chunks) | ``kappa`` | 0.8 | 0.8 |
-| lambda (host-KG share of the budget) | ``lambda_`` | 0.6 | 0.4 with ``spill``, for ``fusion="ensemble"`` |
+| lambda (host-KG share of the budget) | ``lambda_`` | 0.6 | 0.4 (``fusion="share"``; the ensemble with ``spill``) |
 | beta (context budget, tokens) | ``beta`` | 12,000 | 12,000 |
 | theta_sem (cosine threshold of an edge) | ``theta_sem`` | 0.65 | ``None``: calibrated (see below) |
 | theta_co (chunk co-occurrence threshold) | ``theta_co`` | 3 | 3 |
@@ -13,10 +13,12 @@
 ``mode="paper"`` forces the paper's literal choices (theta_sem = 0.65, PageRank ``sum`` chunk score,
 the local/global reranked concept walk, lambda = 0.6 with hard budget caps); the default mode keeps the same
 graph but uses the choices our measurements support (docs/decisions.md). Fusion (:mod:`g2cons_plugins.fusion`):
-the default rule is ``fusion="score"``: host chunks are evidence on the concept path's unit scores (``host_weight``
-0.6 in ``bridge_bonus`` units, scaled per query by ``host_agreement``), with the concept path's first ``host_head``
-(5) passages kept first; measured against a replayed gpt-3.5 extraction of MuSiQue as the host KG and the LLM-free
-NER host (docs/dual-path.md, benchmarks/dual_path/). ``fusion="ensemble"`` (forced by paper mode) is the paper's
+the default rule is ``fusion="share"``: lambda is the host's share (0.4, scaled per query by ``host_agreement``):
+items both paths return first, the concept path's first ``host_head`` (5) passages, the host's first item, then each
+path's best by fused rank score within its share and the spill; measured against a replayed gpt-3.5 extraction of
+MuSiQue walked as HippoRAG 2 walks it, the replay host and the LLM-free NER host (docs/dual-path.md,
+benchmarks/dual_path/fusion_compare.sh). ``fusion="score"`` (the default before) puts host chunks as evidence on
+the concept path's unit scores (``host_weight``). ``fusion="ensemble"`` (forced by paper mode) is the paper's
 Weighted Context Ensemble: ``lambda_=None`` and ``spill=None`` resolve to 0.4 and True (default mode) or 0.6 and
 False (paper mode); ``spill`` lets one path use the budget the other leaves unused (still within beta).
 Selection: ``selector="coverage"`` (greedy name coverage per token) in the default mode, ``"pagerank"`` in paper
@@ -143,9 +145,9 @@ class G2ConSConfig:
     # before share fusion); "ensemble": the paper's Weighted Context Ensemble with lambda caps (forced by mode="paper")
     fusion: Literal["share", "score", "ensemble"] = "share"
     host_weight: float = 0.6  # score fusion: evidence of the host's best chunk, in bridge_bonus units
-    host_agreement: bool = True  # score fusion: host_weight x the share of the host's top 5 the concept path places
-    host_head: int = 5  # score fusion: the concept path's first host_head passages stay first (0: no protected head)
-    lambda_: float | None = None  # None -> 0.4 (default mode) / 0.6 (paper mode); the ensemble's host share
+    host_agreement: bool = True  # scale the host's share (share) / weight (score) by its top 5's agreement
+    host_head: int = 5  # share/score fusion: the concept path's first host_head passages stay first (0: none)
+    lambda_: float | None = None  # None -> 0.4 (default mode) / 0.6 (paper mode); the host's share (share, ensemble)
     spill: bool | None = None  # None -> True (default mode) / False (paper mode: hard lambda caps)
     extra: dict[str, Any] = field(default_factory=dict)
 

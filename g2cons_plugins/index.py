@@ -288,10 +288,10 @@ class G2ConSIndex:
         query_vector: np.ndarray | None = None,
     ) -> list[FusedItem]:
         """Dual path: the concept path for ``query`` fused with ``host`` results into one context of at most
-        ``beta`` tokens by the config's rule (``fusion``: "score", the default, or the paper's "ensemble"; see
-        :mod:`g2cons_plugins.fusion`). Id-only host items take their text from the graph. ``lambda_`` / ``spill``
-        are the ensemble's (0.4 / True; paper mode 0.6 / False). :meth:`fuse_report` also says which host items
-        were not placed and why."""
+        ``beta`` tokens by the config's rule (``fusion``: "share", the default, "score", or the paper's
+        "ensemble"; see :mod:`g2cons_plugins.fusion`). Id-only host items take their text from the graph.
+        ``lambda_``: the host's share (0.4; paper mode 0.6); ``spill``: the ensemble's (True; paper mode False).
+        :meth:`fuse_report` also says which host items were not placed and why."""
         return self.fuse_report(host, query, beta, lambda_, spill, query_vector).items
 
     def fuse_report(

@@ -173,7 +173,7 @@ def check_beta(value: Any, name: str = "beta") -> int | None:
 
 
 def resolve_rule(index: G2ConSIndex, fusion: str | None) -> str:
-    """A retriever's fusion rule: the one given ("score" or "ensemble"), else the config's."""
+    """A retriever's fusion rule: the one given ("share", "score" or "ensemble"), else the config's."""
     from ..fusion import FUSIONS
 
     rule = index.config.fusion if fusion is None else fusion

@@ -256,9 +256,10 @@ class G2ConSRetriever(_IndexRetriever):
     spill: bool | None = None
     """Let one path use the other's unused share (still within beta); default ``index.config.spill`` (True; paper
     mode False)."""
-    fusion: Literal["score", "ensemble"] | None = None
-    """"score" (score-level fusion: host chunks as evidence on the concept path's unit scores) or "ensemble" (the
-    paper's; ``lambda_`` and ``spill`` apply only to it); default ``index.config.fusion``."""
+    fusion: Literal["share", "score", "ensemble"] | None = None
+    """"share" (the default: overlap first, then each path's best within its lambda share, then the spill), "score"
+    (host chunks as evidence on the concept path's unit scores; lambda does not apply) or "ensemble" (the paper's;
+    the only one ``spill`` applies to); default ``index.config.fusion``."""
 
     @field_validator("lambda_")
     @classmethod
