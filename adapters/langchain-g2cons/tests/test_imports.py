@@ -9,6 +9,7 @@ EXPECTED = [
     "ConceptGraphRetriever",
     "CoreChunkSelector",
     "G2ConSRetriever",
+    "GraphWalkRetriever",
     "as_core_embedder",
     "assign_ids",
     "embedder_name",
