@@ -17,6 +17,7 @@ texts themselves (n-grams cross sentence boundaries).
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -54,39 +55,39 @@ def _analyzer(config: G2ConSConfig):  # type: ignore[no-untyped-def]
 def analyze(sentences: Sequence[str], config: G2ConSConfig) -> TermIndex:
     """Analyse every sentence once (see module doc).
 
-    The words of all sentences are gathered in flat lists first and turned into matrix entries at once (one
-    dictionary look-up per word, numpy for the rest) rather than entry by entry: the same entries as a sentence by
-    sentence pass. A word after a sentence's first word counts for the name share when the analyzer kept it in
-    that sentence or an earlier one (``first_row <= row``), as the sentence by sentence pass did."""
+    One pass over the sentences gathers each word's column (in order of first use) into flat integer arrays (8
+    bytes an entry, no word text kept per occurrence); numpy makes the rows and the three matrices at once. A word
+    after a sentence's first word counts for the name share when the analyzer kept it in that sentence or an
+    earlier one (the vocabulary as it stands then)."""
     analyzer = _analyzer(config)
-    flat: list[str] = []  # the analyzer's words of every sentence, in order
+    vocab: dict[str, int] = {}
+    setdefault, get = vocab.setdefault, vocab.get
+    cols0, cols1, upper = array("q"), array("q"), array("b")
     n_words = np.zeros(len(sentences), dtype=np.int64)
-    later: list[str] = []  # the words after each sentence's first word, as written
     n_later = np.zeros(len(sentences), dtype=np.int64)
     findall = _WORD.findall
     for i, s in enumerate(sentences):
         ws = analyzer(s)
-        flat.extend(ws)
         n_words[i] = len(ws)
+        cols0.extend([setdefault(w, len(vocab)) for w in ws])
         rest = findall(s)[1:]
-        later.extend(rest)
-        n_later[i] = len(rest)
-    words = sorted(set(flat))
-    col = {w: j for j, w in enumerate(words)}
-    rows0 = np.repeat(np.arange(len(sentences), dtype=np.int64), n_words)
-    cols0 = np.fromiter(map(col.__getitem__, flat), dtype=np.int64, count=len(flat))
-    del flat
-    first_row = np.full(len(words), len(sentences), dtype=np.int64)  # the first sentence the analyzer kept it in
-    np.minimum.at(first_row, cols0, rows0)
-    rows1 = np.repeat(np.arange(len(sentences), dtype=np.int64), n_later)
-    cols1 = np.fromiter((col.get(w, -1) for w in map(str.lower, later)), dtype=np.int64, count=len(later))
-    keep = cols1 >= 0
-    keep[keep] = first_row[cols1[keep]] <= rows1[keep]  # a word known by then (a stop word or unknown: skipped)
-    upper = np.fromiter((w[0].isupper() for w in later), dtype=bool, count=len(later))
-    del later
-    rows1, cols1, upper = rows1[keep], cols1[keep], upper[keep]
+        if rest:
+            n_later[i] = len(rest)
+            cols1.extend([get(w.lower(), -1) for w in rest])  # -1: a stop word, or a word not kept by then
+            upper.extend([w[0].isupper() for w in rest])
+    words = sorted(vocab)
+    remap = np.empty(len(vocab), dtype=np.int64)
+    remap[[vocab[w] for w in words]] = np.arange(len(words))
+    del vocab
+    rows = np.arange(len(sentences), dtype=np.int64)
+    c0 = remap[np.frombuffer(cols0, dtype=np.int64)] if len(cols0) else np.zeros(0, np.int64)
+    c1 = np.frombuffer(cols1, dtype=np.int64) if len(cols1) else np.zeros(0, np.int64)
+    up = np.frombuffer(upper, dtype=np.int8).astype(bool) if len(upper) else np.zeros(0, bool)
+    r1 = np.repeat(rows, n_later)
+    keep = c1 >= 0
+    r1, c1, up = r1[keep], remap[c1[keep]], up[keep]
     mats = []
-    for r, c in ((rows0, cols0), (rows1, cols1), (rows1[upper], cols1[upper])):
+    for r, c in ((np.repeat(rows, n_words), c0), (r1, c1), (r1[up], c1[up])):
         M = sp.csr_matrix((np.ones(len(r), np.int32), (r, c)), shape=(len(sentences), len(words)))
         M.sum_duplicates()
         M.sort_indices()

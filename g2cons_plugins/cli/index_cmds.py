@@ -34,9 +34,20 @@ from ._common import (
 def cmd_build(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     check_disjoint({"INPUT": args.input}, {"--graph": args.graph})
+    if args.dry_run:  # read the input, print the cost model's figures, write nothing
+        from .estimate import estimate, report, tokens_of
+
+        size, overlap = _chunking(args)
+        docs = _read_input(args, args.input).documents
+        print(report(estimate(tokens_of([d.text for d in docs], size, overlap)), len(docs), args.embedder))
+        return 0
     _check_graph_dir(args.graph)
     size, overlap = _chunking(args)
     corpus = _read_input(args, args.input)
+    if _show(args):  # what the cost model expects, before the long part starts
+        from .estimate import estimate, one_line, tokens_of
+
+        print(one_line(estimate(tokens_of([d.text for d in corpus.documents], size, overlap))), file=sys.stderr)
     chunks = _chunk(args, corpus.documents, size, overlap)
     index = _build_index(args, chunks)
     settings = {
@@ -314,6 +325,12 @@ def register_build(sub: Any) -> None:
     )
     b.add_argument("--ray-address", default=None, metavar="ADDR", help="Ray cluster address (default: a local one)")
     b.add_argument("--num-workers", type=positive, default=None, metavar="N", help="Ray actors per stage")
+    b.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="read INPUT and print the build's estimated time, peak memory and disk (a cost model measured with "
+        "wordllama on 2 cores); build and write nothing",
+    )
     input_opts(b)
     common_opts(b)
     b.set_defaults(func=cmd_build)
