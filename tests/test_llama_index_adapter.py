@@ -190,6 +190,7 @@ def test_public_api_and_namespace_layout() -> None:
         "ConceptGraphSubRetriever",
         "CoreChunkSelector",
         "G2ConSRetriever",
+        "GraphWalkRetriever",
     ]
     assert issubclass(CoreChunkSelector, TransformComponent)
     assert issubclass(ConceptGraphRetriever, BaseRetriever) and issubclass(G2ConSRetriever, BaseRetriever)
