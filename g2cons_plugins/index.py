@@ -130,9 +130,15 @@ class G2ConSIndex:
             return cls(stored, emb, config, tok)
         from tqdm.auto import tqdm
 
+        from .terms import analyze
+
+        stored = with_vectors(stored, emb, config, show_progress)
+        with tqdm(total=len(stored.sentences), desc="term counts", unit="sentence") as bar:
+            terms = analyze(stored.sentences, config, bar.update)
         # the last stage (concepts, edges, PageRank, unit index) reports as one step, with its time
         with tqdm(total=1, desc="concept graph", unit="stage") as bar:
-            index = cls(stored, emb, config, tok)
+            index = cls.from_snapshot(make_snapshot(stored, emb, config, tok, terms=terms))
+            log.info("%s", index._snapshot.stats)
             bar.update(1)
         return index
 

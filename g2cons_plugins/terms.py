@@ -18,7 +18,7 @@ texts themselves (n-grams cross sentence boundaries).
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +30,9 @@ from .config import G2ConSConfig
 from .errors import InputError
 
 __all__ = ["TermIndex", "analyze", "update"]
+
+#: Sentences between two calls of :func:`analyze`'s ``progress``.
+PROGRESS_EVERY = 10_000
 
 
 @dataclass(frozen=True)
@@ -52,13 +55,16 @@ def _analyzer(config: G2ConSConfig):  # type: ignore[no-untyped-def]
     return CountVectorizer(**kw).build_analyzer()  # type: ignore[arg-type]
 
 
-def analyze(sentences: Sequence[str], config: G2ConSConfig) -> TermIndex:
+def analyze(
+    sentences: Sequence[str], config: G2ConSConfig, progress: Callable[[int], object] | None = None
+) -> TermIndex:
     """Analyse every sentence once (see module doc).
 
     One pass over the sentences gathers each word's column (in order of first use) into flat integer arrays (8
     bytes an entry, no word text kept per occurrence); numpy makes the rows and the three matrices at once. A word
     after a sentence's first word counts for the name share when the analyzer kept it in that sentence or an
-    earlier one (the vocabulary as it stands then)."""
+    earlier one (the vocabulary as it stands then). ``progress``: called with the number of sentences analysed
+    since its last call (e.g. a tqdm bar's ``update``), every :data:`PROGRESS_EVERY` sentences and at the end."""
     analyzer = _analyzer(config)
     vocab: dict[str, int] = {}
     setdefault, get = vocab.setdefault, vocab.get
@@ -67,6 +73,8 @@ def analyze(sentences: Sequence[str], config: G2ConSConfig) -> TermIndex:
     n_later = np.zeros(len(sentences), dtype=np.int64)
     findall = _WORD.findall
     for i, s in enumerate(sentences):
+        if progress is not None and i and i % PROGRESS_EVERY == 0:
+            progress(PROGRESS_EVERY)
         ws = analyzer(s)
         n_words[i] = len(ws)
         cols0.extend([setdefault(w, len(vocab)) for w in ws])
@@ -75,6 +83,8 @@ def analyze(sentences: Sequence[str], config: G2ConSConfig) -> TermIndex:
             n_later[i] = len(rest)
             cols1.extend([get(w.lower(), -1) for w in rest])  # -1: a stop word, or a word not kept by then
             upper.extend([w[0].isupper() for w in rest])
+    if progress is not None and len(sentences):
+        progress(len(sentences) - (len(sentences) - 1) // PROGRESS_EVERY * PROGRESS_EVERY)
     words = sorted(vocab)
     remap = np.empty(len(vocab), dtype=np.int64)
     remap[[vocab[w] for w in words]] = np.arange(len(words))

@@ -257,3 +257,21 @@ def test_cost_model_within_15_percent_of_the_measurements_it_cites() -> None:
             (est.disk_mb, r["disk_mb"], "disk"),
         ):
             assert abs(got / want - 1) <= 0.15, f"{what} at {r['n']:,} passages: model {got:.1f}, measured {want:.1f}"
+
+
+def test_build_with_progress_is_the_same_index_and_counts_every_sentence(capsys: pytest.CaptureFixture[str]) -> None:
+    """With ``show_progress`` the term counts run as their own stage (a bar by sentences) and the index is the same."""
+    index = G2ConSIndex.build(_passages(), embedder="hash", config=G2ConSConfig(), show_progress=True)
+    assert index_digest(index) == EXPECTED
+    bars = [x for x in capsys.readouterr().err.replace("\r", "\n").splitlines() if x.startswith("term counts:")]
+    n = len(index.snapshot.stored.sentences)
+    assert bars and f"{n}/{n}" in bars[-1]
+
+
+def test_term_progress_adds_up() -> None:
+    from g2cons_plugins import terms
+
+    seen: list[int] = []
+    sentences = [f"Sentence number {i} about Paris." for i in range(terms.PROGRESS_EVERY * 2 + 3)]
+    terms.analyze(sentences, G2ConSConfig(language="english"), seen.append)
+    assert seen == [terms.PROGRESS_EVERY, terms.PROGRESS_EVERY, 3]
