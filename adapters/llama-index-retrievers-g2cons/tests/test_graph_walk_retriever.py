@@ -210,3 +210,36 @@ def test_as_the_host_of_the_g2cons_fusion_retriever() -> None:
     hosted = [r.node.node_id for r in got if r.node.metadata.get("g2cons_source") in ("host", "both")]
     assert hosted and set(hosted) <= set(ids(walker.retrieve(QUESTION)))  # the walk's chunk ids are the index's
     assert set(ids(got)) <= set(CHUNKS)
+
+
+def test_structure_relations_are_not_facts_and_source_links_are_mentions() -> None:
+    from llama_index.core.graph_stores.types import KG_SOURCE_REL
+    from llama_index.core.indices.property_graph import ImplicitPathExtractor
+    from llama_index.core.schema import NodeRelationship, RelatedNodeInfo
+
+    from llama_index.retrievers.g2cons.graph_walk import store_records
+
+    extractor = TableExtractor(table={text: triples for text, triples in CHUNKS.values()})
+    nodes = [TextNode(id_=cid, text=text) for cid, (text, _) in CHUNKS.items()]
+    for a, b in zip(nodes[:-1], nodes[1:], strict=True):  # NEXT / PREVIOUS links as a splitter writes
+        a.relationships[NodeRelationship.NEXT] = RelatedNodeInfo(node_id=b.node_id)
+        b.relationships[NodeRelationship.PREVIOUS] = RelatedNodeInfo(node_id=a.node_id)
+    for n in nodes:
+        n.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id="the-document")
+    index = PropertyGraphIndex(
+        nodes=nodes,
+        kg_extractors=[extractor, ImplicitPathExtractor()],
+        embed_model=BowEmbedding(),
+        llm=MockLLM(),
+        use_async=False,
+    )
+    store = index.property_graph_store
+    store.upsert_relations([Relation(label=KG_SOURCE_REL, source_id="Freedonia", target_id="d5")])  # a mention
+    records, vectors, skipped = store_records(store)
+    by_id = {r.chunk_id: r for r in records}
+    assert sorted(by_id) == sorted(CHUNKS) and skipped == 0  # no record for the document placeholder
+    assert all(list(by_id[c].triples) == sorted(CHUNKS[c][1]) for c in CHUNKS)  # NEXT / SOURCE are not facts
+    assert list(by_id["d5"].entities) == ["Freedonia"] and set(vectors) == set(CHUNKS)
+    walker = GraphWalkRetriever(store, embed_model=BowEmbedding(), similarity_top_k=2, top_facts=1)
+    assert ids(walker.retrieve(QUESTION)) == ["alice", "answer"]
+    assert walker.walk.stats()["facts"] == len(CHUNKS)

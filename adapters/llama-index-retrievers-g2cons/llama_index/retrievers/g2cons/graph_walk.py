@@ -11,9 +11,10 @@ this module only translates the store into :class:`~g2cons_plugins.hosts.GraphRe
   model of the same dimension, is the chunk's dense vector, so nothing is embedded twice);
 * each entity-entity triplet goes to the chunk named by its ``triplet_source_id`` (the key ``PropertyGraphIndex``
   writes on every extracted node and relation; the relation's first, then its subject's, then its object's);
-* a ``SOURCE`` (or ``MENTIONS``) relation between an entity and a chunk is a mention (the entity is linked to that
-  chunk, as ``mention_nodes=True`` uses); relations with a chunk at one end (``ImplicitPathExtractor``'s
-  ``SOURCE`` / ``NEXT`` / ``PREVIOUS`` / ``PARENT`` / ``CHILD``) are not facts.
+* a ``SOURCE`` (or ``MENTIONS``) relation between an extracted entity (one with a ``triplet_source_id``) and a
+  chunk is a mention (the entity is linked to that chunk, as ``mention_nodes=True`` uses); relations with a chunk
+  at one end (``ImplicitPathExtractor``'s ``SOURCE`` / ``NEXT`` / ``PREVIOUS`` / ``PARENT`` / ``CHILD``) are not
+  facts.
 
 Reading the store uses only the generic ``PropertyGraphStore`` API: ``get()`` (every node), ``get_triplets()`` and,
 for a store that returns nothing unfiltered (``SimplePropertyGraphStore`` does), ``get_triplets(ids=...)`` over the
@@ -94,8 +95,10 @@ def store_records(store: PropertyGraphStore) -> tuple[list[GraphRecord], dict[st
     for s, r, o in _all_triplets(store, entity_ids):
         s_chunk, o_chunk = _is_chunk(s, chunk_ids), _is_chunk(o, chunk_ids)
         if s_chunk or o_chunk:
-            if r.label in _MENTION_LABELS and s_chunk != o_chunk:
-                chunk, entity = (s, o) if s_chunk else (o, s)
+            chunk, entity = (s, o) if s_chunk else (o, s)
+            # an extracted entity (it carries its chunk's id) linked to a chunk; not a structure link to a
+            # placeholder such as ImplicitPathExtractor's chunk -> document SOURCE
+            if r.label in _MENTION_LABELS and s_chunk != o_chunk and TRIPLET_SOURCE_KEY in entity.properties:
                 mentions[chunk.id].append(_name(entity))
             continue
         if r.label in _STRUCTURE_LABELS and TRIPLET_SOURCE_KEY not in r.properties:
