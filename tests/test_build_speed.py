@@ -275,3 +275,24 @@ def test_term_progress_adds_up() -> None:
     sentences = [f"Sentence number {i} about Paris." for i in range(terms.PROGRESS_EVERY * 2 + 3)]
     terms.analyze(sentences, G2ConSConfig(language="english"), seen.append)
     assert seen == [terms.PROGRESS_EVERY, terms.PROGRESS_EVERY, 3]
+
+
+def test_counts_in_threads_equal_one_encode_per_text_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    from g2cons_plugins import text
+
+    tok = text.get_tokenizer("cl100k_base")
+    texts = [row["text"][: 40 + 7 * i] for i, row in enumerate(_passages())]
+    want = [len(tok.encode(t)) for t in texts]
+    used: list[int] = []
+    real_pool = __import__("concurrent.futures").futures.ThreadPoolExecutor
+
+    def pool(max_workers: int, **kw: Any) -> Any:
+        used.append(max_workers)
+        return real_pool(max_workers=max_workers, **kw)
+
+    monkeypatch.setattr(text, "THREAD_SLICE", 16)
+    monkeypatch.setattr("os.sched_getaffinity", lambda _pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr("concurrent.futures.ThreadPoolExecutor", pool)
+    assert text.count_tokens_batch(tok, texts) == want
+    assert text.count_tokens_batch(tok, tuple(texts[:33])) == want[:33]  # any sequence; 33 texts: 2 threads
+    assert used == [4, 2]
