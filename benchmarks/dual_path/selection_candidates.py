@@ -14,7 +14,9 @@ and are NOT in the library (each scored from the index alone, no question seen):
 - ``spec_cov``: greedy coverage of those names only;
 - ``links``: title links: other chunks whose text names this chunk's first line (capped at 5) plus the chunk
   first lines this chunk names, per (tokens + prompt) (Wikipedia-like corpora only);
-- ``lmr0`` .. ``lmr2``: length-matched random (the default's length profile), seeds 0..2: the control's spread.
+- ``lmr0`` .. ``lmr2``: length-matched random (the default's length profile), seeds 0..2: the control's spread;
+- ``oracle_gold`` (not a selector: it reads the questions' supporting passages): the chunks holding a supporting
+  passage first, then the default's order; the most any selection could buy at that kappa (``--candidates``).
 
 Also the share of the questions' supporting passages each selection keeps (a proxy the selection never sees).
 
@@ -52,8 +54,9 @@ DEFAULT_CANDIDATES = (
 )
 
 
-def rankings(index: G2ConSIndex, prompt: int) -> dict[str, Callable[[float], list[str]]]:
-    """Each candidate as a function kappa -> kept chunk ids (by tokens, prompt per call)."""
+def rankings(index: G2ConSIndex, prompt: int, gold_chunks: set[str]) -> dict[str, Callable[[float], list[str]]]:
+    """Each candidate as a function kappa -> kept chunk ids (by tokens, prompt per call); ``gold_chunks``: the
+    chunks holding a supporting passage (only ``oracle_gold`` reads them)."""
     st, dv = index.stored, index.derived
     tokens = np.asarray(st.chunk_tokens)
     ids = [c.id for c in st.chunks]
@@ -108,6 +111,8 @@ def rankings(index: G2ConSIndex, prompt: int) -> dict[str, Callable[[float], lis
     }
     for sel in S.SELECTORS:
         out[sel] = lambda k, sel=sel: keep(S.rank_chunks(index, sel), k)
+    oracle = sorted(range(n), key=lambda i: (ids[i] not in gold_chunks, cov.index(i)))
+    out["oracle_gold"] = lambda k: keep(oracle, k)
     for seed in range(3):
         out[f"lmr{seed}"] = lambda k, seed=seed: _length_matched(index, keep(cov, k), seed)
     return out
@@ -143,7 +148,7 @@ def main() -> None:
         if isinstance(src, list):
             members[c.id] = [str(s) for s in src]
     gold = {g for q in qs for g in q.get("supporting_passage_ids") or []}
-    cands = rankings(index, prompt)
+    cands = rankings(index, prompt, {c for c, ps in members.items() if any(p in gold for p in ps)})
     rows: list[dict[str, Any]] = []
     for kappa in [float(x) for x in args.kappas.split(",")]:
         for name in args.candidates.split(","):

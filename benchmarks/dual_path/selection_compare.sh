@@ -9,7 +9,8 @@
 # 2. the same over 1,200-token packs (GraphRAG / LightRAG chunks) at kappa 0.5: the second configuration;
 # 3. rankings tried as replacements (not in the library) and length-matched random with three seeds, both
 #    configurations (selection_candidates.py);
-# 4. the summary (paired sign tests of the default against each selector).
+# 4. the summaries (paired sign tests of the default against each selector; candidates against random);
+# 5. an upper bound: the chunks of the questions' supporting passages first (reads the questions).
 # About 35 min on 2 busy cores with a warm embedding cache (benchmarks/cache).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,7 +23,7 @@ mkdir -p $R
 # this script's own earlier results (g2cons eval never overwrites a file it cannot prove it wrote)
 rm -f $R/selection_downstream_graphwalk_musique*.json $R/selection_downstream_graphwalk_musique*.md \
   $R/selection_candidates_musique*.json $R/selection_candidates_musique*.md $R/selection_compare_summary.md \
-  $R/selection_candidates_summary.md
+  $R/selection_candidates_summary.md $R/selection_oracle_musique*.json $R/selection_oracle_musique*.md
 g2cons eval $M --methods concept --budgets 1000,2000,4000 --embedder minilm --selection-downstream $H \
   --downstream-kappas 0.2,0.5,0.8 \
   --downstream-selectors default,pagerank,knn_pagerank,length-matched-random,concept_coverage,uniform \
@@ -41,3 +42,8 @@ python benchmarks/selection_downstream_summary.py $R/selection_downstream_graphw
   > $R/selection_compare_summary.md
 python benchmarks/dual_path/selection_summary.py $R/selection_candidates_musique.json \
   $R/selection_candidates_musique_pack1200.json > $R/selection_candidates_summary.md
+# what a selection could buy: the chunks of the questions' supporting passages first (an oracle, not a selector)
+python benchmarks/dual_path/selection_candidates.py --data $D/musique --pack-tokens 0 --kappas 0.2,0.5,0.8 \
+  --candidates oracle_gold --out $R/selection_oracle_musique.json > $R/selection_oracle_musique.md
+python benchmarks/dual_path/selection_candidates.py --data $D/musique --pack-tokens 1200 --kappas 0.2,0.5 \
+  --candidates oracle_gold --out $R/selection_oracle_musique_pack1200.json > $R/selection_oracle_musique_pack1200.md
