@@ -501,9 +501,9 @@ def recover_interrupted(out: Path, owned_dir: Callable[[Path], bool] | None = No
             f"{p}: left where it is: named like an interrupted g2cons run's folder, but g2cons cannot recognise "
             "what it holds as its own; move or delete it yourself"
         )
-    for folder, prev, anything in olds:
-        if prev is not None and not os.path.lexists(out):
-            os.replace(prev, out)
+    for folder, whole_prev, anything in olds:
+        if whole_prev is not None and not os.path.lexists(out):
+            os.replace(whole_prev, out)
             say(f"{out}: restored the previous output, which an interrupted g2cons run had set aside in {folder}")
         elif anything:
             say(f"{folder}: removed the previous output of {out} that an interrupted g2cons run had set aside")

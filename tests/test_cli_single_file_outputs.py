@@ -1,7 +1,7 @@
 """Single-file outputs (``select --out FILE``, its report, ``export``, ``show``, ``select --plot``, ``eval --out``)
-write no marker into the user's folder: a rerun recognises g2cons's own earlier file by its content (a stamp at its
-start, the export CSV header, or the SHA-256 the selection report lists). A user's file named ``.g2cons-output`` is
-never replaced, and a folder holding one is not taken for g2cons's."""
+write no marker into the user's folder: a rerun recognises g2cons's own earlier file by its SHA-256 (recorded in
+g2cons's state folder, or listed in the selection report); an edited one is refused (``test_cli_edited_outputs``).
+A user's file named ``.g2cons-output`` is never replaced, and a folder holding one is not taken for g2cons's."""
 
 from __future__ import annotations
 

@@ -354,7 +354,8 @@ def _check_outputs(args: argparse.Namespace, run: _Run) -> None:
 
     assert run.target is not None and run.graph is not None and run.report_path is not None
     if run.core_root is not None:  # built aside and renamed in, all or nothing: an earlier one must be all ours
-        recover_interrupted(run.core_root, owned_dir=lambda p: p == run.core_root / "graph" and _is_cli_graph(p))
+        graph_dir = run.core_root / "graph"
+        recover_interrupted(run.core_root, owned_dir=lambda p: p == graph_dir and _is_cli_graph(p))
         _check_core_root(run.core_root, args)
         _check_writable(run.core_root.parent)
     else:
