@@ -3,7 +3,7 @@
 | paper symbol | field | paper value | our default |
 |---|---|---|---|
 | kappa (share of the KG build's input: chunk + prompt tokens, or chunks) | ``kappa`` | 0.8 | 0.8 |
-| lambda (host-KG share of the budget) | ``lambda_`` | 0.6 | 0.4 (``fusion="share"``; the ensemble with ``spill``) |
+| lambda (host-KG share of the budget) | ``lambda_`` | 0.6 | 0.2 (``fusion="share"``; the ensemble with ``spill``) |
 | beta (context budget, tokens) | ``beta`` | 12,000 | 12,000 |
 | theta_sem (cosine threshold of an edge) | ``theta_sem`` | 0.65 | ``None``: calibrated (see below) |
 | theta_co (chunk co-occurrence threshold) | ``theta_co`` | 3 | 3 |
@@ -13,13 +13,13 @@
 ``mode="paper"`` forces the paper's literal choices (theta_sem = 0.65, PageRank ``sum`` chunk score,
 the local/global reranked concept walk, lambda = 0.6 with hard budget caps); the default mode keeps the same
 graph but uses the choices our measurements support (docs/decisions.md). Fusion (:mod:`g2cons_plugins.fusion`):
-the default rule is ``fusion="share"``: lambda is the host's share (0.4, scaled per query by ``host_agreement``):
+the default rule is ``fusion="share"``: lambda is the host's share (0.2, scaled per query by ``host_agreement``):
 items both paths return first, the concept path's first ``host_head`` (5) passages, the host's first item, then each
 path's best by fused rank score within its share and the spill; measured against a replayed gpt-3.5 extraction of
 MuSiQue walked as HippoRAG 2 walks it, the replay host and the LLM-free NER host (docs/dual-path.md,
 benchmarks/dual_path/fusion_compare.sh). ``fusion="score"`` (the default before) puts host chunks as evidence on
 the concept path's unit scores (``host_weight``). ``fusion="ensemble"`` (forced by paper mode) is the paper's
-Weighted Context Ensemble: ``lambda_=None`` and ``spill=None`` resolve to 0.4 and True (default mode) or 0.6 and
+Weighted Context Ensemble: ``lambda_=None`` and ``spill=None`` resolve to 0.2 and True (default mode) or 0.6 and
 False (paper mode); ``spill`` lets one path use the budget the other leaves unused (still within beta).
 Selection: ``selector="coverage"`` (greedy name coverage per token) in the default mode, ``"pagerank"`` in paper
 mode. Judged by the LLM-free host KG built from the kept chunks on four multi-hop sets
@@ -49,6 +49,8 @@ Selector = Literal["coverage", "concept_coverage", "pagerank", "shortest", "unif
 Strategy = Literal["bridge", "paper", "ppr", "dense", "e2"]
 KappaBy = Literal["tokens", "chunks"]
 VectorLevel = Literal["sentence", "chunk", "unit"]
+DEFAULT_LAMBDA = 0.2  # default-mode lambda (share fusion): the sweep of benchmarks/dual_path/fusion_compare.sh
+
 VECTOR_LEVEL: VectorLevel = "unit"  # the default mode's concept vectors (benchmarks/embedding_work/)
 
 
@@ -150,7 +152,7 @@ class G2ConSConfig:
     host_weight: float = 0.6  # score fusion: evidence of the host's best chunk, in bridge_bonus units
     host_agreement: bool = True  # scale the host's share (share) / weight (score) by its top 5's agreement
     host_head: int = 5  # share/score fusion: the concept path's first host_head passages stay first (0: none)
-    lambda_: float | None = None  # None -> 0.4 (default mode) / 0.6 (paper mode); the host's share (share, ensemble)
+    lambda_: float | None = None  # None -> 0.2 (default mode) / 0.6 (paper mode); the host's share (share, ensemble)
     spill: bool | None = None  # None -> True (default mode) / False (paper mode: hard lambda caps)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -164,7 +166,7 @@ class G2ConSConfig:
             object.__setattr__(self, "strategy", "paper")
             object.__setattr__(self, "fusion", "ensemble")
         if self.lambda_ is None:
-            object.__setattr__(self, "lambda_", 0.6 if self.mode == "paper" else 0.4)
+            object.__setattr__(self, "lambda_", 0.6 if self.mode == "paper" else DEFAULT_LAMBDA)
         if self.vector_level is None:
             object.__setattr__(self, "vector_level", "sentence" if self.mode == "paper" else VECTOR_LEVEL)
         if self.spill is None:
@@ -269,7 +271,7 @@ class G2ConSConfig:
     @property
     def fusion_lambda(self) -> float:
         """lambda_, resolved (never None after construction)."""
-        return float(self.lambda_ if self.lambda_ is not None else 0.4)
+        return float(self.lambda_ if self.lambda_ is not None else DEFAULT_LAMBDA)
 
     @property
     def fusion_spill(self) -> bool:

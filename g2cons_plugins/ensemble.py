@@ -157,8 +157,9 @@ def fuse(
     tokenizer: Tokenizer | str | None = None,
     spill: bool = True,
 ) -> list[FusedItem]:
-    """Fuse host and concept results into one context of at most ``beta`` tokens (see module doc). Defaults are
-    the library's (``G2ConSConfig``: lambda 0.4 with spill); the paper's are ``lambda_=0.6, spill=False``."""
+    """Fuse host and concept results into one context of at most ``beta`` tokens (see module doc). Defaults:
+    lambda 0.4 with spill (the config's default-mode ensemble until share fusion became the default rule); the
+    paper's are ``lambda_=0.6, spill=False``."""
     beta = positive_int("beta", beta)
     lambda_ = unit_interval("lambda_", lambda_)
     if not isinstance(spill, (bool, np.bool_)):

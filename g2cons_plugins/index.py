@@ -296,7 +296,7 @@ class G2ConSIndex:
         """Dual path: the concept path for ``query`` fused with ``host`` results into one context of at most
         ``beta`` tokens by the config's rule (``fusion``: "share", the default, "score", or the paper's
         "ensemble"; see :mod:`g2cons_plugins.fusion`). Id-only host items take their text from the graph.
-        ``lambda_``: the host's share (0.4; paper mode 0.6); ``spill``: the ensemble's (True; paper mode False).
+        ``lambda_``: the host's share (0.2; paper mode 0.6); ``spill``: the ensemble's (True; paper mode False).
         :meth:`fuse_report` also says which host items were not placed and why."""
         return self.fuse_report(host, query, beta, lambda_, spill, query_vector).items
 

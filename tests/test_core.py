@@ -166,7 +166,7 @@ def test_theta_sem_percentile_and_fixed(corpus: list[dict[str, str]]) -> None:
     paper = G2ConSConfig(mode="paper")
     assert paper.theta_sem == 0.65 and paper.strategy == "paper" and paper.selector == "pagerank"
     # fusion: measured defaults (lambda 0.4, spill) vs the paper's (0.6, hard caps); explicit values win
-    assert (G2ConSConfig().lambda_, G2ConSConfig().spill) == (0.4, True)
+    assert (G2ConSConfig().lambda_, G2ConSConfig().spill) == (0.2, True)
     assert (paper.lambda_, paper.spill) == (0.6, False)
     explicit = G2ConSConfig(mode="paper", lambda_=0.3, spill=True)
     assert (explicit.fusion_lambda, explicit.fusion_spill) == (0.3, True)

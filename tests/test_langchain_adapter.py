@@ -286,14 +286,14 @@ def test_fused_retriever_equals_core_fuse(selected: Any) -> None:
 
 
 def test_fused_retriever_default_spill_uses_the_free_budget(selected: Any) -> None:
-    """Default (config) fusion: lambda 0.4 with spill, equal to the core's fuse with those values."""
+    """Default (config) fusion: lambda 0.2 with spill, equal to the core's fuse with those values."""
     selector, _, kept = selected
     host = WordOverlapRetriever(docs=kept, k=6)
     r = G2ConSRetriever(host=host, index=selector.index, beta=400)
     for q in QUERIES:
         docs = r.invoke(q)
         items = [HostItem(chunk_id=d.id, text=d.page_content) for d in host.invoke(q)]
-        core = selector.index.fuse(items, q, beta=400, lambda_=0.4, spill=True)
+        core = selector.index.fuse(items, q, beta=400, lambda_=0.2, spill=True)
         assert [(d.metadata["g2cons_source"], d.id) for d in docs] == [(f.source, f.chunk_id) for f in core]
 
 

@@ -369,7 +369,7 @@ def test_g2cons_retriever_fits_beta_overlap_first_and_lambda(retriever) -> None:
 
 def test_fusion_defaults_come_from_the_config(built) -> None:
     r = G2ConSRetriever.from_defaults(index=built["pg"], selector=built["selector"], beta=600)
-    assert (r.lambda_, r.spill) == (0.4, True)
+    assert (r.lambda_, r.spill) == (0.2, True)
 
 
 def test_lambda_extremes_select_one_path(built) -> None:

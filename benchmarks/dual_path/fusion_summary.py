@@ -1,0 +1,68 @@
+"""Summary of benchmarks/dual_path/fusion_compare.sh: per run, kappa and budget, Context Recall (and supporting-passage
+recall@5) of the concept path alone, the host alone, score fusion (the default before share fusion), share fusion
+(the default) per lambda and the paper's ensemble at lambda 0.4 with spill, all from the same run.
+
+Usage: python benchmarks/dual_path/fusion_summary.py benchmarks/dual_path/results/fusion_*.json > summary.md
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _fmt(row: dict[str, Any] | None) -> str:
+    if row is None:
+        return "-"
+    r5 = row.get("recall_at_5")
+    return f"{row['context_recall']:.0f}" + (f" / {r5:.1f}" if r5 is not None else "")
+
+
+def summarize(path: Path) -> list[str]:
+    """The Markdown lines of one ``g2cons eval --host`` output."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    host = data["host"]
+    st = data["settings"]
+    concept = {r["budget"]: r for r in host["concept"]}
+    sweep = host["sweep"]
+    lambdas = sorted({r["lambda"] for r in sweep if r["method"] == "fused-share"})
+    default = st["config"].get("lambda_")
+    lines = [
+        f"## {path.stem}",
+        "",
+        f"host: {host['host']['name']} ({st['corpus']}, pack {st['pack_tokens']}, {st['n_questions']} questions, "
+        f"embedder {st['embedder']}); cells: Context Recall / supporting-passage recall@5; "
+        f"share@{default:g} is the default",
+        "",
+    ]
+    head = ["kappa", "budget", "concept", "host", "score (old default)"]
+    head += [f"share@{lam:g}" for lam in lambdas] + ["ensemble@0.4+spill"]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for kappa in sorted({r["kappa"] for r in sweep}, reverse=True):
+        for b in sorted(concept):
+
+            def pick(method: str, **kw: Any) -> dict[str, Any] | None:
+                for r in sweep:
+                    if r["kappa"] == kappa and r["budget"] == b and r["method"] == method:
+                        if all(r.get(k) == v for k, v in kw.items()):
+                            return r
+                return None
+
+            cells = [f"{kappa:g}", str(b), _fmt(concept[b]), _fmt(pick("host")), _fmt(pick("fused-score"))]
+            cells += [_fmt(pick("fused-share", **{"lambda": lam})) for lam in lambdas]
+            cells.append(_fmt(pick("fused", **{"lambda": 0.4, "spill": True})))
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def main(argv: list[str]) -> int:
+    print("# Fusion rules on the same runs (benchmarks/dual_path/fusion_compare.sh)\n")
+    for p in argv:
+        print("\n".join(summarize(Path(p))))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
