@@ -59,7 +59,8 @@ import scipy.sparse as sp
 
 from ..errors import InputError
 from ..eval.hosts import HostBuildCost
-from .replay import Extraction, align, chunk_aliases, read_extraction
+from .replay import Extraction, read_extraction
+from .replay_host import align_to_index
 
 if TYPE_CHECKING:
     from ..ensemble import HostItem
@@ -616,8 +617,7 @@ class GraphWalkHost:
 
     def _align(self, index: G2ConSIndex) -> Extraction:
         if self._aligned is None or self._aligned[0] != id(index):
-            chunks = index.stored.chunks
-            self._aligned = (id(index), align(self.extraction, {c.id: c.text for c in chunks}, chunk_aliases(chunks)))
+            self._aligned = (id(index), align_to_index(self.extraction, index))
         return self._aligned[1]
 
     def build(self, index: G2ConSIndex, selection: SelectionReport, show_progress: bool = False) -> HostBuildCost:

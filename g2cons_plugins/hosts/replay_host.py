@@ -38,6 +38,13 @@ def _key(name: str) -> str:
     return " ".join(_WORD.findall(name.casefold()))
 
 
+
+def align_to_index(extraction: Extraction, index: G2ConSIndex) -> Extraction:
+    """``extraction``'s records aligned to ``index``'s chunks (by id, by the passages a packed chunk holds, by text or
+    by containment: :func:`~g2cons_plugins.hosts.replay.align`)."""
+    chunks = index.stored.chunks
+    return align(extraction, {c.id: c.text for c in chunks}, chunk_aliases(chunks))
+
 class ReplayHost:
     """``HostKG`` over a precomputed extraction (see module doc)."""
 
@@ -69,8 +76,7 @@ class ReplayHost:
 
     def _align(self, index: G2ConSIndex) -> Extraction:
         if self._aligned is None or self._aligned[0] != id(index):
-            chunks = index.stored.chunks
-            self._aligned = (id(index), align(self.extraction, {c.id: c.text for c in chunks}, chunk_aliases(chunks)))
+            self._aligned = (id(index), align_to_index(self.extraction, index))
         return self._aligned[1]
 
     def build(self, index: G2ConSIndex, selection: SelectionReport, show_progress: bool = False) -> HostBuildCost:
