@@ -42,19 +42,17 @@ def summarize(path: Path) -> list[str]:
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for kappa in sorted({r["kappa"] for r in sweep}, reverse=True):
         for b in sorted(concept):
-
-            def pick(method: str, **kw: Any) -> dict[str, Any] | None:
-                for r in sweep:
-                    if r["kappa"] == kappa and r["budget"] == b and r["method"] == method:
-                        if all(r.get(k) == v for k, v in kw.items()):
-                            return r
-                return None
-
-            cells = [f"{kappa:g}", str(b), _fmt(concept[b]), _fmt(pick("host")), _fmt(pick("fused-score"))]
-            cells += [_fmt(pick("fused-share", **{"lambda": lam})) for lam in lambdas]
-            cells.append(_fmt(pick("fused", **{"lambda": 0.4, "spill": True})))
+            row = [r for r in sweep if r["kappa"] == kappa and r["budget"] == b]
+            cells = [f"{kappa:g}", str(b), _fmt(concept[b]), _fmt(_pick(row, "host")), _fmt(_pick(row, "fused-score"))]
+            cells += [_fmt(_pick(row, "fused-share", **{"lambda": lam})) for lam in lambdas]
+            cells.append(_fmt(_pick(row, "fused", **{"lambda": 0.4, "spill": True})))
             lines.append("| " + " | ".join(cells) + " |")
     return lines + [""]
+
+
+def _pick(rows: list[dict[str, Any]], method: str, **kw: Any) -> dict[str, Any] | None:
+    """The first row of ``method`` whose fields equal ``kw``."""
+    return next((r for r in rows if r["method"] == method and all(r.get(k) == v for k, v in kw.items())), None)
 
 
 def main(argv: list[str]) -> int:
