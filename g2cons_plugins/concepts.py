@@ -22,7 +22,6 @@ keep "contains", which also matches the calibration prototype.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -99,48 +98,3 @@ def incidence(texts: Sequence[str], vocab: Sequence[str], config: G2ConSConfig) 
     M = cv.transform(texts).tocsr().astype(np.float32)
     M.data[:] = 1.0
     return M
-
-
-def name_share(sentences: Sequence[str], vocab: Sequence[str]) -> np.ndarray:
-    """Per concept, the share of its occurrences written with a capital letter, not counting the first word
-    of a sentence. Near 1 for names ("Kukuzelis", "Benevento"), near 0 for common words."""
-    index = {w: i for i, w in enumerate(vocab)}
-    caps: Counter[int] = Counter()
-    total: Counter[int] = Counter()
-    for s in sentences:
-        for m in list(_WORD.finditer(s))[1:]:
-            word = m.group()
-            j = index.get(word.lower())
-            if j is None:
-                continue
-            total[j] += 1
-            if word[0].isupper():
-                caps[j] += 1
-    out = np.zeros(len(vocab), dtype=np.float32)
-    for j, t in total.items():
-        out[j] = caps[j] / t
-    return out
-
-
-def name_vocabulary(
-    unit_texts: Sequence[str],
-    sentences: Sequence[str],
-    unit_chunk: sp.csr_matrix,
-    config: G2ConSConfig,
-) -> tuple[list[str], sp.csr_matrix, np.ndarray]:
-    """Bridge vocabulary: every non-stop word (KET-RAG's vocabulary) that is a *name* (written capitalised in at
-    least half of its non-sentence-initial occurrences) and occurs in >= 2 chunks. Returns the names, the
-    units x names 0/1 matrix and each name's chunk frequency |T_w| (the retrieval filters it by bridge_max_df)."""
-    kw = _vectorizer_kwargs(config.with_(ngram_max=1))
-    cv = CountVectorizer(binary=True, **kw)  # type: ignore[arg-type]
-    try:
-        U = cv.fit_transform(unit_texts).tocsr().astype(np.float32)
-    except ValueError:  # only stop words
-        return [], sp.csr_matrix((len(unit_texts), 0), dtype=np.float32), np.zeros(0, dtype=np.int64)
-    U.data[:] = 1.0
-    words = list(cv.get_feature_names_out())
-    C = unit_chunk.T @ U
-    C.data[:] = 1.0
-    df = np.asarray(C.sum(axis=0)).ravel().astype(np.int64)
-    keep = np.flatnonzero((name_share(sentences, words) >= 0.5) & (df >= 2))
-    return [words[j] for j in keep], U[:, keep].tocsr(), df[keep]

@@ -14,7 +14,7 @@ it (a host that returns a whole chunk covering our sub-chunk). Never by hash alo
 
 Host items are validated: ``text`` must be a str (valid Unicode), ``chunk_id`` a str or int, ``score`` a number.
 A host's ``n_tokens`` is never trusted: every text is counted with our tokenizer, so the budget holds whatever the
-host claims. :func:`fuse_with` gives an id-only host item the text of that chunk (or unit) from the graph and
+host claims. :func:`resolve_host_items` gives an id-only host item the text of that chunk (or unit) from the graph and
 warns about ids the graph does not hold (such an item has no text and cannot be placed).
 
 Budget accounting: an overlapping item is charged to the host share when it fits there, else to the concept
@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
-from .retrieval import RetrievedItem, retrieve
+from .retrieval import RetrievedItem
 from .snapshot import HasSnapshot, as_snapshot
 from .text import Tokenizer, get_tokenizer
 from .validate import check_text, normalize_id, positive_int, real, unit_interval
@@ -299,25 +299,3 @@ def resolve_host_items(index: HasSnapshot, host: Sequence[Any]) -> list[HostItem
             stacklevel=3,
         )
     return out
-
-
-def fuse_with(
-    index: HasSnapshot,
-    host: Sequence[Any],
-    query: str,
-    beta: int | None = None,
-    lambda_: float | None = None,
-    spill: bool | None = None,
-    query_vector: np.ndarray | None = None,
-) -> list[FusedItem]:
-    """Retrieve the concept path for ``query`` from one snapshot of ``index`` and fuse it with ``host`` (id-only
-    host items resolved from the graph) by the paper's ensemble; lambda_, spill and beta default to the snapshot's
-    config. ``G2ConSIndex.fuse`` uses the config's fusion rule instead (:func:`g2cons_plugins.fusion.fuse_report`)."""
-    snap = as_snapshot(index)
-    cfg = snap.config
-    beta = cfg.beta if beta is None else positive_int("beta", beta)
-    lam = cfg.fusion_lambda if lambda_ is None else unit_interval("lambda_", lambda_)
-    spl = cfg.fusion_spill if spill is None else spill
-    hosts = resolve_host_items(snap, host)
-    concept = retrieve(snap, query, beta=beta, query_vector=query_vector)
-    return fuse(hosts, concept, beta=beta, lambda_=lam, tokenizer=snap.tokenizer, spill=spl)

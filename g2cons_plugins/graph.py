@@ -18,16 +18,11 @@ from .errors import EmbeddingError, InputError
 from .storage.memory import release_free_memory
 
 
-def concept_vectors(sent_incidence: sp.csr_matrix, sent_vecs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Eq. 1: Vector(w) = mean of phi(s) over the distinct sentences s containing w; returned L2-normalised
-    (cosine is all that is used). Also returns |S_w|. A concept in no sentence gets a zero vector."""
-    V, counts, _ = concept_sums(sent_incidence, sent_vecs)
-    return V, counts
-
-
 def concept_sums(incidence: sp.csr_matrix, vecs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`concept_vectors` and the L2 norm of each concept's unnormalised sum (its vector times that norm is
-    the sum, so a trickle update can add or take away a few rows' vectors instead of summing them all again)."""
+    """Eq. 1: Vector(w) = mean of phi(s) over the distinct sentences (or units) s containing w, L2-normalised (cosine
+    is all that is used; a concept in none gets a zero vector); |S_w|; and the L2 norm of each concept's
+    unnormalised sum (its vector times that norm is the sum, so a trickle update can add or take away a few rows'
+    vectors instead of summing them all again)."""
     counts = np.asarray(incidence.sum(axis=0)).ravel()
     V = np.asarray(incidence.T @ vecs, dtype=np.float32)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -87,7 +87,7 @@ class Derived:
     A: sp.csr_matrix
     pagerank: np.ndarray
     name_share: np.ndarray  # per concept: share of capitalised occurrences
-    names: list[str]  # bridge vocabulary (see concepts.name_vocabulary)
+    names: list[str]  # bridge vocabulary: names (capitalised non-stop words in >= 2 chunks)
     name_df: np.ndarray
     unit_names: sp.csr_matrix  # units x names
     name_units: Matrix  # names x units

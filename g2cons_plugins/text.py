@@ -157,28 +157,6 @@ class TiktokenTokenizer:
         return self._enc.decode(list(ids))
 
 
-class CallableTokenizer:
-    """Wrap ``encode: str -> list[int]`` (and optionally ``decode``) as a Tokenizer."""
-
-    def __init__(
-        self,
-        encode: Callable[[str], list[int]],
-        decode: Callable[[Sequence[int]], str] | None = None,
-        name: str = "callable",
-    ) -> None:
-        self.name = name
-        self._encode = encode
-        self._decode = decode
-
-    def encode(self, text: str) -> list[int]:
-        return list(self._encode(text))
-
-    def decode(self, ids: Sequence[int]) -> str:
-        if self._decode is None:
-            raise InputError(f"tokenizer {self.name!r} has no decode(); sub-chunk splitting needs one")
-        return self._decode(ids)
-
-
 @lru_cache(maxsize=8)
 def _tiktoken(encoding: str) -> TiktokenTokenizer:
     return TiktokenTokenizer(encoding)

@@ -134,10 +134,6 @@ def _summary(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _same(a: Path, b: Path) -> bool:
-    return os.path.realpath(a) == os.path.realpath(b)
-
-
 def _profile(args: argparse.Namespace) -> Any:
     """The host's settings (``--root`` / ``--host``), or None for plain ``select``."""
     from ..pipelines.host_projects import lightrag_profile, read_graphrag

@@ -40,7 +40,6 @@ HOST_BUILD_COLUMNS = (
     "host_latency_ms_p50",
     "host_latency_ms_p95",
 )
-SWEEP_COLUMNS = ("kappa", "budget", "lambda", "spill", "context_recall", "support_recall")
 
 
 def _latency(ms: list[float]) -> tuple[float | None, float | None]:
