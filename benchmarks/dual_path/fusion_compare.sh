@@ -31,4 +31,8 @@ for set in musique/hipporag_train100 hotpotqa/hipporag_train100; do
     --budgets 1000,2000,4000 --embedder minilm --host llama-index-ner --host-kappas 0.8 --host-kappa 0.8 $L $C \
     --out $R/fusion_ner_${name}.json > $R/fusion_ner_${name}.md
 done
-python benchmarks/dual_path/fusion_summary.py $R/fusion_*.json > $R/fusion_summary.md
+# 4. the released default (share fusion, lambda 0.2) rerun on the final code: the main table's "fused" rows
+g2cons eval $M --methods concept --budgets 1000,2000,4000 --embedder minilm --host graph-walk:$KG \
+  --host-option model=gpt-3.5-turbo-1106 --host-kappas 0.5,1.0 --host-kappa 1.0 --lambdas 0.2 $C \
+  --out $R/fusion_default_graph-walk_musique_train100.json > $R/fusion_default_graph-walk_musique_train100.md
+python benchmarks/dual_path/fusion_summary.py $(ls $R/fusion_*.json | grep -v fusion_default_) > $R/fusion_summary.md

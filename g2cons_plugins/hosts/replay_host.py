@@ -45,6 +45,7 @@ def align_to_index(extraction: Extraction, index: G2ConSIndex) -> Extraction:
     chunks = index.stored.chunks
     return align(extraction, {c.id: c.text for c in chunks}, chunk_aliases(chunks))
 
+
 class ReplayHost:
     """``HostKG`` over a precomputed extraction (see module doc)."""
 
