@@ -33,8 +33,8 @@ from g2cons_plugins.eval.evaluation import (
     load_questions,
     read_jsonl,
 )
-from g2cons_plugins.outputs import atomic_write_text, check_replaceable_folder, staged_folder
-from g2cons_plugins.pipelines.prices import DEFAULT_PRICE, EXTRACTION_PROMPT_TOKENS
+from g2cons_plugins.hosts.pipelines.prices import DEFAULT_PRICE, EXTRACTION_PROMPT_TOKENS
+from g2cons_plugins.storage.outputs import atomic_write_text, check_replaceable_folder, staged_folder
 
 HERE = Path(__file__).parent / "data"
 

@@ -24,7 +24,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from g2cons_plugins.outputs import atomic_write_text
+from g2cons_plugins.storage.outputs import atomic_write_text
 
 REPO = "waetr/KET-RAG"
 SETS = {

@@ -1,7 +1,6 @@
 """g2cons-plugins: G2ConS (concept graph, core-chunk selection, dual-path retrieval) without an LLM or a host
 framework. Adapters for LlamaIndex and LangChain live in their own distributions and call this package."""
 
-from . import _compat
 from .chunks import Chunk, Unit, content_id, make_chunks
 from .config import G2ConSConfig
 from .embedders import (
@@ -14,15 +13,13 @@ from .embedders import (
     WordLlamaEmbedder,
     get_embedder,
 )
-from .ensemble import FusedItem, HostItem, fuse
 from .errors import EmbeddingError, G2ConSError, InputError, PersistError
 from .fusion import Fusion, fuse_report
+from .fusion.ensemble import FusedItem, HostItem, fuse
 from .graph import GraphStats
 from .index import G2ConSIndex
 from .retrieval import RetrievedItem
 from .selection import SelectionReport
-
-_compat.install()  # old paths of the evaluation harness (g2cons_plugins.evaluation, ...): deprecated
 
 __version__ = "0.1.0"
 

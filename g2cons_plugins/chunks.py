@@ -17,9 +17,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import InputError
+from .errors import InputError, check_text, normalize_id
 from .text import Tokenizer, split_sentences
-from .validate import check_text, normalize_id
 
 MAX_CHUNK_CHARS = 64_000_000  # ~16M tokens: above this a chunk is surely a mistake (a whole file, binary data)
 MAX_METADATA_DEPTH = 64  # mappings and lists inside one another: deeper is refused (JSON writers recurse per level)

@@ -73,7 +73,7 @@ class G2ConSConfig:
     ngram_max: int = 1  # 1 = single words; 2 adds bigrams
     stop_words: Literal["english"] | None = "english"  # None: keep stop words; else per-language lists
     # "auto": each sentence's language (script, then stop words) picks its stop words and, for Chinese /
-    # Japanese, word segmentation (g2cons_plugins.analysis); English text analyses exactly as "english"
+    # Japanese, word segmentation (g2cons_plugins.text.analysis); English text analyses exactly as "english"
     language: Literal["auto", "english"] = "auto"
     segmenter: Literal["auto", "jieba", "bigram"] = "auto"  # Chinese: jieba (rjieba) when installed, or bigrams
     incidence: Incidence = "contains"
@@ -104,13 +104,13 @@ class G2ConSConfig:
     bridge_max_df: int = 5  # bridge concepts occur in 2..bridge_max_df chunks
     bridge_vocab: Literal["all_words", "concepts"] = "all_words"
     bridge_link: Literal["seed_score", "indicator"] = "seed_score"
-    lexical_seeds: int = 1  # bridge: the top BM25 units (g2cons_plugins.lexical) also seed bridges, after dense
+    lexical_seeds: int = 1  # bridge: the top BM25 units (retrieval.lexical) also seed bridges, after dense
     lexical_weight: float = 0.075  # bridge: cos + lexical_weight x BM25 / max BM25 (0 = dense only; not with ANN)
     hybrid_seeds: bool = True  # bridge with lexical_weight > 0: seed units by the hybrid score (False: by cos)
     # bridge: the unit of bridge_bonus and lexical_weight. "cosine": added to cos as they are; "spread": scaled by
     # the query's spread of cos over the units (std / 0.1, ~1 for MiniLM; e5's cosines spread ~5x less)
     score_scale: Literal["cosine", "spread"] = "spread"
-    # bridge, names the query writes (capitalised spans, quoted spans; g2cons_plugins.entities): the first
+    # bridge, names the query writes (capitalised spans, quoted spans; g2cons_plugins.retrieval.entities): the first
     # n_seed_units places go to units chosen one at a time by score + entity_weight x bridge_bonus x (spread) x the
     # specificity of each name not yet held by a chosen unit, so each named entity's passage comes first; the seeds,
     # bridges and the rest of the ranking are those without names (0 = off). entity_head_share: the share of a
@@ -123,7 +123,7 @@ class G2ConSConfig:
     e2_max_units: int = 25  # ... tighten h until at most this many local units
     # --- scale ------------------------------------------------------------------------------------------
     # From this many units on, dense candidates come from an HNSW index (usearch, extra [ann]); None: always exact.
-    # The index is saved with the snapshot and updated in place on add/remove (g2cons_plugins.vector_index).
+    # The index is saved with the snapshot and updated in place on add/remove (g2cons_plugins.arrays.unit_hnsw).
     # 100k units (~65k wordllama passages): below it the exact scan keeps a query under ~10 ms; at 154k units the
     # index took the default query from 13.6 to 3.9 ms p50 (context unit recall 0.977), and an i8 graph costs
     # ~9.6 CPU s per 100k units with ef_add 64 (~72 s of a 1M-passage build on 2 cores), about twice that with
@@ -136,7 +136,7 @@ class G2ConSConfig:
     ann_expansion_add: int = 128  # HNSW ef_construction (a better graph: fewer candidates for the same recall)
     ann_expansion_search: int = 128  # HNSW ef of a search (widened to the candidates asked for)
     # The kind of unit index: "auto" (default) scans product-quantised codes of every unit (faiss fast scan,
-    # g2cons_plugins.unit_pq) below ann_pq_max_units units and uses the HNSW graph from there on; "pq" / "hnsw"
+    # g2cons_plugins.arrays.unit_pq) below ann_pq_max_units units and uses the HNSW graph from there on; "pq" / "hnsw"
     # always that one. At 123k wordllama units the scan's 850 candidates hold 0.997 of the exact top 150 (0.76 ms
     # a search), the graph's 640 hold 0.968 (2.2 ms); the scan is linear in the units, the graph is not
     # (benchmarks/scale/results/unit_index_kinds_80k.md, unit_pq_80k.md).
@@ -228,7 +228,7 @@ class G2ConSConfig:
 
     def _check_types(self) -> None:
         """Numbers must be numbers (not bool, not str, finite); errors name the field."""
-        from .validate import real
+        from .errors import real
 
         floats = ("kappa", "max_df", "theta_sem_percentile", "pagerank_damping", "bridge_bonus", "ppr_damping",
                   "lexical_weight", "host_weight", "entity_weight", "entity_head_share", "ann_pq_rerank")

@@ -36,7 +36,7 @@ def concept_sums(incidence: sp.csr_matrix, vecs: np.ndarray) -> tuple[np.ndarray
 
 # the cosine band below theta_sem whose candidate pairs are kept as near pairs (trickle state: they let an update
 # re-decide a moved concept's edges without its co-occurrence product until it moved NEAR_MARGIN / 2; see
-# g2cons_plugins.edge_update). 0.06 keeps about 0.66 x the edges on a 100k-passage corpus (wordllama), and an
+# g2cons_plugins.engine.edge_update). 0.06 keeps about 0.66 x the edges on a 100k-passage corpus (wordllama), and an
 # add of 1% of it then recomputes the candidates of about 8k concepts instead of 14k (16.5M pairs, not 92M);
 # measured in benchmarks/scale/results/near_pairs.md
 NEAR_MARGIN = 0.06

@@ -27,20 +27,21 @@ from typing import Any
 
 import numpy as np
 
+from .build import Derived, Stored, store, with_vectors
 from .chunks import Chunk, Unit, make_chunks
 from .config import G2ConSConfig
 from .embedders import CachedEmbedder, Embedder, get_embedder
-from .ensemble import FusedItem
+from .engine.snapshot_updates import refreshed, with_added, with_removed
 from .errors import InputError
 from .fusion import Fusion
+from .fusion.ensemble import FusedItem
 from .graph import GraphStats
-from .language_check import AUTO, check_corpus, choose_embedder
 from .retrieval import RetrievedItem
 from .selection import SelectionReport
-from .snapshot import Snapshot, make_snapshot, refreshed, with_added, with_removed
-from .state import Derived, Stored, store, with_vectors
+from .snapshot import Snapshot, make_snapshot
 from .storage.memory import release_free_memory
 from .text import Tokenizer, get_tokenizer
+from .text.language import AUTO, check_corpus, choose_embedder
 
 __all__ = ["G2ConSIndex"]
 
@@ -114,7 +115,7 @@ class G2ConSIndex:
         tok = get_tokenizer(tokenizer)
         runner = None
         if engine != "local":
-            from .pipelines.engines import get_engine
+            from .engine.build_engines import get_engine
 
             kw = {"address": ray_address, "num_workers": num_workers} if engine == "ray" else {}
             runner = get_engine(engine, **kw)
@@ -130,7 +131,7 @@ class G2ConSIndex:
             return cls(stored, emb, config, tok)
         from tqdm.auto import tqdm
 
-        from .terms import analyze
+        from .concepts import analyze
 
         stored = with_vectors(stored, emb, config, show_progress)
         with tqdm(total=len(stored.sentences), desc="term counts", unit="sentence") as bar:
@@ -146,13 +147,13 @@ class G2ConSIndex:
         """Add chunks without re-embedding anything known. Atomic: readers see the index before or after, never a
         mix. ``exact=True``: the derived state is recomputed, so the result equals a fresh build of all chunks;
         ``exact=False``: a trickle update, in time proportional to the new chunks, with a bounded drift from a
-        fresh build until :meth:`refresh` (the concept vocabulary stays fixed; see :mod:`g2cons_plugins.update`);
+        fresh build until :meth:`refresh` (the concept vocabulary stays fixed; see :mod:`g2cons_plugins.engine.update`);
         None (default): a trickle update for a change of at most 1% of a corpus of at least 2,000 chunks while the
         chunks changed since the last exact derive stay within 10% of its size, else exact. On a corpus of 200,000+
         chunks a trickle add of a few chunks leaves the concept vectors, edges and PageRank of the concepts they
         touch to the add that passes 64 waiting chunks, the next removal or :meth:`refresh` (the new chunks are
-        stored and retrievable at once; :class:`g2cons_plugins.update.Deferred`). Chunks whose ids sort after every
-        known id are appended without copying the index's arrays; others are inserted in id order (a copy)."""
+        stored and retrievable at once; :class:`g2cons_plugins.engine.update.Deferred`). Chunks whose ids sort after
+        every known id are appended without copying the index's arrays; others are inserted in id order (a copy)."""
         new = make_chunks(chunks)
         with self._write_lock:
             self._snapshot = with_added(self._snapshot, new, show_progress, exact)
@@ -318,8 +319,8 @@ class G2ConSIndex:
     def to_networkx(self, chunks: bool = False, kept_ids: Iterable[str] | None = None) -> Any:
         """The concept graph as a ``networkx.Graph`` (concepts with PageRank, df and name flag; edges with Dice
         weight and co-occurrence; with ``chunks``, chunk nodes marked kept/dropped by ``kept_ids``); see
-        :func:`g2cons_plugins.export.to_networkx`."""
-        from .export import to_networkx
+        :func:`g2cons_plugins.storage.export.to_networkx`."""
+        from .storage.export import to_networkx
 
         return to_networkx(self._snapshot, chunks=chunks, kept_ids=kept_ids)
 

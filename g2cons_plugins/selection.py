@@ -40,11 +40,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .errors import InputError
+from .errors import InputError, non_negative_float, non_negative_int, unit_interval
 from .graph import pagerank
 from .snapshot import HasSnapshot, as_snapshot
 from .text import format_usd
-from .validate import non_negative_float, non_negative_int, unit_interval
 
 SELECTORS = ("coverage", "concept_coverage", "pagerank", "shortest", "uniform", "knn_pagerank")
 

@@ -1,6 +1,6 @@
 """One immutable snapshot of an index: everything a query reads.
 
-A :class:`Snapshot` holds the stored and derived state (:mod:`g2cons_plugins.state`), the config, the tokenizer
+A :class:`Snapshot` holds the stored and derived state (:mod:`g2cons_plugins.build`), the config, the tokenizer
 and the embedder, and the id -> position maps. Selection, retrieval, fusion and persistence are functions of a
 snapshot. Nothing in it changes after construction (arrays are read-only, maps are read-only views), so any
 number of threads may read one snapshot while a writer builds the next: :class:`~g2cons_plugins.index.G2ConSIndex`
@@ -11,30 +11,26 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from .arrays.positions import ChunkPositions, UnitPositions, positions_of
+from .arrays.tables import ChunkTable
+from .build import Derived, Stored, derive, store
 from .chunks import Chunk, Unit
+from .concepts import TermIndex
 from .config import G2ConSConfig
 from .embedders import Embedder, validate_embeddings
-from .errors import InputError, PersistError
+from .errors import InputError, check_text, normalize_id
 from .graph import GraphStats
-from .lexical import LexicalIndex
-from .positions import ChunkPositions, UnitPositions, positions_of
-from .state import Derived, Stored, derive, store
-from .storage.memory import drop_mapped_pages, release_free_memory, state_arrays
-from .tables import ChunkTable
-from .terms import TermIndex
-from .terms import update as update_terms
 from .text import Tokenizer, count_tokens_batch
-from .trickle_log import Origin, RecordingEmbedder, ReplayEmbedder, TrickleOp
-from .trickle_store import drop_stored, insert_stored
-from .update import Pending, TrickleTooLarge, append_terms, derive_added, derive_removed, supports, use_trickle
-from .validate import check_text, normalize_id
+
+if TYPE_CHECKING:
+    from .retrieval.lexical import LexicalIndex
 
 __all__ = [
     "MAX_QUERY_CHARS",
@@ -42,11 +38,6 @@ __all__ = [
     "Snapshot",
     "as_snapshot",
     "make_snapshot",
-    "refreshed",
-    "replayed",
-    "with_added",
-    "with_origin",
-    "with_removed",
 ]
 
 
@@ -84,24 +75,26 @@ class Snapshot:
     embedder: Embedder
     derive_s: float = 0.0
     unit_ann: Any = None  # approximate nearest-neighbour index over unit vectors (large corpora), else None
-    pending: Pending | None = None  # trickle state since the last exact derive (g2cons_plugins.update), else None
+    pending: Any = None  # the update engine's trickle state since the last exact derive (engine.update.Pending)
     bm25: Any = field(default=None, repr=False)  # the units' BM25 weights read with a saved index, else None
-    origin: Origin | None = None  # where this snapshot is saved, when it is exact and was loaded or saved as is
+    origin: Any = None  # where it is saved (engine.trickle_log.Origin), when exact and loaded or saved as is
 
     @cached_property
     def chunk_pos(self) -> ChunkPositions:
-        """Chunk id -> position (:mod:`g2cons_plugins.positions`)."""
+        """Chunk id -> position (:mod:`g2cons_plugins.arrays.positions`)."""
         return ChunkPositions(self.stored.chunks)
 
     @cached_property
     def unit_pos(self) -> UnitPositions:
-        """Unit id -> position (:mod:`g2cons_plugins.positions`)."""
+        """Unit id -> position (:mod:`g2cons_plugins.arrays.positions`)."""
         return UnitPositions(self.stored.units, self.stored.unit_parent, self.chunk_pos)
 
     @cached_property
     def lexical(self) -> LexicalIndex:
         """BM25 over the units (read with a saved index, else built on first use from the term index;
-        :mod:`g2cons_plugins.lexical`)."""
+        :mod:`g2cons_plugins.retrieval.lexical`)."""
+        from .retrieval.lexical import LexicalIndex
+
         if self.bm25 is not None:
             return LexicalIndex.from_weights(self.bm25, self.derived.terms, self.config)
         return LexicalIndex.build(self.stored, self.derived.terms, self.config)
@@ -212,7 +205,7 @@ def _unit_ann(
     old_units: np.ndarray | None = None,
 ) -> Any:
     """The index over the unit vectors from ``config.ann_threshold`` units on (extra ``[ann]``): a product-quantised
-    scan (:mod:`~g2cons_plugins.unit_pq`) or an HNSW graph (:mod:`~g2cons_plugins.vector_index`), as
+    scan (:mod:`~g2cons_plugins.arrays.unit_pq`) or an HNSW graph (:mod:`~g2cons_plugins.arrays.unit_hnsw`), as
     :meth:`~g2cons_plugins.config.G2ConSConfig.unit_index_kind` says; None below it, or when the library is not
     installed (then every query scans exactly, with a warning). ``loaded``: the index read with the snapshot (used
     as is when it is of that kind with the config's parameters); ``previous``: the snapshot this one was made from,
@@ -230,7 +223,7 @@ def _unit_ann(
                 if config.ann_kind != "auto":
                     raise
                 warnings.warn(f"{e}; the unit index is the HNSW graph instead", stacklevel=3)
-        from .vector_index import unit_ann_for
+        from .arrays.unit_hnsw import unit_ann_for
 
         return unit_ann_for(stored, config, previous, loaded)
     except ImportError as e:
@@ -240,8 +233,8 @@ def _unit_ann(
 
 def _kind_of(index: Any) -> str | None:
     """``"pq"`` / ``"hnsw"`` for a unit index of that kind, else None."""
-    from .unit_pq import UnitPQ
-    from .vector_index import UnitANN
+    from .arrays.unit_hnsw import UnitANN
+    from .arrays.unit_pq import UnitPQ
 
     return "pq" if isinstance(index, UnitPQ) else "hnsw" if isinstance(index, UnitANN) else None
 
@@ -249,7 +242,7 @@ def _kind_of(index: Any) -> str | None:
 def _unit_pq(
     stored: Stored, config: G2ConSConfig, previous: Snapshot | None, loaded: Any, old_units: np.ndarray | None
 ) -> Any:
-    from .unit_pq import UnitPQ, unit_pq_for, unit_pq_params
+    from .arrays.unit_pq import UnitPQ, unit_pq_for, unit_pq_params
 
     params = unit_pq_params(config)
     if isinstance(loaded, UnitPQ) and len(loaded) == len(stored.units):
@@ -262,181 +255,6 @@ def _unit_pq(
         assert previous is not None
         old_units = positions_of(previous.unit_pos, [u.id for u in stored.units])
     return unit_pq_for(stored.unit_vecs, params, prev, old_units)
-
-
-def with_added(
-    snap: Snapshot, new: Sequence[Chunk], show_progress: bool = False, exact: bool | None = None
-) -> Snapshot:
-    """The next snapshot: ``snap`` plus ``new`` chunks (ids must be new). ``snap`` is left unchanged. ``exact``:
-    True re-derives everything (the result equals a fresh build), False makes a trickle update (time
-    proportional to the change, bounded drift until :func:`refreshed`; see :mod:`g2cons_plugins.update`), None
-    chooses by :func:`g2cons_plugins.update.use_trickle`."""
-    clash = sorted({c.id for c in new if c.id in snap.chunk_pos})
-    if clash:
-        raise InputError(f"chunk ids already in the index: {clash[:5]} (remove them first)")
-    if new and use_trickle(len(snap.stored.chunks), len(new), snap.pending, snap.config, exact):
-        try:
-            return _trickle_added(snap, new, force=exact is False)
-        except TrickleTooLarge:  # the change touches too much of the graph: the exact update is cheaper
-            pass
-    st = store(
-        list(snap.stored.chunks) + list(new),
-        snap.embedder,
-        snap.tokenizer,
-        snap.config,
-        show_progress,
-        previous=snap.stored,
-    )
-    return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st), previous=snap)
-
-
-def with_removed(snap: Snapshot, ids: Iterable[Any], exact: bool | None = None) -> Snapshot:
-    """The next snapshot: ``snap`` without the chunks ``ids`` (each must be known); ``exact`` as in
-    :func:`with_added`."""
-    drop = {normalize_id(i) for i in ids}
-    unknown = sorted(i for i in drop if i not in snap.chunk_pos)
-    if unknown:
-        raise InputError(f"unknown chunk ids: {unknown[:5]}")
-    if len(drop) >= len(snap.stored.chunks):
-        raise InputError("removing these ids would leave an empty corpus")
-    if drop and use_trickle(len(snap.stored.chunks), len(drop), snap.pending, snap.config, exact):
-        try:
-            return _trickle_removed(snap, drop, force=exact is False)
-        except TrickleTooLarge:  # as in with_added
-            pass
-    keep = [c for c in snap.stored.chunks if c.id not in drop]
-    st = store(keep, snap.embedder, snap.tokenizer, snap.config, False, previous=snap.stored)
-    return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st), previous=snap)
-
-
-def refreshed(snap: Snapshot) -> Snapshot:
-    """``snap`` itself when it is exact, else the snapshot a fresh build on its chunks makes (every vector
-    reused, the derived state recomputed: the trickle drift is gone)."""
-    if snap.pending is None:
-        return snap
-    st = store(snap.stored.chunks, snap.embedder, snap.tokenizer, snap.config, False, previous=snap.stored)
-    # previous=snap: the same units, so the unit index is kept as it is (not rebuilt)
-    return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st), previous=snap)
-
-
-def replayed(snap: Snapshot, ops: Sequence[TrickleOp]) -> Snapshot:
-    """``snap`` after the logged trickle updates ``ops``, made again in their order (:mod:`g2cons_plugins.trickle_log`):
-    the same state the updates left, with nothing embedded. An update that does not fit ``snap`` (an added id it
-    holds, a removed id it does not) raises :class:`~g2cons_plugins.errors.InputError`."""
-    if not ops:
-        return snap
-    if supports(snap.config) is not None:
-        raise InputError(f"a trickle log cannot replay on this config ({supports(snap.config)})")
-    for i, op in enumerate(ops):
-        if op.kind == "add":
-            clash = sorted(c.id for c in op.chunks if c.id in snap.chunk_pos)
-            if clash:
-                raise InputError(f"update {i} adds chunk ids the index holds: {clash[:5]}")
-            snap = _trickle_added(snap, op.chunks, force=True, replay=op)
-        else:
-            unknown = sorted(x for x in op.ids if x not in snap.chunk_pos)
-            if unknown or len(op.ids) >= len(snap.stored.chunks):
-                raise InputError(f"update {i} removes chunk ids the index does not hold ({unknown[:5]}) or all of them")
-            snap = _trickle_removed(snap, set(op.ids), force=True)
-    return snap
-
-
-def with_origin(snap: Snapshot, origin: Origin) -> Snapshot:
-    """``snap`` noted as saved at ``origin`` (an exact snapshot), or its trickle updates as starting from the exact
-    snapshot saved there: the same state, its computed look-ups (positions, BM25) kept."""
-    new = (
-        replace(snap, origin=origin)
-        if snap.pending is None
-        else replace(snap, pending=replace(snap.pending, origin=origin))
-    )
-    for name in ("chunk_pos", "unit_pos", "lexical"):
-        if name in snap.__dict__:
-            new.__dict__[name] = snap.__dict__[name]
-    return new
-
-
-def _trickle_added(
-    snap: Snapshot, new: Sequence[Chunk], force: bool = False, replay: TrickleOp | None = None
-) -> Snapshot:
-    """A trickle add (:mod:`g2cons_plugins.update`), logged (:mod:`g2cons_plugins.trickle_log`); ``replay``: the
-    logged add being replayed (its vectors are used, nothing is embedded)."""
-    t0 = time.perf_counter()
-    pd = snap.pending or Pending.start(snap.stored, snap.derived, snap.origin)
-    emb: RecordingEmbedder | ReplayEmbedder = (
-        RecordingEmbedder(snap.embedder)
-        if replay is None
-        else ReplayEmbedder(snap.embedder.name, snap.embedder.dim, replay, "trickle log")
-    )
-    st, ins, sent_map = insert_stored(
-        snap.stored, new, emb, snap.tokenizer, snap.config, (snap.chunk_pos, snap.unit_pos), pd.sent_map
-    )
-    if isinstance(emb, ReplayEmbedder) and not emb.done():
-        raise PersistError("trickle log: a replayed add embeds fewer texts than the logged add did")
-    op = emb.op(new) if isinstance(emb, RecordingEmbedder) else replay
-    assert op is not None
-    pd = pd.logged(op)
-    fresh = list(st.sentences[len(snap.stored.sentences) :])
-    terms, word_map = append_terms(snap.derived.terms, fresh, pd.word_map, snap.config)
-    pd = replace(pd, sent_map=sent_map, word_map=word_map)
-    dv, pd = derive_added(snap.derived, pd, st, ins, terms, snap.config, force)
-    old_units = np.insert(np.arange(len(snap.stored.units)), ins.unit_ins, -1)
-    return _trickled(snap, st, dv, pd, t0, old_units)
-
-
-def _trickle_removed(snap: Snapshot, drop: set[str], force: bool = False) -> Snapshot:
-    """A trickle removal (:mod:`g2cons_plugins.update`)."""
-    t0 = time.perf_counter()
-    # what earlier updates freed, first: a removal holds a second copy of most derived arrays at its peak, and the
-    # heap they would reuse is fragmented (at 80k passages after the adds: 190 MB of free pages kept)
-    release_free_memory()
-    pd = (snap.pending or Pending.start(snap.stored, snap.derived, snap.origin)).logged(TrickleOp.remove(sorted(drop)))
-    keep_chunk = np.ones(len(snap.stored.chunks), bool)
-    keep_chunk[[snap.chunk_pos[i] for i in drop]] = False
-    st, keep_unit = drop_stored(snap.stored, keep_chunk)
-    drop_mapped_pages(state_arrays(snap.stored))  # the file pages the copies read (at 1M: 1.5 GB of unit vectors)
-    dv, pd = derive_removed(snap.derived, pd, snap.stored, st, keep_chunk, keep_unit, snap.config, force)
-    return _trickled(snap, st, dv, pd, t0, np.flatnonzero(keep_unit))
-
-
-def _trickled(
-    snap: Snapshot,
-    st: Stored,
-    dv: Derived,
-    pd: Pending,
-    t0: float,
-    old_units: np.ndarray,
-) -> Snapshot:
-    """The snapshot after a trickle update; ``old_units``: per unit of ``st``, its position in ``snap`` (-1: new)."""
-    # the derive's temporaries, before the unit index may take a copy of its graph (not after every add: the next
-    # update would touch fresh pages again, 0.4 s on an add of 1% at 80k passages)
-    release_free_memory()
-    unit_ann = _trickled_ann(snap, st, old_units)
-    drop_mapped_pages(state_arrays(snap.stored, snap.derived))  # file pages the update read from a loaded index
-    timings = {**st.timings, "update_trickle": time.perf_counter() - t0}
-    return Snapshot(
-        stored=replace(st, timings=timings),
-        derived=dv,
-        config=snap.config,
-        tokenizer=snap.tokenizer,
-        embedder=snap.embedder,
-        derive_s=snap.derive_s,
-        unit_ann=unit_ann,
-        pending=pd,
-    )
-
-
-def _trickled_ann(snap: Snapshot, st: Stored, old_units: np.ndarray) -> Any:
-    """``snap``'s unit index updated by the changed units (their old positions known: no pass over the ids)."""
-    from .vector_index import UnitANN, moved_unit_ann, unit_ann_params
-
-    if isinstance(snap.unit_ann, UnitANN) and snap.config.unit_index_kind(len(st.units), "hnsw") == "hnsw":
-        return moved_unit_ann(snap.unit_ann, old_units, st.unit_vecs, unit_ann_params(snap.config))
-    return _unit_ann(st, snap.config, previous=snap, old_units=old_units)
-
-
-def _terms(snap: Snapshot, st: Stored) -> TermIndex:
-    """The term index of ``st``: ``snap``'s rows re-used, only new sentences analysed."""
-    return update_terms(snap.derived.terms, snap.stored.sentences, st.sentences, snap.config)
 
 
 def _read_only(seq: Sequence[Any]) -> Sequence[Any]:

@@ -1,5 +1,5 @@
 """A corpus whose chunks overlap heavily (a splitter's ``chunk_overlap`` as large as its ``chunk_size``, or
-duplicated text) is noticed by the core (``g2cons_plugins.pipelines.overlap``) and named in one warning by both
+duplicated text) is noticed by the core (``g2cons_plugins.hosts.pipelines.overlap``) and named in one warning by both
 adapters' selectors, with the share of overlapping chunks; a corpus split without overlap gives no warning."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from g2cons_plugins.pipelines.overlap import chunk_overlap, warn_if_overlapping  # noqa: E402
+from g2cons_plugins.hosts.pipelines.overlap import chunk_overlap, warn_if_overlapping  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "examples" / "data" / "musique_excerpt_corpus.jsonl"
 

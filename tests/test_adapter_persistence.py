@@ -24,7 +24,7 @@ from llama_index.core.schema import TextNode  # noqa: E402
 from test_langchain_adapter import WordOverlapRetriever  # noqa: E402
 
 from g2cons_plugins import G2ConSConfig  # noqa: E402
-from g2cons_plugins.pipelines.integration import SETTINGS_FILE  # noqa: E402
+from g2cons_plugins.hosts.pipelines.integration import SETTINGS_FILE  # noqa: E402
 
 QUERIES = ["Where was Marie Curie born?", "Who discovered radioactivity?", "Which river flows through Warsaw?"]
 # every setting away from its default, so a lost one changes the results or the settings

@@ -11,7 +11,7 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from g2cons_plugins.pipelines.prices import EXTRACTION_PROMPT_TOKENS  # noqa: E402
+from g2cons_plugins.hosts.pipelines.prices import EXTRACTION_PROMPT_TOKENS  # noqa: E402
 from g2cons_plugins.text import get_tokenizer  # noqa: E402
 
 
@@ -43,7 +43,11 @@ def test_langchain_selector_prices_llm_graph_transformers_prompt() -> None:
 
 def test_graphrag_figure_is_its_default_prompt() -> None:
     prompt = pytest.importorskip("graphrag.prompts.index.extract_graph")
-    from g2cons_plugins.pipelines.host_projects import _GRAPHRAG_FORMAT, GRAPHRAG_DEFAULT_ENTITY_TYPES, parse_template
+    from g2cons_plugins.hosts.pipelines.host_projects import (
+        _GRAPHRAG_FORMAT,
+        GRAPHRAG_DEFAULT_ENTITY_TYPES,
+        parse_template,
+    )
 
     values = {**_GRAPHRAG_FORMAT, "entity_types": ",".join(GRAPHRAG_DEFAULT_ENTITY_TYPES)}
     parts = parse_template(prompt.GRAPH_EXTRACTION_PROMPT, values, "input_text", "graphrag")

@@ -133,8 +133,7 @@ def test_digest_stored(built: G2ConSIndex) -> None:
 def _reference_analyze(sentences: list[str], config: G2ConSConfig) -> tuple[list[str], list[sp.csr_matrix]]:
     """The sentence by sentence term count the vectorised one replaced (a word after a sentence's first word
     counts when the analyzer kept it in that sentence or an earlier one)."""
-    from g2cons_plugins.concepts import _WORD
-    from g2cons_plugins.terms import _analyzer
+    from g2cons_plugins.concepts import _WORD, _analyzer
 
     analyzer = _analyzer(config)
     vocab: dict[str, int] = {}
@@ -175,7 +174,7 @@ EDGE = [
 
 @pytest.mark.parametrize("order", [1, -1])
 def test_term_counts_equal_the_sentence_by_sentence_pass(order: int) -> None:
-    from g2cons_plugins.terms import analyze
+    from g2cons_plugins.concepts import analyze
 
     sentences = [s for row in _passages()[:120] for s in row["text"].split(". ")] + EDGE
     sentences = sentences[::order]
@@ -189,8 +188,8 @@ def test_term_counts_equal_the_sentence_by_sentence_pass(order: int) -> None:
 
 
 def test_language_detection_equals_the_scan_per_language() -> None:
-    from g2cons_plugins.analysis import _WORD, _alphabetic, detect_language
     from g2cons_plugins.text import english_stopwords
+    from g2cons_plugins.text.analysis import _WORD, _alphabetic, detect_language
 
     def scan(text: str) -> str:  # the per-language scan the single look-up replaced (alphabetic part)
         ws = _WORD.findall(text.lower())
@@ -269,7 +268,7 @@ def test_build_with_progress_is_the_same_index_and_counts_every_sentence(capsys:
 
 
 def test_term_progress_adds_up() -> None:
-    from g2cons_plugins import terms
+    from g2cons_plugins import concepts as terms
 
     seen: list[int] = []
     sentences = [f"Sentence number {i} about Paris." for i in range(terms.PROGRESS_EVERY * 2 + 3)]

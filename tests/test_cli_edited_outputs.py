@@ -1,6 +1,6 @@
 """A single-file output the user edited is never overwritten: g2cons replaces a file only while its SHA-256 is the
-one g2cons recorded when it wrote it (``g2cons_plugins.outputs.write_output_file``), whatever its stamp says. The
-refusal names the file and says how to proceed; the edit stays."""
+one g2cons recorded when it wrote it (``g2cons_plugins.storage.outputs.write_output_file``), whatever its stamp says.
+The refusal names the file and says how to proceed; the edit stays."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from g2cons_plugins.cli import main
-from g2cons_plugins.outputs import remembered_digest, state_dir
+from g2cons_plugins.storage.outputs import remembered_digest, state_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "examples" / "data" / "musique_excerpt_corpus.jsonl"

@@ -1,5 +1,5 @@
-"""``g2cons export`` / :func:`g2cons_plugins.export.to_networkx`, ``--version``, ``fuse`` with id-only host items,
-and ``add``/``remove`` by path (issue 13 items 2-3)."""
+"""``g2cons export`` / :func:`g2cons_plugins.storage.export.to_networkx`, ``--version``, ``fuse`` with id-only host
+items, and ``add``/``remove`` by path (issue 13 items 2-3)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from g2cons_plugins import G2ConSIndex
 from g2cons_plugins.cli import main
-from g2cons_plugins.export import to_networkx
+from g2cons_plugins.storage.export import to_networkx
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "examples" / "data" / "musique_excerpt_corpus.jsonl"
@@ -134,7 +134,7 @@ def test_add_and_remove_save_a_trickle_log_unless_refresh(
     next load replays it and keeps the drift until a refresh); ``--refresh`` saves the exact state (version 5)."""
     import shutil
 
-    from g2cons_plugins import update as upd
+    from g2cons_plugins.engine import update as upd
 
     monkeypatch.setattr(upd, "MIN_CHUNKS", 10)
     monkeypatch.setattr(upd, "MAX_SHARE", 0.5)

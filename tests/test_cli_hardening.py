@@ -14,7 +14,7 @@ import pytest
 from g2cons_plugins import G2ConSConfig
 from g2cons_plugins.cli import main
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.pipelines.host_projects import parse_template
+from g2cons_plugins.hosts.pipelines.host_projects import parse_template
 
 HASH = ["--embedder", "hash", "--quiet"]
 TEXTS = [

@@ -456,7 +456,7 @@ def test_graphrag_report_has_one_avoided_figure_the_host_tokenizer_and_the_model
     """selection_report.json of a GraphRAG root: the top-level "avoided" numbers are host_cost.saved (gleanings
     counted), as printed; "tokenizer" is the encoding that chunked and priced (o200k_base, graphrag init's
     default); the price is the list price of the model settings.yaml names (gpt-4.1 here), and says so."""
-    from g2cons_plugins.pipelines.prices import LIST_PRICES
+    from g2cons_plugins.hosts.pipelines.prices import LIST_PRICES
 
     proj = _project(tmp_path / "proj", SETTINGS.replace("encoding_model: cl100k_base", "encoding_model: o200k_base"))
     assert main(["select", "--root", str(proj), "--kappa", "0.5", *HASH]) == 0
@@ -489,7 +489,7 @@ def test_graphrag_report_has_one_avoided_figure_the_host_tokenizer_and_the_model
     ],
 )
 def test_price_follows_the_model_each_graphrag_settings_version_names(settings: Any, model: str, where: str) -> None:
-    from g2cons_plugins.pipelines.prices import LIST_PRICES, graphrag_model, resolve_price
+    from g2cons_plugins.hosts.pipelines.prices import LIST_PRICES, graphrag_model, resolve_price
 
     found = graphrag_model(settings)
     assert found is not None and found[1] == where

@@ -1,31 +1,39 @@
 """Package layout: the evaluation harness lives in ``g2cons_plugins.eval``, storage in ``g2cons_plugins.storage``,
-host pipelines in ``g2cons_plugins.pipelines``; the old paths still import, with a DeprecationWarning, and give the
-moved module itself; the CLI is a package whose entry point and helpers still import."""
+host pipelines in ``g2cons_plugins.hosts.pipelines``; the module paths deprecated in 0.1.x are gone (ImportError),
+and the CLI is a package whose entry point and helpers still import."""
 
 from __future__ import annotations
 
 import importlib
 import subprocess
 import sys
-import warnings
 
 import pytest
 
-from g2cons_plugins._compat import MOVED
+REMOVED = [
+    "g2cons_plugins.evaluation",
+    "g2cons_plugins.report",
+    "g2cons_plugins.host_eval",
+    "g2cons_plugins.answering",
+    "g2cons_plugins.entity_graph",
+    "g2cons_plugins.persistence",
+    "g2cons_plugins.stored_io",
+    "g2cons_plugins.derived_io",
+    "g2cons_plugins.npz_view",
+    "g2cons_plugins.memory",
+    "g2cons_plugins.corpus_io",
+    "g2cons_plugins.host_projects",
+    "g2cons_plugins.integration",
+    "g2cons_plugins.engines",
+    "g2cons_plugins._compat",
+]
 
 
-@pytest.mark.parametrize("old", sorted(MOVED))
-def test_old_import_paths_warn_and_alias(old: str) -> None:
-    new = importlib.import_module(MOVED[old])
+@pytest.mark.parametrize("old", REMOVED)
+def test_removed_import_paths_fail(old: str) -> None:
     sys.modules.pop(old, None)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        mod = importlib.import_module(old)
-    assert any(issubclass(w.category, DeprecationWarning) and MOVED[old] in str(w.message) for w in caught)
-    assert mod is new  # one module object: attributes set (monkeypatched) on either path are seen by both
-    assert mod.__name__ == MOVED[old] and mod.__spec__.name == MOVED[old]
-    parent, _, name = old.rpartition(".")
-    assert getattr(importlib.import_module(parent), name) is new
+    with pytest.raises(ImportError):
+        importlib.import_module(old)
 
 
 def test_method_package_does_not_import_the_harness() -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from g2cons_plugins.cli import main
-from g2cons_plugins.outputs import MARKER
-from g2cons_plugins.pipelines.corpus_io import chunk_documents, read_corpus, write_selection
+from g2cons_plugins.hosts.pipelines.corpus_io import chunk_documents, read_corpus, write_selection
+from g2cons_plugins.storage.outputs import MARKER
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "examples" / "data" / "musique_excerpt_corpus.jsonl"

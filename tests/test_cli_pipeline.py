@@ -22,7 +22,7 @@ import pytest
 
 from g2cons_plugins import G2ConSIndex
 from g2cons_plugins.cli import main
-from g2cons_plugins.pipelines.corpus_io import chunk_documents, read_corpus, split_tokens
+from g2cons_plugins.hosts.pipelines.corpus_io import chunk_documents, read_corpus, split_tokens
 from g2cons_plugins.storage.persistence import is_index_dir
 from g2cons_plugins.text import get_tokenizer
 

@@ -72,7 +72,7 @@ def test_show_png_arrows_end_on_the_boxes() -> None:
     pytest.importorskip("matplotlib")
     from types import SimpleNamespace
 
-    from g2cons_plugins.plots import concept_path_figure, pyplot
+    from g2cons_plugins.eval.plots import concept_path_figure, pyplot
 
     seed = SimpleNamespace(unit_id="s", parent_id="p1", text="A short seed", n_tokens=5, reason={"via": "seed"})
     far = SimpleNamespace(

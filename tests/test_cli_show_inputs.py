@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from g2cons_plugins.cli import main
-from g2cons_plugins.outputs import recognised_output
+from g2cons_plugins.storage.outputs import recognised_output
 from g2cons_plugins.text import format_usd
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Text columns and ropes (g2cons_plugins.columns) behave as the lists they replace."""
+"""Text columns and ropes (g2cons_plugins.arrays.columns) behave as the lists they replace."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from g2cons_plugins.columns import (
+from g2cons_plugins.arrays.columns import (
     Rope,
     TextColumn,
     bisect_left,

@@ -8,6 +8,7 @@ import warnings
 import networkx as nx
 import numpy as np
 import pytest
+from concept_oracle import extract_vocabulary
 
 from g2cons_plugins import (
     CallableEmbedder,
@@ -19,7 +20,6 @@ from g2cons_plugins import (
     make_chunks,
 )
 from g2cons_plugins.chunks import Chunk, content_id, split_units
-from g2cons_plugins.concepts import extract_vocabulary
 from g2cons_plugins.graph import pagerank
 from g2cons_plugins.selection import take
 from g2cons_plugins.text import english_stopwords, get_tokenizer, split_sentences

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from g2cons_plugins import G2ConSConfig, G2ConSIndex, PersistError, outputs
+from g2cons_plugins import G2ConSConfig, G2ConSIndex, PersistError
 from g2cons_plugins.cli import main
-from g2cons_plugins.storage import persistence
+from g2cons_plugins.storage import outputs, persistence
 
 NO_ROOM = [(errno.ENOSPC, "No space left on device", "make room"), (errno.EFBIG, "File too large", "ulimit -f")]
 

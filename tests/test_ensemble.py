@@ -1,4 +1,4 @@
-"""Tests of g2cons_plugins.ensemble (Weighted Context Ensemble): budget, priority, matching, determinism."""
+"""Tests of g2cons_plugins.fusion.ensemble (Weighted Context Ensemble): budget, priority, matching, determinism."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from g2cons_plugins.ensemble import FusedItem, HostItem, fuse
 from g2cons_plugins.errors import InputError
+from g2cons_plugins.fusion.ensemble import FusedItem, HostItem, fuse
 from g2cons_plugins.retrieval import RetrievedItem
 from g2cons_plugins.text import get_tokenizer
 

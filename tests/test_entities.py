@@ -1,4 +1,4 @@
-"""Names written in a query (g2cons_plugins.entities) and their use by the concept path's seeds."""
+"""Names written in a query (g2cons_plugins.retrieval.entities) and their use by the concept path's seeds."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from g2cons_plugins import G2ConSConfig, G2ConSIndex, entities
-from g2cons_plugins.entities import entity_bonus, name_bonus, name_matches, normalize, query_names
+from g2cons_plugins import G2ConSConfig, G2ConSIndex
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.retrieval import retrieve
+from g2cons_plugins.retrieval import entities, retrieve
+from g2cons_plugins.retrieval.entities import entity_bonus, name_bonus, name_matches, normalize, query_names
 
 FILLER = (
     "The committee met in the spring to discuss the budget of the regional library network, the opening hours of "

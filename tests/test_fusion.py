@@ -9,7 +9,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import pytest
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex
-from g2cons_plugins.ensemble import fuse
 from g2cons_plugins.errors import InputError
 from g2cons_plugins.fusion import (
     REASON_BELOW,
@@ -20,6 +19,7 @@ from g2cons_plugins.fusion import (
     fuse_report,
     score_fuse,
 )
+from g2cons_plugins.fusion.ensemble import fuse
 from g2cons_plugins.retrieval import retrieve
 
 FILLER = (

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex
+from g2cons_plugins.arrays.wide_rows import as_csr
+from g2cons_plugins.engine.trickle_store import appended
 from g2cons_plugins.storage.growable import growable
 from g2cons_plugins.storage.memory import drop_mapped_pages
 from g2cons_plugins.storage.npz_view import NpzView
-from g2cons_plugins.trickle_store import appended
-from g2cons_plugins.wide_rows import as_csr
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="growable maps are Linux only")
 EXCERPT = Path(__file__).resolve().parents[1] / "examples" / "data" / "musique_excerpt_corpus.jsonl"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from g2cons_plugins import outputs
 from g2cons_plugins.cli import main
+from g2cons_plugins.storage import outputs
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "examples" / "data" / "musique_excerpt_corpus.jsonl"

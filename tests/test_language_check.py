@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from g2cons_plugins import CallableEmbedder, G2ConSIndex
-from g2cons_plugins.language_check import LanguageWarning, corpus_language, english_only
+from g2cons_plugins.text.language import LanguageWarning, corpus_language, english_only
 
 ZH = [
     {"id": f"z{i}", "text": t}
@@ -64,7 +64,7 @@ def test_a_question_in_another_script_warns_once(corpus: list[dict[str, str]]) -
 
 
 def test_auto_embedder_picks_the_multilingual_model_for_a_non_english_corpus(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from g2cons_plugins.language_check import choose_embedder, has_multilingual
+    from g2cons_plugins.text.language import choose_embedder, has_multilingual
 
     en = ["The Lantern Guild met in Ostravel.", "Mira Quell was born in Dunmere."]
     assert choose_embedder(en) == "wordllama"

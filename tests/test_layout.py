@@ -4,7 +4,7 @@
 Imports are read from the source (``ast``), not executed: ``import x`` / ``from x import y`` at module level, inside
 ``if TYPE_CHECKING:``, and inside functions (a lazy import is still a dependency). Importing a submodule also runs its
 parent packages' ``__init__``; those implicit edges are left out (Python allows them: the parent is already being
-initialised). An old path that :mod:`g2cons_plugins._compat` aliases counts as the module it names."""
+initialised)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 import g2cons_plugins
-from g2cons_plugins._compat import MOVED
 
 ROOT = Path(g2cons_plugins.__file__).parent
 MAX_LINES = 80
@@ -32,7 +31,7 @@ ALLOWED_EDGES = {
 
 # "path/to/module.py:function" -> why it is longer than MAX_LINES.
 LONG_FUNCTIONS = {
-    "ensemble.py:fuse": "the paper's Weighted Context Ensemble: its rules in their order of priority, in one piece so "
+    "fusion/ensemble.py:fuse": "the paper's Weighted Context Ensemble: its rules in their order of priority, in one piece so "
     "it reads against Section 3.2.1 (mode='paper' must stay the paper)",
     "eval/report.py:write_report": "one Markdown report written top to bottom, section after section",
     "eval/host_eval.py:selection_downstream": "one loop over kappa x selector whose rows are written where they are "
@@ -55,10 +54,8 @@ MODULES = _modules()
 
 
 def _imports(name: str, path: Path) -> Iterator[tuple[str, bool]]:
-    """(imported module, at module level) for every import statement of the module ``name``; an old path counts as
-    the module it aliases."""
-    for target, top in _raw_imports(name, path):
-        yield MOVED.get(target, target), top
+    """(imported module, at module level) for every import statement of the module ``name``."""
+    yield from _raw_imports(name, path)
 
 
 def _raw_imports(name: str, path: Path) -> Iterator[tuple[str, bool]]:
@@ -78,7 +75,7 @@ def _raw_imports(name: str, path: Path) -> Iterator[tuple[str, bool]]:
                     target = node.module or ""
                 for alias in node.names:
                     sub = f"{target}.{alias.name}"
-                    yield (sub if sub in MODULES or sub in MOVED else target), top
+                    yield (sub if sub in MODULES else target), top
             elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
                 yield from walk(node.body, False)
                 yield from walk(node.orelse, top)
@@ -162,20 +159,6 @@ def test_the_checker_sees_imports() -> None:
     assert "g2cons_plugins.storage.persistence" in graph["g2cons_plugins.index"]  # a lazy import, in a method
     assert "g2cons_plugins.embedders" in graph["g2cons_plugins.storage.persistence"]  # `from ..embedders import`
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-
-
-def test_nothing_here_imports_a_deprecated_path() -> None:
-    """The old paths are for users' code: the package and the adapters import the new ones, so that using them
-    never gives a DeprecationWarning."""
-    adapters = ROOT.parent / "adapters"
-    files = dict(MODULES)
-    for path in sorted(adapters.glob("*/*/**/*.py")):
-        if "tests" not in path.relative_to(adapters).parts:
-            files[path.relative_to(adapters).as_posix()] = path
-    old = {
-        f"{name}: {target}" for name, path in files.items() for target, _ in _raw_imports(name, path) if target in MOVED
-    }
-    assert not old
 
 
 def test_a_build_save_load_gives_no_deprecation_warning(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Core BM25 over units (g2cons_plugins.lexical) and its use by the concept path (lexical seeds, hybrid scores)."""
+"""Core BM25 over units (g2cons_plugins.retrieval.lexical) and its use by the concept path (lexical seeds, hybrid
+scores)."""
 
 from __future__ import annotations
 

@@ -43,8 +43,8 @@ from llama_index.core.schema import (  # noqa: E402
 )
 from llama_index.core.utils import get_tokenizer  # noqa: E402
 
-from g2cons_plugins.ensemble import fuse  # noqa: E402
 from g2cons_plugins.errors import InputError  # noqa: E402
+from g2cons_plugins.fusion.ensemble import fuse  # noqa: E402
 
 ConceptGraphRetriever = g2li.ConceptGraphRetriever
 CoreChunkSelector = g2li.CoreChunkSelector
@@ -384,7 +384,7 @@ def test_lambda_extremes_select_one_path(built) -> None:
 
 
 def test_fused_result_equals_the_core_ensemble(retriever) -> None:
-    """The adapter only translates: same items, order, sources and scores as g2cons_plugins.ensemble.fuse on the
+    """The adapter only translates: same items, order, sources and scores as g2cons_plugins.fusion.ensemble.fuse on the
     same host nodes and concept items (the latter counted on their LLM-visible text, titles included)."""
     host = retriever.host_retriever.retrieve(QUESTION)
     concept, _ = retriever.concept_retriever.concept_path(QUESTION)

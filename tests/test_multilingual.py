@@ -1,4 +1,4 @@
-"""Language-aware analysis (g2cons_plugins.analysis) and the offline multilingual embedder."""
+"""Language-aware analysis (g2cons_plugins.text.analysis) and the offline multilingual embedder."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from conftest import CORPUS
 from sklearn.feature_extraction.text import CountVectorizer
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex
-from g2cons_plugins.analysis import analyzer, bm25_tokens, caseless, detect_language, has_jieba, stopwords, words
 from g2cons_plugins.concepts import TOKEN_PATTERN
 from g2cons_plugins.errors import InputError
 from g2cons_plugins.text import english_stopwords, split_sentences
+from g2cons_plugins.text.analysis import analyzer, bm25_tokens, caseless, detect_language, has_jieba, stopwords, words
 
 ZH = [
     ("z1", "居里夫人出生于华沙。居里夫人在巴黎索邦大学学习物理。"),

@@ -1,4 +1,4 @@
-"""Id -> position maps without hash tables (g2cons_plugins.positions) equal the dicts they replace."""
+"""Id -> position maps without hash tables (g2cons_plugins.arrays.positions) equal the dicts they replace."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from g2cons_plugins.arrays.positions import ChunkPositions, UnitPositions, first_mismatch, unit_id, unit_ids
 from g2cons_plugins.chunks import Chunk, Unit
-from g2cons_plugins.positions import ChunkPositions, UnitPositions, first_mismatch, unit_id, unit_ids
 
 _ids = st.text(alphabet="ab:0123", min_size=1, max_size=7)
 

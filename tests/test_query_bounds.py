@@ -14,8 +14,8 @@ import pytest
 from conftest import CORPUS
 
 from g2cons_plugins import G2ConSIndex
-from g2cons_plugins import entities as ent
 from g2cons_plugins.retrieval import MAX_QUERY_CONCEPTS, STRATEGIES, query_concepts
+from g2cons_plugins.retrieval import entities as ent
 from g2cons_plugins.snapshot import MAX_QUERY_CHARS, capped_query
 
 EXCERPT = Path(__file__).resolve().parents[1] / "examples" / "data" / "musique_excerpt_corpus.jsonl"

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from g2cons_plugins import retrieval
-from g2cons_plugins.lexical import LexicalIndex
 from g2cons_plugins.retrieval import DenseScores, _covering, _lexical_seeds, _stable_desc, _top_desc
+from g2cons_plugins.retrieval.lexical import LexicalIndex
 
 
 def _lexical(n_units: int, n_words: int, seed: int, density: float) -> LexicalIndex:
@@ -177,7 +177,7 @@ _TEXT_CHARS = st.sampled_from(list("abAB  \n\n_.-,é É1'\"(") + ["ab", "Ab", "b
 def test_the_head_of_a_match_equals_the_title_and_opening_patterns(text: str, name_parts: list[str]) -> None:
     """``_head`` from the name's first match equals the two patterns it replaced: the first line is the name
     (1), the text opens with it (0.5), neither (0)."""
-    from g2cons_plugins.entities import _head, _phrase, normalize
+    from g2cons_plugins.retrieval.entities import _head, _phrase, normalize
 
     name = "".join(name_parts)
     if not normalize(name).strip():
@@ -201,7 +201,7 @@ def test_the_phrase_pattern_equals_the_look_behind_first_pattern(text: str, name
     the Kelvin sign and a dotted capital I included)."""
     import re
 
-    from g2cons_plugins.entities import _phrase, normalize
+    from g2cons_plugins.retrieval.entities import _phrase, normalize
 
     name = "".join(name_parts)
     core = r"[\W_]+".join(map(re.escape, normalize(name).split())) + r"(?![^\W_])"
@@ -218,7 +218,7 @@ def test_the_phrase_pattern_equals_the_look_behind_first_pattern(text: str, name
     st.lists(st.integers(min_value=0, max_value=40), unique=True, max_size=25),
 )
 def test_holding_equals_intersect1d(cand: list[int], column: list[int]) -> None:
-    from g2cons_plugins.entities import _holding
+    from g2cons_plugins.retrieval.entities import _holding
 
     c, col = np.asarray(sorted(cand), dtype=np.int32), np.asarray(column, dtype=np.int32)
     want = np.intersect1d(c, col, assume_unique=True).tolist()
@@ -292,7 +292,7 @@ def test_query_bm25_equals_the_full_array(
 
 
 def test_query_bm25_hands_back_a_cleared_array_and_nested_queries_get_their_own() -> None:
-    from g2cons_plugins import lexical as lexical_module
+    from g2cons_plugins.retrieval import lexical as lexical_module
 
     lex = _lexical(50, 6, 3, 0.3)
     first, second = lex.query("w0 w1 w2"), lex.query("w3 w4 w0")
@@ -353,7 +353,7 @@ def test_stopping_at_the_smallest_unit_keeps_the_items(tokens: list[int], beta: 
 def test_unit_index_positions_from_the_key_table_equal_the_binary_search(keys: list[int], found: list[int]) -> None:
     """Found keys -> positions through the dense key table equal the sorted-key search (order kept, keys the
     snapshot does not hold dropped), for dense and for sparse key sets (no table)."""
-    from g2cons_plugins.vector_index import UnitANN, UnitANNParams
+    from g2cons_plugins.arrays.unit_hnsw import UnitANN, UnitANNParams
 
     ann = UnitANN(None, np.asarray(keys, dtype=np.uint64), UnitANNParams())  # type: ignore[arg-type]
     sorted_keys, order = ann._by_key
@@ -372,7 +372,7 @@ def test_unit_index_positions_from_the_key_table_equal_the_binary_search(keys: l
     st.integers(min_value=0, max_value=45),
 )
 def test_the_heaviest_name_candidates_equal_the_sorted_choice(weights: list[int], k: int) -> None:
-    from g2cons_plugins.entities import _heaviest
+    from g2cons_plugins.retrieval.entities import _heaviest
 
     cand = np.arange(0, 3 * len(weights), 3, dtype=np.int32)
     w = np.asarray(weights, dtype=np.float64)
@@ -382,7 +382,7 @@ def test_the_heaviest_name_candidates_equal_the_sorted_choice(weights: list[int]
 
 @given(st.lists(st.integers(min_value=-5, max_value=40), max_size=60), st.sampled_from([np.int32, np.int64, np.intp]))
 def test_sorted_unique_equals_numpy_unique(values: list[int], dtype: Any) -> None:
-    from g2cons_plugins.lexical import sorted_unique
+    from g2cons_plugins.retrieval.lexical import sorted_unique
 
     a = np.asarray(values, dtype=dtype)
     got, want = sorted_unique(a), np.unique(a)

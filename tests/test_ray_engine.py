@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from g2cons_plugins.chunks import Chunk, make_chunks
+from g2cons_plugins.engine.build_engines import LocalEngine, RayEngine, get_engine
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.pipelines.engines import LocalEngine, RayEngine, get_engine
 
 LONG = " ".join(["Radium"] + ["glows"] * 60) + ". It was found in Paris."  # one sentence longer than a unit
 

@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 
 from g2cons_plugins import G2ConSIndex
-from g2cons_plugins.state import freeze
+from g2cons_plugins.build import freeze
 from g2cons_plugins.storage.ones import is_shared_ones, share_ones
 
 

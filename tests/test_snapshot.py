@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, InputError
+from g2cons_plugins.build import DegenerateEmbeddingWarning
 from g2cons_plugins.embedders import CallableEmbedder
 from g2cons_plugins.snapshot import Snapshot
-from g2cons_plugins.state import DegenerateEmbeddingWarning
 
 EXCERPT = Path(__file__).resolve().parents[1] / "examples" / "data" / "musique_excerpt_corpus.jsonl"
 QUESTIONS = Path(__file__).resolve().parents[1] / "examples" / "data" / "musique_excerpt_questions.jsonl"

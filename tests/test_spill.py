@@ -101,7 +101,7 @@ def test_arrays_in_memory_small_ones_and_a_full_disk_are_copied(
 def test_a_loaded_index_removes_by_trickle_with_file_backed_vectors(
     scratch: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from g2cons_plugins import update as upd
+    from g2cons_plugins.engine import update as upd
 
     monkeypatch.setattr(upd, "MIN_CHUNKS", 50)
     rows = [json.loads(line) for line in EXCERPT.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, PersistError
-from g2cons_plugins.columns import inserted
+from g2cons_plugins.arrays.columns import inserted
+from g2cons_plugins.arrays.tables import ChunkTable, UnitTable, unit_fields, unit_fields_of, unit_text, unit_texts
 from g2cons_plugins.storage.derived_io import savez
 from g2cons_plugins.storage.persistence import POINTER
-from g2cons_plugins.tables import ChunkTable, UnitTable, unit_fields, unit_fields_of, unit_text, unit_texts
 
 DOCS = [
     {"id": f"d{i:02d}", "title": f"Title {i}", "text": f"Alice Moreau{i % 3} met Bob in Paris. " * (1 + 2 * (i % 4))}
@@ -169,7 +169,7 @@ def test_stored_npz_is_a_plain_zip_of_npy(saved: Path) -> None:
 
 
 def test_bm25_weights_are_saved_and_mapped(saved: Path) -> None:
-    from g2cons_plugins.lexical import LexicalIndex, SortedColumns
+    from g2cons_plugins.retrieval.lexical import LexicalIndex, SortedColumns
 
     got = G2ConSIndex.load(saved)
     assert got.snapshot.bm25 is not None
@@ -202,8 +202,8 @@ def test_forged_bm25_weights_are_refused(saved: Path, tmp_path: Path, edit: Call
 
 
 def test_a_trickled_term_index_maps_words_by_dict(built: G2ConSIndex) -> None:
-    from g2cons_plugins.lexical import LexicalIndex
-    from g2cons_plugins.terms import TermIndex
+    from g2cons_plugins.concepts import TermIndex
+    from g2cons_plugins.retrieval.lexical import LexicalIndex
 
     t = built.derived.terms
     shuffled = TermIndex(tuple(reversed(t.words)), t.counts, t.noninit, t.caps)

@@ -8,8 +8,8 @@ import pytest
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import TfidfTransformer
 
+from g2cons_plugins.concepts import top_concepts
 from g2cons_plugins.config import G2ConSConfig
-from g2cons_plugins.terms import top_concepts
 
 
 def _reference(counts: sp.csr_matrix, keep: np.ndarray, top_n: int) -> set[tuple[int, int]]:

@@ -1,4 +1,4 @@
-"""Trickle updates (g2cons_plugins.update): the drift before refresh() stays within the stated bound, refresh()
+"""Trickle updates (g2cons_plugins.engine.update): the drift before refresh() stays within the stated bound, refresh()
 restores exact equality with a fresh build, removed chunks are never retrieved, new ones at once, save refreshes."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import pytest
 import scipy.sparse as sp
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, InputError
-from g2cons_plugins import state as state_mod
-from g2cons_plugins import update as upd
+from g2cons_plugins import build as state_mod
 from g2cons_plugins.chunks import make_chunks
+from g2cons_plugins.engine import update as upd
+from g2cons_plugins.engine.snapshot_updates import refreshed, with_added
 from g2cons_plugins.graph import build_edges, pagerank
-from g2cons_plugins.snapshot import refreshed, with_added
 from g2cons_plugins.storage.derived_io import differences
 
 EXCERPT = Path(__file__).resolve().parents[1] / "examples" / "data" / "musique_excerpt_corpus.jsonl"

@@ -1,6 +1,6 @@
 """Trickle adds of chunks whose ids sort after every known one grow the stored arrays and csr matrices in place
-(g2cons_plugins.trickle_store.appended): each snapshot still equals a fresh build on its chunks after refresh, and
-an older snapshot's arrays never change when a later one (or a sibling branch) grows them."""
+(g2cons_plugins.engine.trickle_store.appended): each snapshot still equals a fresh build on its chunks after refresh,
+and an older snapshot's arrays never change when a later one (or a sibling branch) grows them."""
 
 from __future__ import annotations
 
@@ -10,13 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from g2cons_plugins import G2ConSConfig, G2ConSIndex, trickle_store
+from g2cons_plugins import G2ConSConfig, G2ConSIndex
+from g2cons_plugins.arrays.wide_rows import as_csr, row
 from g2cons_plugins.chunks import make_chunks
+from g2cons_plugins.engine import trickle_store
+from g2cons_plugins.engine.snapshot_updates import refreshed, with_added, with_removed
+from g2cons_plugins.engine.trickle_store import appended, spliced, with_spare
 from g2cons_plugins.graph import adjacency
-from g2cons_plugins.snapshot import Snapshot, refreshed, with_added, with_removed
+from g2cons_plugins.snapshot import Snapshot
 from g2cons_plugins.storage.derived_io import differences
-from g2cons_plugins.trickle_store import appended, spliced, with_spare
-from g2cons_plugins.wide_rows import as_csr, row
 
 EXCERPT = Path(__file__).resolve().parents[1] / "examples" / "data" / "musique_excerpt_corpus.jsonl"
 CFG = G2ConSConfig(theta_co=2, theta_sem=0.1)

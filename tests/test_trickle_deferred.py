@@ -1,4 +1,4 @@
-"""Deferred concept-graph updates of small adds to a large index (g2cons_plugins.update.Deferred): while added
+"""Deferred concept-graph updates of small adds to a large index (g2cons_plugins.engine.update.Deferred): while added
 chunks wait, the concept vectors, edges and PageRank are the previous snapshot's and everything else of the new
 chunks is in; the add that passes DEFER_CHUNKS, a removal or a refresh makes the waiting update, after which the
 state equals the same adds made one by one without waiting."""
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex
-from g2cons_plugins import update as upd
+from g2cons_plugins.engine import update as upd
 
 EXCERPT = Path(__file__).resolve().parents[1] / "examples" / "data" / "musique_excerpt_corpus.jsonl"
 CFG = G2ConSConfig(theta_co=2, theta_sem=0.1)  # a fixed theta_sem: a trickle's edge rule equals a rebuild's

@@ -1,4 +1,4 @@
-"""The graph side of a trickle update (g2cons_plugins.edge_update.update_edges): with near pairs the edges and
+"""The graph side of a trickle update (g2cons_plugins.engine.edge_update.update_edges): with near pairs the edges and
 adjacency it makes equal build_edges / adjacency on the changed incidence and vectors, for adds and removals, with
 concepts moved by less and by more than half the margin; without near pairs (an older index) an edge differs from
 the rule only for a pair whose cosine is within the moved concepts' movement of theta_sem."""
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from g2cons_plugins import edge_update
-from g2cons_plugins.edge_update import find_pairs, update_edges
+from g2cons_plugins.engine import edge_update
+from g2cons_plugins.engine.edge_update import find_pairs, update_edges
 from g2cons_plugins.graph import EdgeSet, NearPairs, adjacency, build_edges, pair_ids
 
 

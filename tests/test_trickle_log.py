@@ -18,9 +18,9 @@ import scipy.sparse as sp
 from test_trickle import CFG, STRATEGIES, _docs, _key, _questions
 
 from g2cons_plugins import G2ConSIndex, PersistError
-from g2cons_plugins import update as upd
+from g2cons_plugins.build import Derived
 from g2cons_plugins.embedders import get_embedder
-from g2cons_plugins.state import Derived
+from g2cons_plugins.engine import update as upd
 from g2cons_plugins.storage import persistence
 from g2cons_plugins.storage.derived_io import differences
 from g2cons_plugins.storage.trickle_io import LOG_JSON, LOG_VECTORS, read_log
@@ -234,7 +234,7 @@ def test_a_changed_or_inconsistent_log_is_refused(docs: list[dict[str, str]], tm
     doc = json.loads(raw)
     doc["ops"][1]["ids"] = ["no-such-chunk"]
     (folder / LOG_JSON).write_text(json.dumps(doc), encoding="utf-8")
-    from g2cons_plugins.snapshot import replayed
+    from g2cons_plugins.engine.snapshot_updates import replayed
 
     base = G2ConSIndex.build(docs[:100], embedder="hash", config=CFG).snapshot
     with pytest.raises(Exception, match="update 1 removes chunk ids the index does not hold"):

@@ -11,11 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from g2cons_plugins import G2ConSConfig, G2ConSIndex, retrieval, vector_index
+from g2cons_plugins import G2ConSConfig, G2ConSIndex, retrieval
+from g2cons_plugins.arrays import unit_hnsw as vector_index
+from g2cons_plugins.arrays.unit_hnsw import UnitANN
+from g2cons_plugins.engine.snapshot_updates import with_added, with_removed
 from g2cons_plugins.errors import PersistError
 from g2cons_plugins.retrieval import DenseScores, retrieve
-from g2cons_plugins.snapshot import with_added, with_removed
-from g2cons_plugins.vector_index import UnitANN
 
 pytest.importorskip("usearch")
 

@@ -12,11 +12,12 @@ import numpy as np
 import pytest
 from test_unit_ann import _excerpt, _questions, _same
 
-from g2cons_plugins import G2ConSConfig, G2ConSIndex, unit_pq
+from g2cons_plugins import G2ConSConfig, G2ConSIndex
+from g2cons_plugins.arrays import unit_pq
+from g2cons_plugins.arrays.unit_hnsw import UnitANN
+from g2cons_plugins.arrays.unit_pq import UnitPQ, UnitPQParams, build_unit_pq
+from g2cons_plugins.engine.snapshot_updates import with_added, with_removed
 from g2cons_plugins.errors import InputError, PersistError
-from g2cons_plugins.snapshot import with_added, with_removed
-from g2cons_plugins.unit_pq import UnitPQ, UnitPQParams, build_unit_pq
-from g2cons_plugins.vector_index import UnitANN
 
 PQ = G2ConSConfig(ann_threshold=1, ann_kind="pq")
 
@@ -106,7 +107,7 @@ def test_an_index_saved_before_ann_kind_keeps_its_graph(
 ) -> None:
     """A manifest whose config has no ``ann_kind`` (saved by the release before it) loads its saved HNSW graph,
     building nothing, and its updates keep the graph."""
-    from g2cons_plugins import vector_index
+    from g2cons_plugins.arrays import unit_hnsw as vector_index
     from g2cons_plugins.storage import persistence
 
     G2ConSIndex.build(docs[:200], embedder="hash", config=PQ.with_(ann_kind="hnsw")).save(tmp_path / "ix")
@@ -326,7 +327,7 @@ def test_a_log_save_whose_unit_index_changed_kind_is_written_whole(
 ) -> None:
     """Trickle updates that take an index past ann_pq_max_units give it the graph; saving them as a log over the
     scan's files would make every load build the graph again, so that save is written whole and loads its graph."""
-    from g2cons_plugins import vector_index
+    from g2cons_plugins.arrays import unit_hnsw as vector_index
 
     docs = _excerpt(140)
     base = G2ConSIndex.build(docs[:100], embedder="hash", config=PQ.with_(theta_co=2, theta_sem=0.1))

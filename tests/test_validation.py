@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, InputError, fuse
-from g2cons_plugins.ensemble import HostItem
+from g2cons_plugins.fusion.ensemble import HostItem
 from g2cons_plugins.retrieval import RetrievedItem
 
 NAN, INF = float("nan"), float("inf")
@@ -172,7 +172,7 @@ def _selectors() -> list[type]:
 def test_adapter_selectors_apply_the_core_number_rule(name: str, value: object) -> None:
     """Both adapters' selectors refuse what the core refuses (no lax coercion of "0.5" or True), with the core's
     own message for the parameter."""
-    from g2cons_plugins import validate
+    from g2cons_plugins import errors as validate
 
     rule = {"kappa": validate.unit_interval, "price_per_mtok": validate.non_negative_float}.get(
         name, validate.non_negative_int

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
+from g2cons_plugins.arrays.unit_hnsw import ANNParams, VectorIndex
 from g2cons_plugins.errors import InputError, PersistError
-from g2cons_plugins.vector_index import ANNParams, VectorIndex
 
 
 def _unit(rng: np.random.Generator, n: int, d: int, clusters: int = 20) -> np.ndarray:

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex
+from g2cons_plugins.build import derive, with_vectors
 from g2cons_plugins.embedders import CallableEmbedder, HashEmbedder
 from g2cons_plugins.errors import InputError, PersistError
-from g2cons_plugins.state import derive, with_vectors
 from g2cons_plugins.storage.persistence import FORMAT_VERSION, POINTER
 
 DOCS = [

@@ -1,5 +1,5 @@
-"""A csr matrix with appended columns kept apart (g2cons_plugins.wide_rows): rows, row unions and the merged matrix
-equal the matrix with the columns appended, at any tail size; past COMPACT_SHARE it is one csr matrix again."""
+"""A csr matrix with appended columns kept apart (g2cons_plugins.arrays.wide_rows): rows, row unions and the merged
+matrix equal the matrix with the columns appended, at any tail size; past COMPACT_SHARE it is one csr matrix again."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from g2cons_plugins import wide_rows
-from g2cons_plugins.wide_rows import WideRows, as_csr, row, rows_union, with_columns
+from g2cons_plugins.arrays import wide_rows
+from g2cons_plugins.arrays.wide_rows import WideRows, as_csr, row, rows_union, with_columns
 
 
 def _random(rng: np.random.Generator, rows: int, cols: int, density: float) -> sp.csr_matrix:

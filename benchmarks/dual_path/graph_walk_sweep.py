@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from g2cons_plugins.ensemble import fuse, resolve_host_items
 from g2cons_plugins.eval.evaluation import answer_in_context, load_questions, read_jsonl
+from g2cons_plugins.fusion.ensemble import fuse, resolve_host_items
 from g2cons_plugins.hosts.graph_walk import GraphWalkHost, _minmax
 from g2cons_plugins.index import G2ConSIndex
-from g2cons_plugins.outputs import atomic_write_text
+from g2cons_plugins.storage.outputs import atomic_write_text
 
 SETTINGS: list[tuple[str, dict[str, Any]]] = [
     ("defaults (HippoRAG 2's; unit vectors as the chunk prior)", {}),

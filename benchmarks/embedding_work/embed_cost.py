@@ -20,10 +20,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 
 from g2cons_plugins import G2ConSConfig
+from g2cons_plugins.build import store
 from g2cons_plugins.chunks import make_chunks
 from g2cons_plugins.embedders import CachedEmbedder, get_embedder
 from g2cons_plugins.eval.evaluation import read_jsonl
-from g2cons_plugins.state import store
 from g2cons_plugins.text import count_tokens_batch, get_tokenizer
 
 

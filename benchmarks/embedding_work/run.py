@@ -31,9 +31,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex
+from g2cons_plugins.build import Stored
 from g2cons_plugins.embedders import get_embedder
 from g2cons_plugins.eval.evaluation import evaluate_retrieval, load_questions, read_jsonl
-from g2cons_plugins.state import Stored
 from g2cons_plugins.text import count_tokens_batch
 
 VARIANTS = ("sentence", "chunk", "unit", "sent-only")

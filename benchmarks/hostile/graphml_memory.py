@@ -143,7 +143,7 @@ def main() -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out is not None:
-        from g2cons_plugins.outputs import atomic_write_text
+        from g2cons_plugins.storage.outputs import atomic_write_text
 
         atomic_write_text(args.out, text)
 

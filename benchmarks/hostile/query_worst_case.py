@@ -38,7 +38,7 @@ def _rows(n: int) -> list[dict[str, str]]:
 
 def _names(rows: list[dict[str, str]]) -> list[str]:
     """Capitalised word pairs of the corpus (names the index knows)."""
-    from g2cons_plugins.entities import query_names
+    from g2cons_plugins.retrieval.entities import query_names
 
     seen: dict[str, None] = {}
     for r in rows:

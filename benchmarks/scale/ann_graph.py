@@ -48,7 +48,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from g2cons_plugins import G2ConSIndex
-    from g2cons_plugins import vector_index as vi
+    from g2cons_plugins.arrays import unit_hnsw as vi
 
     idx = G2ConSIndex.load(args.index)
     snap = idx.snapshot

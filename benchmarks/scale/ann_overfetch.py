@@ -24,7 +24,8 @@ import corpus  # noqa: E402
 
 
 def main() -> None:
-    from g2cons_plugins import G2ConSIndex, vector_index
+    from g2cons_plugins import G2ConSIndex
+    from g2cons_plugins.arrays import unit_hnsw as vector_index
 
     ann = G2ConSIndex.load("/tmp/ann_wt/idx100k_ann")
     ex = G2ConSIndex.load("/tmp/ann_wt/idx100k")

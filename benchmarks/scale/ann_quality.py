@@ -38,8 +38,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from g2cons_plugins import G2ConSIndex  # noqa: E402
 from g2cons_plugins.embedders import CachedEmbedder, get_embedder  # noqa: E402
 from g2cons_plugins.eval.evaluation import answer_in_context, load_questions, read_jsonl  # noqa: E402
-from g2cons_plugins.outputs import atomic_write_text  # noqa: E402
 from g2cons_plugins.retrieval import retrieve  # noqa: E402
+from g2cons_plugins.storage.outputs import atomic_write_text  # noqa: E402
 
 
 def main() -> None:

@@ -20,7 +20,8 @@ import corpus  # noqa: E402
 
 
 def main() -> None:
-    from g2cons_plugins import G2ConSIndex, vector_index
+    from g2cons_plugins import G2ConSIndex
+    from g2cons_plugins.arrays import unit_hnsw as vector_index
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--index", required=True)

@@ -72,11 +72,12 @@ def run_one(n: int, embedder: str) -> dict[str, Any]:
     import corpus
     import numpy as np
 
-    from g2cons_plugins import G2ConSConfig, G2ConSIndex, state
+    from g2cons_plugins import G2ConSConfig, G2ConSIndex
+    from g2cons_plugins import build as state
     from g2cons_plugins.chunks import make_chunks
+    from g2cons_plugins.concepts import analyze
     from g2cons_plugins.embedders import get_embedder
     from g2cons_plugins.snapshot import make_snapshot
-    from g2cons_plugins.terms import analyze
     from g2cons_plugins.text import get_tokenizer
 
     config, tok = G2ConSConfig(), get_tokenizer("cl100k_base")

@@ -1,5 +1,5 @@
-"""The BM25 part of default ``retrieve`` calls alone: every :class:`~g2cons_plugins.lexical.QueryBM25` ask of real
-queries, recorded, then replayed and timed (per query, thread CPU time) under each ``--merge-max``.
+"""The BM25 part of default ``retrieve`` calls alone: every :class:`~g2cons_plugins.retrieval.lexical.QueryBM25` ask of
+real queries, recorded, then replayed and timed (per query, thread CPU time) under each ``--merge-max``.
 
     OPENBLAS_NUM_THREADS=1 nice -n 10 python benchmarks/scale/query_bm25.py --index /tmp/mem/idx5b_100000 \\
         --merge-max 65536,8192,0 --out PATH.json
@@ -32,7 +32,7 @@ import numpy as np  # noqa: E402
 def _record(idx: Any, questions: list[str]) -> list[list[tuple[Any, ...]]]:
     """Each question's ``("cols", words)`` then its ``("of", units, answer)`` / ``("best", m, at_least, units,
     scores)`` calls, in order."""
-    from g2cons_plugins import lexical
+    from g2cons_plugins.retrieval import lexical
 
     cls = lexical.QueryBM25
     init, of, best = cls.__init__, cls.of, cls.best
@@ -63,7 +63,7 @@ def _record(idx: Any, questions: list[str]) -> list[list[tuple[Any, ...]]]:
 
 
 def _replay(lex: Any, calls: list[list[tuple[Any, ...]]], merge_max: int) -> list[float]:
-    from g2cons_plugins.lexical import QueryBM25
+    from g2cons_plugins.retrieval.lexical import QueryBM25
 
     ms = []
     for query in calls:

@@ -44,15 +44,15 @@ PARTS: dict[str, tuple[str, str]] = {  # part -> (module, attribute path)
     "embed": ("g2cons_plugins.snapshot", "Snapshot.embed_query"),
     "check_query": ("g2cons_plugins.retrieval", "check_query"),
     "spread": ("g2cons_plugins.retrieval", "score_spread"),
-    "bm25_scores": ("g2cons_plugins.lexical", "LexicalIndex.scores"),
-    "bm25_postings": ("g2cons_plugins.lexical", "LexicalIndex.postings"),
+    "bm25_scores": ("g2cons_plugins.retrieval.lexical", "LexicalIndex.scores"),
+    "bm25_postings": ("g2cons_plugins.retrieval.lexical", "LexicalIndex.postings"),
     "hybrid_init": ("g2cons_plugins.retrieval", "HybridScores.__init__"),
-    "ann_search": ("g2cons_plugins.vector_index", "UnitANN.search"),
+    "ann_search": ("g2cons_plugins.arrays.unit_hnsw", "UnitANN.search"),
     "dense_top": ("g2cons_plugins.retrieval", "DenseScores.top"),
     "hybrid_top": ("g2cons_plugins.retrieval", "HybridScores.top"),
     "bridge": ("g2cons_plugins.retrieval", "_bridge"),
     "names": ("g2cons_plugins.retrieval", "_name_head"),
-    "name_matches": ("g2cons_plugins.entities", "_found"),
+    "name_matches": ("g2cons_plugins.retrieval.entities", "_found"),
     "ranked": ("g2cons_plugins.retrieval", "_ranked"),
 }
 
@@ -115,7 +115,7 @@ def main() -> None:
     idx = G2ConSIndex.load(args.index)
     load_s = time.perf_counter() - t0
     if args.overfetch is not None:
-        from g2cons_plugins.vector_index import UnitANN
+        from g2cons_plugins.arrays.unit_hnsw import UnitANN
 
         UnitANN.OVERFETCH = args.overfetch  # type: ignore[assignment]
     if args.exact:

@@ -73,7 +73,7 @@ def main() -> None:
     }
     print(json.dumps(result, indent=1))
     if args.out:
-        from g2cons_plugins.outputs import atomic_write_text
+        from g2cons_plugins.storage.outputs import atomic_write_text
 
         atomic_write_text(args.out, json.dumps(result, indent=1) + "\n")
 

@@ -50,8 +50,8 @@ def job_speed(n: int, embedder: str, seed: int) -> dict[str, Any]:
     """Exact vs trickle seconds of each operation from one built snapshot of ``n`` passages."""
     from g2cons_plugins import G2ConSIndex
     from g2cons_plugins.chunks import make_chunks
-    from g2cons_plugins.snapshot import refreshed, with_added, with_removed
-    from g2cons_plugins.update import Pending
+    from g2cons_plugins.engine.snapshot_updates import refreshed, with_added, with_removed
+    from g2cons_plugins.engine.update import Pending
 
     rows = list(corpus.passages(n + 101, seed))
     idx, build_s = _timed(lambda: G2ConSIndex.build(rows[:n], embedder=embedder))
@@ -94,7 +94,7 @@ def job_drift(args: argparse.Namespace) -> dict[str, Any]:
     base, rest = [docs[i] for i in order[:cut]], [docs[i] for i in order[cut:]]
     fresh, fresh_s = _timed(lambda: G2ConSIndex.build(docs, embedder=emb))
     if args.defer:  # the concept-graph update of small adds waits, here on any corpus size (update.Deferred)
-        from g2cons_plugins import update
+        from g2cons_plugins.engine import update
 
         update.DEFER_MIN_CHUNKS, update.DEFER_CHUNKS = 0, args.defer
     idx = G2ConSIndex.build(base, embedder=emb)

@@ -43,7 +43,7 @@ def main() -> None:
     from usearch.index import Index
 
     from g2cons_plugins import G2ConSIndex
-    from g2cons_plugins.outputs import atomic_write_text
+    from g2cons_plugins.storage.outputs import atomic_write_text
 
     faiss.omp_set_num_threads(1)
     snap = G2ConSIndex.load(args.index).snapshot
@@ -95,7 +95,7 @@ def main() -> None:
             ivf.nprobe = probes
             rows.append(measure(f"IVF-{kind} 256 lists, {probes} probed", build_s,
                                 lambda q, ix=ivf: ix.search(q[None], KEEP)[1][0]))
-    from g2cons_plugins.unit_pq import UnitPQ, UnitPQParams, build_unit_pq
+    from g2cons_plugins.arrays.unit_pq import UnitPQ, UnitPQParams, build_unit_pq
 
     for dims in (2, 4):
         t = time.perf_counter()

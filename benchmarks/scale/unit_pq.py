@@ -49,9 +49,9 @@ def main() -> None:
 
     from g2cons_plugins import G2ConSIndex
     from g2cons_plugins import retrieval as rt
-    from g2cons_plugins import unit_pq as upq
-    from g2cons_plugins import vector_index as vi
-    from g2cons_plugins.outputs import atomic_write_text
+    from g2cons_plugins.arrays import unit_hnsw as vi
+    from g2cons_plugins.arrays import unit_pq as upq
+    from g2cons_plugins.storage.outputs import atomic_write_text
 
     idx = G2ConSIndex.load(args.index)
     snap = idx.snapshot

@@ -177,7 +177,7 @@ def markdown(res: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    from g2cons_plugins.outputs import atomic_write_text
+    from g2cons_plugins.storage.outputs import atomic_write_text
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--index", type=Path, required=True, help="a saved G2ConS index")

@@ -83,7 +83,7 @@ def _noting(fn: Any) -> Any:
 
     @functools.wraps(fn)
     def noted(*a: Any, **k: Any) -> Any:
-        from g2cons_plugins.update import TrickleTooLarge
+        from g2cons_plugins.engine.update import TrickleTooLarge
 
         try:
             return fn(*a, **k)

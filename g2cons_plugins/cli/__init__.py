@@ -9,7 +9,7 @@
 
 One module per subcommand family (:mod:`.eval`, :mod:`.select`, :mod:`.index_cmds`, :mod:`.graph_cmds`), shared
 helpers in :mod:`._common`; reading, chunking and writing the host's input formats live in
-:mod:`g2cons_plugins.pipelines.corpus_io`.
+:mod:`g2cons_plugins.hosts.pipelines.corpus_io`.
 """
 
 from __future__ import annotations

@@ -146,7 +146,7 @@ def _embedder(args: argparse.Namespace) -> Any:
 
 
 def _read_input(args: argparse.Namespace, path: Path) -> Any:
-    from ..pipelines.corpus_io import read_corpus
+    from ..hosts.pipelines.corpus_io import read_corpus
 
     _info(args, f"reading {path}")
     return read_corpus(
@@ -159,13 +159,13 @@ def _read_input(args: argparse.Namespace, path: Path) -> Any:
 
 
 def _chunk(args: argparse.Namespace, docs: Sequence[Any], chunk_tokens: int, chunk_overlap: int) -> list[Any]:
-    from ..pipelines.corpus_io import chunk_documents
+    from ..hosts.pipelines.corpus_io import chunk_documents
 
     return chunk_documents(docs, chunk_tokens, chunk_overlap, show_progress=_show(args) and len(docs) > 50)
 
 
 def _chunking(args: argparse.Namespace, saved: dict[str, Any] | None = None) -> tuple[int, int]:
-    from ..pipelines.corpus_io import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_TOKENS, check_chunking
+    from ..hosts.pipelines.corpus_io import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_TOKENS, check_chunking
 
     saved = saved or {}
     size = args.chunk_tokens if args.chunk_tokens is not None else saved.get("chunk_tokens", DEFAULT_CHUNK_TOKENS)
@@ -185,7 +185,7 @@ def _is_index_dir(path: Path) -> bool:
 def _check_graph_dir(path: Path) -> None:
     """Fail before any work when ``path`` cannot take a saved index: it must be absent, empty, or a graph the
     g2cons command line wrote (a saved index with its ``g2cons_input.json``)."""
-    from ..pipelines.corpus_io import _check_writable
+    from ..hosts.pipelines.corpus_io import _check_writable
 
     if path.exists() and not path.is_dir():
         raise InputError(f"--graph {path}: exists and is not a folder; --graph needs a folder")
@@ -198,7 +198,7 @@ def _check_graph_dir(path: Path) -> None:
 
 
 def _save_graph(index: Any, path: Path, settings: dict[str, Any]) -> None:
-    from ..outputs import atomic_write_text
+    from ..storage.outputs import atomic_write_text
 
     index.save(path)
     atomic_write_text(path / SIDECAR, json.dumps(settings, indent=2))

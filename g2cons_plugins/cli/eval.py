@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..outputs import (
+from ..storage.outputs import (
     check_disjoint,
     check_replaceable_file,
     remember_output,

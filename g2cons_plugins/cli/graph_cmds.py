@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..outputs import check_disjoint, check_replaceable_file, write_output_file
-from ..pipelines.corpus_io import _check_writable, check_text
+from ..hosts.pipelines.corpus_io import _check_writable, check_text
+from ..storage.outputs import check_disjoint, check_replaceable_file, write_output_file
 from ._common import FMT, positive, share
 
 
@@ -18,8 +18,8 @@ def _csv_nodes_path(out: Path) -> Path:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from ..export import serialize, to_networkx
     from ..index import G2ConSIndex
+    from ..storage.export import serialize, to_networkx
 
     out: Path = args.out
     targets = {"": out}
@@ -70,8 +70,8 @@ def register_export(sub: Any) -> None:
 
 def write_picture(fig: Any, out: Path, title: str, rows: list[dict[str, Any]], columns: list[str]) -> None:
     """Write ``fig`` as .png/.svg, or as a self-contained .html page with ``rows`` as a table (atomic, its SHA-256
-    recorded: :func:`~g2cons_plugins.outputs.write_output_file`)."""
-    from ..plots import html_page, save_figure
+    recorded: :func:`~g2cons_plugins.storage.outputs.write_output_file`)."""
+    from ..eval.plots import html_page, save_figure
 
     suffix = out.suffix.lower()
     data = html_page(title, fig, rows, columns) if suffix in (".html", ".htm") else save_figure(fig, suffix[1:])
@@ -82,7 +82,7 @@ def check_picture_path(out: Path, flag: str) -> None:
     if out.suffix.lower() not in (".html", ".htm", ".png", ".svg"):
         raise InputError(f"{flag} {out}: give a .html, .png or .svg file")
     if out.suffix.lower() == ".png":  # PNG needs matplotlib: say what to install before any work
-        from ..plots import require_matplotlib
+        from ..eval.plots import require_matplotlib
 
         require_matplotlib(f"{flag} {out}")
     check_replaceable_file(out, flag)
@@ -90,8 +90,8 @@ def check_picture_path(out: Path, flag: str) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from ..eval.plots import concept_path_figure
     from ..index import G2ConSIndex
-    from ..plots import concept_path_figure
 
     check_text(args.question, "QUESTION", "the question")
     check_disjoint({"DIR": args.graph}, {"--out": args.out})

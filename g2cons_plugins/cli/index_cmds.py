@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..outputs import check_disjoint
-from ..pipelines.corpus_io import _check_writable, check_text, path_id
-from ..pipelines.integration import rank_order_scores
+from ..hosts.pipelines.corpus_io import _check_writable, check_text, path_id
+from ..hosts.pipelines.integration import rank_order_scores
+from ..storage.outputs import check_disjoint
 from ._common import (
     FMT,
     _build_index,
@@ -240,8 +240,8 @@ def _replay_items(index: Any, path: str, args: argparse.Namespace) -> list[Any]:
 
 # ---------------------------------------------------------------------------------------------- add / remove
 def cmd_add(args: argparse.Namespace) -> int:
+    from ..hosts.pipelines.corpus_io import chunk_documents, read_many
     from ..index import G2ConSIndex
-    from ..pipelines.corpus_io import chunk_documents, read_many
 
     t0 = time.perf_counter()
     check_disjoint({"FILES": args.files}, {"DIR": args.graph})

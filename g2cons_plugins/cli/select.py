@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..outputs import (
+from ..hosts.pipelines.corpus_io import _check_writable, write_selection
+from ..storage.outputs import (
     atomic_write_text,
     check_disjoint,
     check_replaceable_file,
@@ -24,7 +25,6 @@ from ..outputs import (
     staged_folder,
     write_output_file,
 )
-from ..pipelines.corpus_io import _check_writable, write_selection
 from ..text import format_usd
 from ._common import (
     FMT,
@@ -67,8 +67,8 @@ selection_report.json and the concept graph graph/ (the DIR of query, fuse, add,
 # ---------------------------------------------------------------------------------------------- select
 def _resolve_price(args: argparse.Namespace, prof: Any) -> None:
     """``args.price_per_mtok``: the one given, else the list price of the model the host's settings name, else
-    gpt-4o-mini's (``g2cons_plugins.pipelines.prices``); ``args.price_source`` says which."""
-    from ..pipelines.prices import graphrag_model, resolve_price
+    gpt-4o-mini's (``g2cons_plugins.hosts.pipelines.prices``); ``args.price_source`` says which."""
+    from ..hosts.pipelines.prices import graphrag_model, resolve_price
 
     model = None
     if prof is not None and prof.host == "graphrag":
@@ -136,7 +136,7 @@ def _summary(report: dict[str, Any]) -> str:
 
 def _profile(args: argparse.Namespace) -> Any:
     """The host's settings (``--root`` / ``--host``), or None for plain ``select``."""
-    from ..pipelines.host_projects import lightrag_profile, read_graphrag
+    from ..hosts.pipelines.host_projects import lightrag_profile, read_graphrag
 
     host = args.host or ("graphrag" if args.root is not None else None)
     if host == "graphrag":
@@ -285,7 +285,7 @@ def _plan(args: argparse.Namespace, prof: Any, inp: Path) -> _Run:
 
 def _default_and_check_paths(run: _Run) -> None:
     """The graph and report beside the output unless given; no output may overlap the input or another output."""
-    from ..pipelines.corpus_io import default_report_path, detect_kind
+    from ..hosts.pipelines.corpus_io import default_report_path, detect_kind
 
     assert run.out is not None
     kind = detect_kind(run.inp) if run.inp.exists() else "folder"
@@ -325,18 +325,18 @@ def _read_host_input(args: argparse.Namespace, run: _Run) -> None:
     if run.core_root is None:
         run.corpus = _read_input(args, run.inp)
         return
-    from ..pipelines.host_projects import graphrag_files
+    from ..hosts.pipelines.host_projects import graphrag_files
 
     prof = run.prof
     src_files = graphrag_files(prof)  # after the path checks: a refused path is reported before any note on the input
     if prof.input_type != "text" and len(src_files) != 1:
         raise InputError(f"{run.inp}: {len(src_files)} {prof.input_type} files match; one is supported")
     if prof.input_type == "text":
-        from ..pipelines.corpus_io import _read_folder
+        from ..hosts.pipelines.corpus_io import _read_folder
 
         run.corpus = _read_folder(run.inp, prof.file_encoding, args.skip_empty, _show(args), files=src_files)
     else:
-        from ..pipelines.corpus_io import read_corpus
+        from ..hosts.pipelines.corpus_io import read_corpus
 
         run.corpus = read_corpus(src_files[0], prof.text_column, prof.file_encoding, args.skip_empty)
     if run.corpus.kind != "folder":
@@ -346,7 +346,7 @@ def _read_host_input(args: argparse.Namespace, run: _Run) -> None:
 
 def _check_outputs(args: argparse.Namespace, run: _Run) -> None:
     """Before anything is built: every output can be written and replaces nothing but what g2cons wrote."""
-    from ..pipelines.corpus_io import check_output
+    from ..hosts.pipelines.corpus_io import check_output
 
     assert run.target is not None and run.graph is not None and run.report_path is not None
     if run.core_root is not None:  # built aside and renamed in, all or nothing: an earlier one must be all ours
@@ -365,7 +365,7 @@ def _check_outputs(args: argparse.Namespace, run: _Run) -> None:
 
 def _build_and_select(args: argparse.Namespace, run: _Run) -> tuple[list[Any], Any, Any]:
     """Chunk the input as the host does, build the concept graph and select: (chunks, index, selection report)."""
-    from ..pipelines.corpus_io import chunk_documents
+    from ..hosts.pipelines.corpus_io import chunk_documents
 
     docs = run.corpus.documents
     chunks = chunk_documents(
@@ -514,7 +514,7 @@ def _plot_selection(args: argparse.Namespace, index: Any, kept_ids: list[str]) -
     """``--plot``: tokens kept per document, and the share of concepts the kept chunks cover vs kappa."""
     import numpy as np
 
-    from ..plots import selection_figure
+    from ..eval.plots import selection_figure
     from .graph_cmds import write_picture
 
     st, dv = index.stored, index.derived
@@ -550,7 +550,7 @@ def _write_settings(prof: Any, path: Path, new_root: Path) -> None:
     in the new root. Nothing else changes (values as YAML read them: dates stay dates)."""
     import yaml
 
-    from ..pipelines.host_projects import core_settings
+    from ..hosts.pipelines.host_projects import core_settings
 
     data = core_settings(prof, "input", new_root)
     head = (
@@ -573,7 +573,7 @@ def _check_core_root(core_root: Path, args: argparse.Namespace) -> None:
     """``select --root`` replaces its output folder whole: absent, empty, or an earlier one whose every file g2cons
     wrote, unchanged (its marker lists them; the concept graph in ``graph/`` may have been updated by ``add`` /
     ``remove``). A GraphRAG run's output/cache/logs there, or any file of the user's, make it refused."""
-    from ..outputs import check_replaceable_folder
+    from ..storage.outputs import check_replaceable_folder
 
     flag = "--out" if args.out is not None else "select --root output"
     check_replaceable_folder(core_root, flag, owned_dir=lambda p: p == core_root / "graph" and _is_cli_graph(p))

@@ -12,7 +12,7 @@ import numpy as np
 
 from .base import _as_text_list, _LazyModel, _missing_extra, _positive_int, validate_embeddings
 
-_DATA = Path(__file__).resolve().parents[1] / "_data"  # the bundled tokenizer
+_DATA = Path(__file__).resolve().parent  # the bundled tokenizer (minilm_tokenizer.json)
 
 
 class MiniLMEmbedder(_LazyModel):

@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from ..analysis import bm25_tokens
+from ..arrays.wide_rows import row
 from ..config import G2ConSConfig
 from ..errors import InputError
 from ..index import G2ConSIndex
 from ..retrieval import RetrievedItem, fill_ranked, retrieve
-from ..wide_rows import row
+from ..text.analysis import bm25_tokens
 
 # the paper's Table 4 ablations of its own walk (mode="paper"), as config changes
 ABLATIONS: dict[str, dict[str, Any]] = {
@@ -113,7 +113,7 @@ def load_questions(path: str | Path) -> list[dict[str, Any]]:
 
 class BM25Units:
     """BM25 (rank_bm25 Okapi) over the index's retrieval units; tokens = lower-cased words minus stop words, per
-    language (:func:`g2cons_plugins.analysis.bm25_tokens`: English text exactly as before)."""
+    language (:func:`g2cons_plugins.text.analysis.bm25_tokens`: English text exactly as before)."""
 
     def __init__(self, index: G2ConSIndex) -> None:
         from rank_bm25 import BM25Okapi

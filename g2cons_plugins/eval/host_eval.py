@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ..ensemble import fuse, resolve_host_items
 from ..errors import InputError
 from ..fusion import score_fuse, share_fuse
+from ..fusion.ensemble import fuse, resolve_host_items
 from ..index import G2ConSIndex
 from ..retrieval import retrieve
 from .evaluation import answer_in_context, embed_queries

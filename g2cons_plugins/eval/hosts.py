@@ -8,7 +8,7 @@ with spaCy NER co-occurrence triplets and no LLM, and ``llama-index-llm``, the s
 takes ``module:factory``.
 
 A host builds its KG over the core chunks of a ``SelectionReport`` (``index.select(kappa=...)``) and answers
-queries with :class:`~g2cons_plugins.ensemble.HostItem` lists in rank order; ``build`` returns what it cost.
+queries with :class:`~g2cons_plugins.fusion.ensemble.HostItem` lists in rank order; ``build`` returns what it cost.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from ..errors import InputError
 
 if TYPE_CHECKING:
-    from ..ensemble import HostItem
+    from ..fusion.ensemble import HostItem
     from ..index import G2ConSIndex
     from ..selection import SelectionReport
 

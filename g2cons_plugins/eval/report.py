@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..outputs import atomic_write_bytes, atomic_write_text
-from ..plots import pyplot, save_figure
+from ..storage.outputs import atomic_write_bytes, atomic_write_text
 from .evaluation import RECALL_COLUMNS, RESULT_COLUMNS, SELECTION_COLUMNS, format_table
+from .plots import pyplot, save_figure
 
 COLORS = {"concept": "C1", "dense": "C4", "bm25": "C0", "keyword": "C5", "concept-paper": "C2", "concept-ppr": "C3"}
 

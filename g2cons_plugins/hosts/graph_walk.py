@@ -63,7 +63,7 @@ from .replay import Extraction, read_extraction
 from .replay_host import align_to_index
 
 if TYPE_CHECKING:
-    from ..ensemble import HostItem
+    from ..fusion.ensemble import HostItem
     from ..index import G2ConSIndex
     from ..selection import SelectionReport
 
@@ -668,7 +668,7 @@ class GraphWalkHost:
 
     def retrieve(self, query: str) -> list[HostItem]:
         """The best ``limit`` kept chunks for ``query`` (ids of the index's chunks), best first."""
-        from ..ensemble import HostItem
+        from ..fusion.ensemble import HostItem
 
         if self.walk is None:
             raise InputError("the host KG is not built yet: call build(index, index.select(kappa=...)) first")

@@ -23,9 +23,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..ensemble import HostItem
 from ..errors import InputError
 from ..eval.hosts import HostBuildCost
+from ..fusion.ensemble import HostItem
 from ..snapshot import capped_query
 
 if TYPE_CHECKING:

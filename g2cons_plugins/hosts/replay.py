@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..errors import InputError
-from ..pipelines.host_projects import GRAPHRAG_SETTINGS, load_settings
+from .pipelines.host_projects import GRAPHRAG_SETTINGS, load_settings
 
 FORMATS = ("jsonl", "hipporag", "graphrag", "lightrag")
 MAX_FILE_BYTES = 2 * 1024**3

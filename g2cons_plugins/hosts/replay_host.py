@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..ensemble import HostItem
 from ..errors import InputError
 from ..eval.hosts import HostBuildCost
+from ..fusion.ensemble import HostItem
 from ..snapshot import capped_query
 from .replay import Extraction, align, chunk_aliases, read_extraction
 

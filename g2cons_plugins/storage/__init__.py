@@ -10,6 +10,8 @@
 - :mod:`.index_entry` -- the manifest entry of a saved unit index, checked on load.
 - :mod:`.trickle_io` -- the trickle log's files (the updates a save writes beside a saved exact snapshot).
 
-Nothing is imported here: each module is imported where it is used. Their old paths
-(``g2cons_plugins.persistence``, ...) still import, with a :class:`DeprecationWarning` (:mod:`g2cons_plugins._compat`).
+- :mod:`.outputs` -- atomic single-file outputs and their stamps (what g2cons wrote, and may replace).
+- :mod:`.export` -- the concept graph as networkx, GraphML, CSV or JSON.
+
+Nothing is imported here: each module is imported where it is used.
 """

@@ -1,4 +1,4 @@
-"""Write and read the derived state (:class:`~g2cons_plugins.state.Derived`) without pickle, so a load does not
+"""Write and read the derived state (:class:`~g2cons_plugins.build.Derived`) without pickle, so a load does not
 re-derive the corpus.
 
 Two files inside an index version folder:
@@ -34,13 +34,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..arrays.wide_rows import Matrix, as_csr
+from ..build import Derived, Stored, freeze
+from ..concepts import TermIndex
 from ..config import G2ConSConfig
-from ..edge_update import find_pairs
+from ..engine.edge_update import find_pairs
 from ..errors import PersistError
 from ..graph import EdgeSet, GraphStats, NearPairs, graph_stats, pairs_sorted
-from ..state import Derived, Stored, freeze
-from ..terms import TermIndex
-from ..wide_rows import Matrix, as_csr
 from .memory import drop_mapped_pages
 from .npz_view import NpzView
 from .stored_io import fsync_write

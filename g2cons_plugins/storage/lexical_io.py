@@ -1,5 +1,5 @@
-"""The BM25 weights of the units (:class:`~g2cons_plugins.lexical.LexicalIndex`) saved with an index, so a loaded
-index maps them instead of building them on its first query.
+"""The BM25 weights of the units (:class:`~g2cons_plugins.retrieval.lexical.LexicalIndex`) saved with an index, so a
+loaded index maps them instead of building them on its first query.
 
 ``lexical.npz`` (from format version 5 on; optional: a version without it builds the weights on first use):
 ``data`` (float64), ``indices``, ``indptr`` and ``shape`` of the units x words csc matrix :meth:`LexicalIndex.build`

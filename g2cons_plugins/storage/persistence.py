@@ -18,12 +18,12 @@ Layout of an index directory (format version 5)::
         unit_ann_keys.npy      usearch's format and the units' keys (uint64); the manifest's ``unit_ann`` entry
                                names its format (``g2cons-unit-ann/1``), count and parameters. Checksummed like
                                the rest, read only after every checksum matched, memory-mapped, never rebuilt on
-                               load (:mod:`~g2cons_plugins.vector_index`); a version without them still loads
+                               load (:mod:`~g2cons_plugins.arrays.unit_hnsw`); a version without them still loads
                                (the index is then built), and a reader that knows no ``unit_ann`` ignores them
         unit_pq_codes.npy      or, where the snapshot's unit index was a product-quantised scan (``ann_kind``):
         unit_pq_centroids.npy  its 4-bit codes (uint8, a row per unit, memory-mapped on load) and its codebook
                                (float32); the manifest's ``unit_pq`` entry names its format (``g2cons-unit-pq/1``),
-                               count and parameters (:mod:`~g2cons_plugins.unit_pq`)
+                               count and parameters (:mod:`~g2cons_plugins.arrays.unit_pq`)
         trickle_log.json       format version 6 only: a version 5 folder's files (hard links to the files of the
         trickle_vectors.npy    saved exact snapshot) plus the trickle updates made since, in order; the manifest's
                                ``trickle`` entry gives the counts after them (see **Trickle log** below)
@@ -52,10 +52,10 @@ it free, however many saves a long load (19 s at 1M passages) overlaps. A loader
 before it could pin it (two saves within that instant) reads the pointer again. Where ``flock`` is not available,
 a loader retries like that for up to :data:`RACE_RETRY_S` seconds.
 
-**Trickle log.** A snapshot with trickle updates pending (:mod:`g2cons_plugins.update`) is not re-derived to be
+**Trickle log.** A snapshot with trickle updates pending (:mod:`g2cons_plugins.engine.update`) is not re-derived to be
 saved. Its updates started from an exact snapshot; where that one is saved (the index was loaded from, or saved
 to, a version that is still there as it was), the new version holds that version's data files as hard links (no
-byte copied) plus the log of the updates (:mod:`g2cons_plugins.trickle_log`: an add's chunks and the vectors it
+byte copied) plus the log of the updates (:mod:`g2cons_plugins.engine.trickle_log`: an add's chunks and the vectors it
 embedded, a removal's ids). A load reads the exact snapshot, then makes the same updates again in the same order:
 the very state that was saved, bit for bit, with nothing embedded. Such a version is format version 6 (a
 library that reads only up to 5 refuses it rather than take the log's base for the index). Where the exact
@@ -99,19 +99,20 @@ from typing import Any
 
 import numpy as np
 
+from ..arrays.unit_hnsw import UNIT_ANN_FILES, UnitANN, read_unit_ann, write_unit_ann
+from ..arrays.unit_pq import UNIT_PQ_FILES, UnitPQ, read_unit_pq, write_unit_pq
+from ..build import Stored, derive, needs_sentence_vectors
 from ..config import G2ConSConfig
 from ..embedders import CachedEmbedder, Embedder, get_embedder
+from ..engine.snapshot_updates import refreshed, replayed, with_origin
+from ..engine.trickle_log import Origin
 from ..errors import G2ConSError, PersistError
-from ..outputs import NO_ROOM
-from ..snapshot import HasSnapshot, Snapshot, as_snapshot, make_snapshot, refreshed, replayed, with_origin
-from ..state import Stored, derive, needs_sentence_vectors
+from ..snapshot import HasSnapshot, Snapshot, as_snapshot, make_snapshot
 from ..text import Tokenizer, get_tokenizer
-from ..trickle_log import Origin
-from ..unit_pq import UNIT_PQ_FILES, UnitPQ, read_unit_pq, write_unit_pq
-from ..vector_index import UNIT_ANN_FILES, UnitANN, read_unit_ann, write_unit_ann
 from .derived_io import DERIVED_FILES, differences, read_derived, write_derived
 from .lexical_io import LEXICAL_NPZ, read_lexical, write_lexical
 from .memory import drop_mapped_pages, state_arrays
+from .outputs import NO_ROOM
 from .stored_io import (
     SENTENCE_VECTORS,
     STORED_FILES,
@@ -277,7 +278,7 @@ def save_index(index: HasSnapshot, path: Path) -> Snapshot:
     files where it is saved, on the same file system) plus their log (format version 6; see **Trickle log** in the
     module doc): nothing is re-derived, and a load replays the log. Where that cannot be done (the exact snapshot
     was never saved, its version is gone or changed, or the file system refuses a link), it is refreshed first
-    (:func:`g2cons_plugins.snapshot.refreshed`) and saved whole."""
+    (:func:`g2cons_plugins.engine.snapshot_updates.refreshed`) and saved whole."""
     snap = as_snapshot(index)
     path = Path(path)
     if path.is_symlink() and not path.is_dir():
@@ -359,7 +360,7 @@ def _last_file(where: Path) -> Path | None:
 
 
 def _save_failed(e: BaseException, path: Path, where: Path, previous: str | None) -> PersistError | None:
-    """For a save that ran out of room (:data:`~g2cons_plugins.outputs.NO_ROOM`): a :class:`PersistError` naming
+    """For a save that ran out of room (:data:`~g2cons_plugins.storage.outputs.NO_ROOM`): a :class:`PersistError` naming
     the file being written and saying what stays intact; None for any other failure (raised as it is)."""
     if not isinstance(e, OSError) or isinstance(e, PersistError) or e.errno not in NO_ROOM:
         return None

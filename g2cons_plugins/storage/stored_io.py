@@ -1,4 +1,4 @@
-"""Write and read the stored state's texts (:class:`~g2cons_plugins.state.Stored`: chunks and retrieval units) as
+"""Write and read the stored state's texts (:class:`~g2cons_plugins.build.Stored`: chunks and retrieval units) as
 columns, so a load parses two JSON documents instead of a JSON object per record.
 
 Two files inside an index version folder (format versions 3 and 4):
@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..arrays.positions import first_mismatch
+from ..build import Stored, binary, freeze
 from ..chunks import Chunk, Unit
 from ..errors import PersistError
-from ..positions import first_mismatch
-from ..state import Stored, binary, freeze
 from .memory import drop_mapped_pages
 from .npy_file import load_npy
 

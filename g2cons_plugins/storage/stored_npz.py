@@ -3,17 +3,17 @@
 Members (each a ``.npy`` inside the zip, read through one read-only memory map: :mod:`.npz_view`):
 
 - ``chunk.id.*``, ``chunk.text.*``, ``chunk.meta.*``: text columns (``.buf`` UTF-8 bytes, ``.off`` int64 offsets;
-  :class:`~g2cons_plugins.columns.TextColumn`); a chunk's metadata is a JSON object, ``""`` for none;
+  :class:`~g2cons_plugins.arrays.columns.TextColumn`); a chunk's metadata is a JSON object, ``""`` for none;
   ``chunk.n_tokens``;
 - ``unit.parent`` (chunk positions, ascending), ``unit.n_tokens``, ``unit.sent.off`` / ``unit.sent.flat`` (each
   unit's sentence positions, in order), ``unit.text_at`` / ``unit.text.*`` (the units whose text is not what
   splitting makes of their chunk: written out; none in practice). Unit ids are not stored: they follow from the
-  chunk ids (:func:`~g2cons_plugins.positions.unit_id`);
+  chunk ids (:func:`~g2cons_plugins.arrays.positions.unit_id`);
 - ``sentence.*``: the distinct sentences.
 
 A load checks every column without making a Python object per text (offsets, UTF-8 validity in streamed blocks,
 ranges, chunk ids sorted and distinct in one pass over them) and returns a
-:class:`~g2cons_plugins.state.Stored` whose chunks and units are :mod:`~g2cons_plugins.tables`: the texts stay
+:class:`~g2cons_plugins.build.Stored` whose chunks and units are :mod:`~g2cons_plugins.arrays.tables`: the texts stay
 in the file (its pages are unmapped after the checks, :func:`.memory.drop_mapped_pages`). Measured at 100k
 passages: see ``benchmarks/scale/results``.
 """
@@ -25,10 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..columns import TextColumn, check_utf8, text_column
+from ..arrays.columns import TextColumn, check_utf8, text_column
+from ..arrays.tables import ChunkTable, UnitTable, metadata_json
+from ..build import Stored
 from ..errors import PersistError
-from ..state import Stored
-from ..tables import ChunkTable, UnitTable, metadata_json
 from .derived_io import savez
 from .memory import drop_mapped_pages
 from .npz_view import NpzView

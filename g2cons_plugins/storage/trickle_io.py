@@ -1,4 +1,4 @@
-"""The trickle log's files in a saved version (:mod:`g2cons_plugins.trickle_log`): ``trickle_log.json`` (the
+"""The trickle log's files in a saved version (:mod:`g2cons_plugins.engine.trickle_log`): ``trickle_log.json`` (the
 updates in order: an add's chunks and the texts it embedded, a removal's ids) and ``trickle_vectors.npy``
 (float32: every add's vectors, one after the other). JSON and ``.npy`` only (no pickle); every field is checked
 on read and every error names the file and the update."""
@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from ..chunks import Chunk
+from ..engine.trickle_log import TrickleOp
 from ..errors import PersistError
-from ..trickle_log import TrickleOp
 from .npy_file import load_npy
 
 __all__ = ["LOG_FILES", "LOG_JSON", "LOG_VECTORS", "read_log", "write_log"]

@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from g2cons_plugins.chunks import check_metadata, content_id
-from g2cons_plugins.ensemble import FusedItem, HostItem
 from g2cons_plugins.errors import InputError
+from g2cons_plugins.fusion.ensemble import FusedItem, HostItem
 from g2cons_plugins.retrieval import RetrievedItem
 from langchain_core.documents import Document
 

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 from g2cons_plugins import FusedItem, G2ConSIndex, InputError, RetrievedItem
 from g2cons_plugins.errors import PersistError
 from g2cons_plugins.fusion import fuse_report
-from g2cons_plugins.pipelines.integration import (
+from g2cons_plugins.hosts.pipelines.integration import (
     DEFAULT_EMBEDDER,
     SETTINGS_FILE,
     check_beta,

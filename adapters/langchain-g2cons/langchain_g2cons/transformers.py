@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, InputError, SelectionReport
 from g2cons_plugins.errors import PersistError
-from g2cons_plugins.outputs import atomic_write_text
-from g2cons_plugins.param_types import NonNegativeFloat, NonNegativeInt, Share
-from g2cons_plugins.pipelines.integration import DEFAULT_EMBEDDER, INDEX_SUBDIR, add_and_select, selection_counts
-from g2cons_plugins.pipelines.integration import drop_empty as drop_empty_items
-from g2cons_plugins.pipelines.overlap import warn_if_overlapping
-from g2cons_plugins.pipelines.prices import EXTRACTION_PROMPT_TOKENS
+from g2cons_plugins.hosts.pipelines.integration import DEFAULT_EMBEDDER, INDEX_SUBDIR, add_and_select, selection_counts
+from g2cons_plugins.hosts.pipelines.integration import drop_empty as drop_empty_items
+from g2cons_plugins.hosts.pipelines.overlap import warn_if_overlapping
+from g2cons_plugins.hosts.pipelines.param_types import NonNegativeFloat, NonNegativeInt, Share
+from g2cons_plugins.hosts.pipelines.prices import EXTRACTION_PROMPT_TOKENS
+from g2cons_plugins.storage.outputs import atomic_write_text
 from langchain_core.callbacks import Callbacks
 from langchain_core.callbacks.manager import CallbackManager
 from langchain_core.documents import BaseDocumentTransformer, Document
@@ -60,7 +60,7 @@ def document_source(doc: Any, position: int) -> str:
 
 
 def drop_empty(documents: Sequence[Document], skip_empty: bool, who: str) -> list[Document]:
-    """``documents`` without the empty ones (``g2cons_plugins.pipelines.integration.drop_empty``), named by
+    """``documents`` without the empty ones (``g2cons_plugins.hosts.pipelines.integration.drop_empty``), named by
     :func:`document_source`."""
     docs = list(documents)
     texts = [d.page_content if isinstance(d, Document) else "x" for d in docs]  # non-Documents: refused later
@@ -186,9 +186,9 @@ class CoreChunkSelector(BaseDocumentTransformer):
         """Decide on new documents after a first ``transform_documents``: they join the concept graph
         (``G2ConSIndex.add``, nothing known re-embedded) and the same selection (same kappa, kappa_by, selector)
         is re-run over the whole corpus; a new document is kept iff it is in the new top-kappa set
-        (``g2cons_plugins.pipelines.integration``). Returns the kept new documents (send only these to the extractor);
-        documents whose id is already known are skipped. Earlier decisions are not revisited; ``report`` becomes
-        the latest full selection and ``kept_ids`` lists everything returned so far. Before any
+        (``g2cons_plugins.hosts.pipelines.integration``). Returns the kept new documents (send only these to the
+        extractor); documents whose id is already known are skipped. Earlier decisions are not revisited; ``report``
+        becomes the latest full selection and ``kept_ids`` lists everything returned so far. Before any
         ``transform_documents`` this is ``transform_documents``."""
         if self.index is None:
             return list(self.transform_documents(documents, **kwargs))

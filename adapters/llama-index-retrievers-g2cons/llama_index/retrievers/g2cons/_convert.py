@@ -7,7 +7,7 @@ from typing import Any
 
 from g2cons_plugins import CallableEmbedder, G2ConSIndex, HostItem, RetrievedItem
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.pipelines.integration import DEFAULT_EMBEDDER, token_counts
+from g2cons_plugins.hosts.pipelines.integration import DEFAULT_EMBEDDER, token_counts
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, NodeWithScore, RelatedNodeInfo, TextNode
 
@@ -64,9 +64,9 @@ def wrap_embedding(model: BaseEmbedding) -> CallableEmbedder:
 
 
 def resolve_embedder(embedder: Any) -> Any:
-    """``None`` -> the adapters' default (``g2cons_plugins.pipelines.integration.DEFAULT_EMBEDDER``, "wordllama"); a
-    LlamaIndex ``BaseEmbedding`` (e.g. ``Settings.embed_model``) -> wrapped; anything else as given (a core embedder
-    name such as "minilm"/"hash", or a core ``Embedder``)."""
+    """``None`` -> the adapters' default (``g2cons_plugins.hosts.pipelines.integration.DEFAULT_EMBEDDER``,
+    "wordllama"); a LlamaIndex ``BaseEmbedding`` (e.g. ``Settings.embed_model``) -> wrapped; anything else as given (a
+    core embedder name such as "minilm"/"hash", or a core ``Embedder``)."""
     if embedder is None:
         return DEFAULT_EMBEDDER
     if isinstance(embedder, BaseEmbedding):

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, RetrievedItem
-from g2cons_plugins.ensemble import fuse
 from g2cons_plugins.errors import InputError, PersistError
-from g2cons_plugins.pipelines.integration import (
+from g2cons_plugins.fusion.ensemble import fuse
+from g2cons_plugins.hosts.pipelines.integration import (
     SETTINGS_FILE,
     check_beta,
     concept_counts,
@@ -58,8 +58,8 @@ def load_state(
     persist_dir: str | Path, embedder: Any = None, kind: str | None = None
 ) -> tuple[G2ConSIndex, dict[str, Any]]:
     """The concept graph and the settings saved by ``persist``
-    (``g2cons_plugins.pipelines.integration.load_retriever``); an index built with a LlamaIndex embedding model gets
-    ``Settings.embed_model`` again unless ``embedder`` is given."""
+    (``g2cons_plugins.hosts.pipelines.integration.load_retriever``); an index built with a LlamaIndex embedding model
+    gets ``Settings.embed_model`` again unless ``embedder`` is given."""
     d = Path(persist_dir)
     folder = d / INDEX_SUBDIR if (d / INDEX_SUBDIR).is_dir() else d
     if embedder is None and str(read_manifest(folder)["embedder"]["name"]).startswith("llamaindex-"):

@@ -3,8 +3,8 @@
 Spans: the selector's ``fit`` / ``insert_nodes`` / ``delete_nodes`` (``dispatcher.span``) and, as for every
 LlamaIndex retriever, ``ConceptGraphRetriever._retrieve`` (the concept path) and ``G2ConSRetriever._retrieve``
 (host + concept path + fusion). Events, one per step, carry the same numbers as the LangChain adapter's custom
-events (``g2cons_plugins.pipelines.integration``: ``selection_counts``, ``concept_counts``, ``fusion_counts``); their
-``span_id`` ties them to the enclosing span. Events are only built when a handler listens. Listen with::
+events (``g2cons_plugins.hosts.pipelines.integration``: ``selection_counts``, ``concept_counts``, ``fusion_counts``);
+their ``span_id`` ties them to the enclosing span. Events are only built when a handler listens. Listen with::
 
     from llama_index.core.instrumentation import get_dispatcher
     from llama_index.core.instrumentation.event_handlers import BaseEventHandler

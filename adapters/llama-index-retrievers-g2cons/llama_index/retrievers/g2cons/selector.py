@@ -17,10 +17,10 @@ asks the core which chunks to keep, and returns only those. Host traps handled h
 
 Incremental updates: ``index.insert(doc)`` re-runs the stored transformations, so the selector sees nodes it was not
 fitted on. They join the concept graph through the core's ``G2ConSIndex.add`` and are kept or dropped by the same
-selection rule (``g2cons_plugins.pipelines.integration``: the selection is re-run with the same kappa over the whole
-corpus, and a new node is kept iff it is in the new top-kappa set; earlier decisions are not revisited). Only kept nodes
-reach the KG extractors. ``selector.track(index)`` also routes ``insert_nodes`` through the selector and makes
-``delete_ref_doc`` / ``delete_nodes`` / ``update_ref_doc`` / ``refresh_ref_docs`` remove the old chunks from the
+selection rule (``g2cons_plugins.hosts.pipelines.integration``: the selection is re-run with the same kappa over the
+whole corpus, and a new node is kept iff it is in the new top-kappa set; earlier decisions are not revisited). Only
+kept nodes reach the KG extractors. ``selector.track(index)`` also routes ``insert_nodes`` through the selector and
+makes ``delete_ref_doc`` / ``delete_nodes`` / ``update_ref_doc`` / ``refresh_ref_docs`` remove the old chunks from the
 concept graph (``G2ConSIndex.remove``). Retrievers built from this selector share its concept graph, so they see
 every insert and delete at once.
 """
@@ -37,11 +37,11 @@ from typing import Any
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, SelectionReport
 from g2cons_plugins.errors import InputError, PersistError
-from g2cons_plugins.outputs import atomic_write_text
-from g2cons_plugins.param_types import NonNegativeFloat, NonNegativeInt, Share
-from g2cons_plugins.pipelines.integration import add_and_select, selection_counts
-from g2cons_plugins.pipelines.integration import drop_empty as drop_empty_items
-from g2cons_plugins.pipelines.overlap import warn_if_overlapping
+from g2cons_plugins.hosts.pipelines.integration import add_and_select, selection_counts
+from g2cons_plugins.hosts.pipelines.integration import drop_empty as drop_empty_items
+from g2cons_plugins.hosts.pipelines.overlap import warn_if_overlapping
+from g2cons_plugins.hosts.pipelines.param_types import NonNegativeFloat, NonNegativeInt, Share
+from g2cons_plugins.storage.outputs import atomic_write_text
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr, field_validator
 from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, RelatedNodeInfo, TransformComponent
 
@@ -433,8 +433,8 @@ def node_source(node: BaseNode) -> str:
 
 
 def drop_empty(nodes: Sequence[BaseNode], skip_empty: bool, who: str) -> list[BaseNode]:
-    """``nodes`` without the empty ones (``g2cons_plugins.pipelines.integration.drop_empty``), named by their source
-    document (:func:`node_source`), not the node id a splitter made up."""
+    """``nodes`` without the empty ones (``g2cons_plugins.hosts.pipelines.integration.drop_empty``), named by their
+    source document (:func:`node_source`), not the node id a splitter made up."""
     nodes = list(nodes)
     texts = [n.get_content(metadata_mode=MetadataMode.NONE) for n in nodes]
     return drop_empty_items(nodes, texts, lambda p: node_source(nodes[p]), skip_empty, who, "node", "a node of ")

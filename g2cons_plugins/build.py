@@ -1,0 +1,504 @@
+"""The index state, as plain immutable data, and the functions that make it.
+
+State is split in two (nano-graphrag style):
+- :class:`Stored`, the only thing ever embedded or split: chunks (sorted by id), their retrieval units, the
+  distinct sentences, the unit vectors and, where the concept vectors need them (``vector_level="sentence"``, Eq. 1),
+  the sentence vectors;
+- :class:`Derived`, recomputed from the stored state by :func:`derive` with sparse algebra in seconds:
+  TF-IDF concepts, incidences, concept vectors (Eq. 1), edges, PageRank, the bridge-name index.
+
+A build, an incremental ``add``/``remove`` and a ``load`` all end in the same ``derive`` call, so an updated
+index equals a full rebuild on the same chunks, and nothing known is ever re-embedded. Chunks are kept sorted by
+id (:func:`store` sorts them), so every position, every tie and therefore every result is independent of the
+order the chunks were given in. Arrays are made read-only (:func:`freeze`; loaded ones too): a snapshot is shared by
+concurrent readers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from .arrays.tables import chunk_id_view, unit_text_view
+from .arrays.wide_rows import Matrix, WideRows
+from .chunks import Chunk, Unit, check_unit_ids, split_units
+from .concepts import TermIndex, analyze, share, top_concepts
+from .config import G2ConSConfig
+from .embedders import Embedder, validate_embeddings
+from .errors import InputError
+from .graph import (
+    NEAR_MARGIN,
+    EdgeSet,
+    GraphStats,
+    NearPairs,
+    adjacency,
+    build_edges,
+    concept_sums,
+    graph_stats,
+    pagerank,
+)
+from .storage.memory import release_free_memory
+from .storage.ones import share_ones
+from .text import Tokenizer, count_tokens_batch
+
+__all__ = [
+    "Derived",
+    "DegenerateEmbeddingWarning",
+    "Stored",
+    "derive",
+    "freeze",
+    "needs_sentence_vectors",
+    "store",
+    "with_vectors",
+]
+
+log = logging.getLogger("g2cons_plugins")
+
+
+class DegenerateEmbeddingWarning(UserWarning):
+    """The embedder gives (nearly) the same vector for different texts (a mock or constant embedder): cosine
+    scores carry no information, theta_sem calibration keeps every candidate pair, dense ranking is arbitrary."""
+
+
+@dataclass(frozen=True)
+class Derived:
+    """Everything recomputed from the stored state (see module doc)."""
+
+    vocab: list[str]
+    concept_index: dict[str, int]
+    extracted: sp.csr_matrix  # chunks x concepts: concept was a top-n keyword of the chunk
+    sent_inc: sp.csr_matrix  # sentences x concepts
+    unit_inc: sp.csr_matrix  # units x concepts
+    chunk_inc: sp.csr_matrix  # chunks x concepts (T_w as columns)
+    unit_concepts: Matrix  # concepts x units (transpose of unit_inc, for fast row access: wide_rows.row)
+    concept_vecs: np.ndarray
+    sentence_counts: np.ndarray  # |S_w|
+    df: np.ndarray  # |T_w|: number of chunks containing w
+    edges: EdgeSet
+    A: sp.csr_matrix
+    pagerank: np.ndarray
+    name_share: np.ndarray  # per concept: share of capitalised occurrences
+    names: list[str]  # bridge vocabulary: names (capitalised non-stop words in >= 2 chunks)
+    name_df: np.ndarray
+    unit_names: sp.csr_matrix  # units x names
+    name_units: Matrix  # names x units
+    stats: GraphStats
+    terms: TermIndex  # per-sentence word counts: an add analyses only new sentences
+    # per concept: the norm of its vector's unnormalised sum (graph.concept_sums), so a trickle update adds or takes
+    # away the changed rows' vectors; None in a save from before it existed (the moved vectors are summed again)
+    sum_norms: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Stored:
+    """Chunks (sorted by id), units, distinct sentences and their vectors; see module doc."""
+
+    chunks: Sequence[Chunk]  # a list, or columns (g2cons_plugins.arrays.tables) for a loaded index
+    chunk_tokens: np.ndarray
+    units: Sequence[Unit]
+    unit_parent: np.ndarray
+    unit_tokens: np.ndarray
+    sentences: Sequence[str]
+    sent_unit: sp.csr_matrix  # sentences x units membership
+    sent_vecs: np.ndarray | None  # None: not embedded (the concept vectors come from the unit vectors)
+    unit_vecs: np.ndarray
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+    @cached_property
+    def median_unit_tokens(self) -> float:
+        """Median unit size in tokens (>= 1)."""
+        return max(float(np.median(self.unit_tokens)), 1.0) if len(self.unit_tokens) else 1.0
+
+
+def derive(st: Stored, config: G2ConSConfig, terms: TermIndex | None = None) -> Derived:
+    """Concepts, incidences, Eq. 1 vectors, edges and PageRank from the stored state (deterministic). All text
+    analysis is in ``terms`` (:mod:`g2cons_plugins.concepts`; analysed here unless given, e.g. updated by an add);
+    the rest is sparse algebra."""
+    if terms is None:
+        terms = analyze(st.sentences, config)
+    elif terms.n_sentences != len(st.sentences):
+        raise InputError(f"term index has {terms.n_sentences} rows for {len(st.sentences)} sentences")
+    unit_chunk = sp.csr_matrix(
+        (np.ones(len(st.units), np.float32), (np.arange(len(st.units)), st.unit_parent)),
+        shape=(len(st.units), len(st.chunks)),
+    )
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="g2cons-names") as pool:
+        # the bridge vocabulary depends on the term counts only: it is made while the concept graph is built
+        names_job = pool.submit(_names, st, terms, unit_chunk, config)
+        return _derive(st, config, terms, unit_chunk, names_job)
+
+
+def _derive(
+    st: Stored,
+    config: G2ConSConfig,
+    terms: TermIndex,
+    unit_chunk: sp.csr_matrix,
+    names_job: Future[tuple[list[str], sp.csr_matrix, np.ndarray]],
+) -> Derived:
+    chunk_counts = (unit_chunk.T @ st.sent_unit.T).tocsr() @ terms.counts  # chunk term counts, via sentences
+    cols, extracted = top_concepts(sp.csr_matrix(chunk_counts), config)
+    vocab = [terms.words[j] for j in cols.tolist()]
+    sent_inc = binary(terms.counts[:, cols])
+    unit_inc = binary(st.sent_unit.T @ sent_inc)
+    chunk_inc = binary(unit_chunk.T @ unit_inc)
+    if config.incidence == "extracted":
+        chunk_inc = binary(chunk_inc.multiply(extracted))
+        unit_inc = binary(unit_inc.multiply(unit_chunk @ extracted))
+        sent_chunk = binary(st.sent_unit @ unit_chunk)
+        sent_inc = binary(sent_inc.multiply(sent_chunk @ extracted))
+    vecs, counts, sum_norms = level_sums(st, config, sent_inc, unit_inc)
+    co_inc = sent_inc if config.cooccurrence == "sentence" else chunk_inc  # ablation A: sentence windows
+    margin = 0.0 if config.mode == "paper" else NEAR_MARGIN  # near pairs: trickle state (the paper has none)
+    edges = build_edges(co_inc, vecs, config.theta_co, config.theta_sem, config.theta_sem_percentile, margin=margin)
+    A = adjacency(edges, len(vocab))
+    pr = pagerank(A, damping=config.pagerank_damping)
+    names, unit_names, name_df = names_job.result()
+    release_free_memory()  # what the threads and the temporaries freed (see g2cons_plugins.storage.memory)
+    stats = graph_stats((len(st.chunks), len(st.units), len(st.sentences), len(vocab)), edges, A)
+    return freeze(
+        Derived(
+            vocab=vocab,
+            concept_index={w: i for i, w in enumerate(vocab)},
+            extracted=extracted,
+            sent_inc=sent_inc,
+            unit_inc=unit_inc,
+            chunk_inc=chunk_inc,
+            unit_concepts=unit_inc.T.tocsr(),
+            concept_vecs=vecs,
+            sentence_counts=counts,
+            df=np.asarray(chunk_inc.sum(axis=0)).ravel().astype(np.int64),
+            edges=edges,
+            A=A,
+            pagerank=pr,
+            name_share=share(terms, cols),
+            terms=terms,
+            names=names,
+            name_df=name_df,
+            unit_names=unit_names,
+            name_units=unit_names.T.tocsr(),
+            stats=stats,
+            sum_norms=sum_norms,
+        )
+    )
+
+
+def level_vectors(
+    st: Stored, config: G2ConSConfig, sent_inc: sp.csr_matrix, unit_inc: sp.csr_matrix
+) -> tuple[np.ndarray, np.ndarray]:
+    """Concept vectors and their counts, by ``config.vector_level``: "sentence" = Eq. 1 (mean of the vectors of the
+    sentences holding the concept, |S_w|); "chunk" = ablation C (mean of the vectors of the units holding it, the
+    unit count); "unit" = Eq. 1 with each sentence's vector replaced by its unit's: the unit vectors weighted by
+    how many of their sentences hold the concept (|S_w|), so no sentence is embedded."""
+    vecs, counts, _ = level_sums(st, config, sent_inc, unit_inc)
+    return vecs, counts
+
+
+def level_sums(
+    st: Stored, config: G2ConSConfig, sent_inc: sp.csr_matrix, unit_inc: sp.csr_matrix
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`level_vectors` and the norms of the concepts' unnormalised sums
+    (:func:`~g2cons_plugins.graph.concept_sums`)."""
+    if config.vector_level == "chunk":
+        return concept_sums(unit_inc, st.unit_vecs)
+    if config.vector_level == "unit":
+        vecs, _, norms = concept_sums(sp.csr_matrix(st.sent_unit.T @ sent_inc), st.unit_vecs)
+        return vecs, np.asarray(sent_inc.sum(axis=0)).ravel(), norms
+    if st.sent_vecs is None:
+        raise InputError(
+            "vector_level='sentence' (Eq. 1; mode='paper') needs sentence vectors, and this index holds none (it "
+            "was built with vector_level='unit' or 'chunk'): build it with vector_level='sentence', or embed them "
+            "with g2cons_plugins.build.with_vectors(stored, embedder, config)"
+        )
+    return concept_sums(sent_inc, st.sent_vecs)
+
+
+def freeze(obj: Any) -> Any:
+    """``obj`` (a :class:`Derived`, :class:`~g2cons_plugins.graph.EdgeSet` and its near pairs, :class:`TermIndex`,
+    sparse matrix or array) with every array in it made read-only, in place: a snapshot is shared by concurrent
+    readers, so no caller may change what every other reader sees (a writer builds new arrays). A 0/1 matrix's
+    data becomes a view of one shared buffer of ones (:mod:`g2cons_plugins.storage.ones`)."""
+    if isinstance(obj, np.ndarray):
+        obj.flags.writeable = False
+    elif sp.issparse(obj):
+        share_ones(obj)
+        for name in ("data", "indices", "indptr"):
+            a = getattr(obj, name, None)
+            if isinstance(a, np.ndarray):
+                a.flags.writeable = False
+    elif isinstance(obj, (Derived, EdgeSet, NearPairs, WideRows)):
+        for f in fields(obj):
+            freeze(getattr(obj, f.name))
+    elif isinstance(obj, TermIndex):
+        for M in (obj.counts, obj.noninit, obj.caps):
+            freeze(M)
+    return obj
+
+
+def _names(
+    st: Stored, terms: TermIndex, unit_chunk: sp.csr_matrix, config: G2ConSConfig
+) -> tuple[list[str], sp.csr_matrix, np.ndarray]:
+    """Bridge vocabulary: every word (KET-RAG's all-words vocabulary, unigrams) that is a *name* (written
+    capitalised in at least half of its non-sentence-initial occurrences, or, with ``language="auto"``, a word of
+    a script without case: :func:`g2cons_plugins.text.analysis.caseless`) and occurs in >= 2 chunks; returns the
+    names, the units x names 0/1 matrix and each name's chunk frequency |T_w|."""
+    words = np.flatnonzero(np.fromiter((" " not in w for w in terms.words), dtype=bool, count=len(terms.words)))
+    U = binary(st.sent_unit.T @ terms.counts[:, words])
+    df = np.asarray(binary(unit_chunk.T @ U).sum(axis=0)).ravel().astype(np.int64)
+    is_name = share(terms, words) >= 0.5
+    if config.language != "english":  # scripts without case: every word is a candidate, rare ones bridge
+        from .text.analysis import mark_caseless
+
+        is_name |= np.asarray(mark_caseless([terms.words[j] for j in words.tolist()]), dtype=bool)
+    keep = np.flatnonzero(is_name & (df >= 2))
+    return [terms.words[j] for j in words[keep].tolist()], U[:, keep].tocsr(), df[keep]
+
+
+def binary(M: Any) -> sp.csr_matrix:
+    """``M`` as a 0/1 float32 csr matrix."""
+    M = sp.csr_matrix(M, dtype=np.float32)
+    M.eliminate_zeros()
+    M.data[:] = 1.0
+    return M
+
+
+def store(
+    chunks: Iterable[Chunk],
+    emb: Embedder,
+    tok: Tokenizer,
+    config: G2ConSConfig,
+    show_progress: bool,
+    previous: Stored | None = None,
+    engine: Any = None,
+) -> Stored:
+    """Split chunks into units and sentences, count tokens, embed what is not known yet.
+
+    Chunks are sorted by id first. With ``previous``, a chunk id already there keeps its units and token count,
+    and a sentence or unit text already there keeps its vector (nothing known is split, counted or embedded
+    again). The units are always embedded (dense scores); the sentences only where the concept vectors need them
+    (``config.vector_level == "sentence"``: Eq. 1) or ``previous`` holds sentence vectors (kept complete).
+    ``engine``: None (here, in this process) or an object with ``split(chunks, tokenizer_name, unit_tokens) ->
+    list[list[Unit]]``, ``count(texts, tokenizer_name) -> list[int]`` and ``embed(texts, embedder_spec) -> array``
+    that runs those stages elsewhere (e.g. on Ray); the result is the same."""
+    chunks = sorted(chunks, key=lambda c: c.id)
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    units, parents = _split(chunks, tok, config, show_progress, previous, engine)
+    sentences, sent_unit = _sentence_units(units)
+    chunk_tokens = _chunk_tokens(chunks, tok, previous, engine, units)
+    timings["split_and_count"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    unit_vecs = _vectors(emb, [u.text for u in units], previous, "units", show_progress, engine)
+    sent_vecs = None
+    if needs_sentence_vectors(config) or (previous is not None and previous.sent_vecs is not None):
+        sent_vecs = _frozen(_vectors(emb, sentences, previous, "sentences", show_progress, engine))
+    if previous is None:
+        check_degenerate(sent_vecs if sent_vecs is not None else unit_vecs, emb.name)
+    timings["embed"] = time.perf_counter() - t0
+    if previous is not None:
+        timings = {**previous.timings, **{f"update_{k}": v for k, v in timings.items()}}
+    return Stored(
+        chunks=chunks,
+        chunk_tokens=_frozen(chunk_tokens),
+        units=units,
+        unit_parent=_frozen(np.asarray(parents, dtype=np.int64)),
+        unit_tokens=_frozen(np.array([u.n_tokens for u in units], dtype=np.int64)),
+        sentences=sentences,
+        sent_unit=sent_unit,
+        sent_vecs=sent_vecs,
+        unit_vecs=_frozen(unit_vecs),
+        timings=dict(timings),
+    )
+
+
+def needs_sentence_vectors(config: G2ConSConfig) -> bool:
+    """Whether the concept vectors of ``config`` are made from sentence vectors (Eq. 1: ``vector_level ==
+    "sentence"``, paper mode's unless an ablation sets another); otherwise only the retrieval units are embedded."""
+    return config.vector_level == "sentence"
+
+
+def with_vectors(st: Stored, emb: Embedder, config: G2ConSConfig, show_progress: bool = False) -> Stored:
+    """``st`` with every vector ``config`` needs: the sentence vectors embedded when ``config`` needs them (Eq. 1)
+    and ``st`` holds none (it was built with ``vector_level="unit"`` or ``"chunk"``); ``st`` itself otherwise."""
+    if st.sent_vecs is not None or not needs_sentence_vectors(config):
+        return st
+    t0 = time.perf_counter()
+    vecs = _frozen(_embed(emb, list(st.sentences), "sentences", show_progress))
+    timings = {**st.timings, "embed_sentences": time.perf_counter() - t0}
+    return replace(st, sent_vecs=vecs, timings=timings)
+
+
+def _vectors(
+    emb: Embedder, texts: list[str], previous: Stored | None, what: str, show_progress: bool, engine: Any
+) -> np.ndarray:
+    """Vectors of ``texts`` (``what``: "units" or "sentences"): those ``previous`` holds copied, the rest embedded."""
+    if previous is None:
+        return _embed(emb, texts, what, show_progress, engine)
+    if what == "units":
+        old_texts, old_vecs = list(unit_text_view(previous.units)), previous.unit_vecs
+    elif previous.sent_vecs is not None:
+        old_texts, old_vecs = list(previous.sentences), previous.sent_vecs
+    else:
+        old_texts, old_vecs = [], np.zeros((0, emb.dim), np.float32)
+    return _reuse_or_embed(emb, texts, old_texts, old_vecs, what, show_progress, engine)
+
+
+def _split(
+    chunks: list[Chunk],
+    tok: Tokenizer,
+    config: G2ConSConfig,
+    show_progress: bool,
+    previous: Stored | None,
+    engine: Any,
+) -> tuple[list[Unit], list[int]]:
+    """The retrieval units of the (sorted) chunks and the position of each unit's chunk; a chunk ``previous``
+    holds keeps its units."""
+    old_units: dict[str, list[Unit]] = {}
+    if previous is not None:
+        for u in previous.units:
+            old_units.setdefault(u.parent_id, []).append(u)
+    units: list[Unit] = []
+    parents: list[int] = []
+    iterator: Iterable[tuple[int, Chunk]] = enumerate(chunks)
+    if show_progress:
+        from tqdm.auto import tqdm
+
+        iterator = tqdm(iterator, total=len(chunks), desc="split", unit="chunk")
+    split_by_engine: dict[str, list[Unit]] = {}
+    if engine is not None:
+        todo = [c for c in chunks if c.id not in old_units]
+        split_by_engine = dict(zip((c.id for c in todo), engine.split(todo, tok.name, config.unit_tokens), strict=True))
+    for i, ch in iterator:
+        us = old_units.get(ch.id) or split_by_engine.get(ch.id) or split_units(ch, tok, config.unit_tokens)
+        units.extend(us)
+        parents.extend([i] * len(us))
+    check_unit_ids(units, {c.id for c in chunks})
+    return units, parents
+
+
+def _sentence_units(units: list[Unit]) -> tuple[list[str], sp.csr_matrix]:
+    """The distinct sentences in order of first use, and the (sentence x unit) 0/1 incidence matrix."""
+    sent_pos: dict[str, int] = {}
+    rows, cols = [], []
+    for j, u in enumerate(units):
+        for s in u.sentences:
+            rows.append(sent_pos.setdefault(s, len(sent_pos)))
+            cols.append(j)
+    sentences = list(sent_pos)
+    sent_unit = freeze(
+        binary(sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(len(sentences), len(units))))
+    )
+    return sentences, sent_unit
+
+
+def _chunk_tokens(
+    chunks: list[Chunk], tok: Tokenizer, previous: Stored | None, engine: Any, units: Sequence[Unit] = ()
+) -> np.ndarray:
+    """Token count of each chunk; a chunk ``previous`` holds keeps its count. Built here (no ``previous``, no
+    engine) with a tiktoken or a plain tokenizer, a chunk that is one unit holding its own text has that unit's
+    count (the same ``encode`` of the same text): only the chunks cut into several units are counted again."""
+    if previous is None and engine is None and units and not _own_batch_counter(tok):
+        out = np.full(len(chunks), -1, dtype=np.int64)
+        pos = {c.id: i for i, c in enumerate(chunks)}
+        for u in units:
+            if u.id == u.parent_id and u.text is chunks[pos[u.id]].text:
+                out[pos[u.id]] = u.n_tokens
+        todo = np.flatnonzero(out < 0)
+        if len(todo):
+            out[todo] = _count(engine, tok, [chunks[i].text for i in todo.tolist()])
+        return out
+    if previous is None:
+        return np.array(_count(engine, tok, [c.text for c in chunks]), dtype=np.int64)
+    old_tok = dict(zip(chunk_id_view(previous.chunks), previous.chunk_tokens.tolist(), strict=True))
+    missing = [c.text for c in chunks if c.id not in old_tok]
+    fresh = iter(_count(engine, tok, missing))
+    return np.array([old_tok[c.id] if c.id in old_tok else next(fresh) for c in chunks], dtype=np.int64)
+
+
+def _own_batch_counter(tok: Tokenizer) -> bool:
+    """True when ``tok`` brings its own batch counter or encoder (one that might count otherwise than ``encode``)."""
+    from .text import TiktokenTokenizer
+
+    return not isinstance(tok, TiktokenTokenizer) and (hasattr(tok, "count_batch") or hasattr(tok, "encode_batch"))
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    """``a`` made read-only (shared by concurrent readers; a writer must build a new array)."""
+    a.flags.writeable = False
+    return a
+
+
+def _reuse_or_embed(
+    emb: Embedder,
+    texts: list[str],
+    old_texts: list[str],
+    old_vecs: np.ndarray,
+    what: str,
+    show_progress: bool,
+    engine: Any = None,
+) -> np.ndarray:
+    """Vectors of ``texts``: copied from ``old_vecs`` where the text is known, embedded otherwise."""
+    old = {t: i for i, t in enumerate(old_texts)}
+    src = np.fromiter((old.get(t, -1) for t in texts), dtype=np.int64, count=len(texts))
+    out = np.empty((len(texts), old_vecs.shape[1] if old_vecs.ndim == 2 else emb.dim), dtype=np.float32)
+    known = src >= 0
+    out[known] = old_vecs[src[known]]
+    new = np.flatnonzero(~known)
+    if len(new):
+        out[new] = _embed(emb, [texts[i] for i in new.tolist()], what, show_progress, engine)
+    return out
+
+
+def check_degenerate(vecs: np.ndarray, source: str, sample: int = 512) -> bool:
+    """Warn (:class:`DegenerateEmbeddingWarning`) when ``vecs`` of different texts have rank <= 1 (e.g. a
+    constant mock embedder); returns True then. Checked on an evenly spaced sample of at most ``sample`` rows."""
+    n = len(vecs)
+    if n < 2:
+        return False
+    X = np.asarray(vecs[np.linspace(0, n - 1, min(n, sample)).astype(np.int64)], dtype=np.float64)
+    X = X - X.mean(axis=0, keepdims=True)
+    if float(np.abs(X).max(initial=0.0)) > 1e-6:  # not constant
+        if len(X) < 8:
+            return False
+        s = np.linalg.svd(X, compute_uv=False)
+        if s[1] > 1e-6 * s[0]:  # rank >= 2 (a real embedder of >= 8 texts)
+            return False
+    warnings.warn(
+        f"embedder {source!r} gives (nearly) the same vector, or vectors on one line, for different texts: "
+        "semantic edges (theta_sem) and dense scores carry no information; use a real embedder",
+        DegenerateEmbeddingWarning,
+        stacklevel=3,
+    )
+    return True
+
+
+def _count(engine: Any, tok: Tokenizer, texts: list[str]) -> list[int]:
+    return count_tokens_batch(tok, texts) if engine is None or not texts else list(engine.count(texts, tok.name))
+
+
+_EMBED_BATCH = 1024  # texts per embed call when a progress bar is shown (each text's vector is its own)
+
+
+def _embed(emb: Embedder, texts: list[str], what: str, show_progress: bool, engine: Any = None) -> np.ndarray:
+    if show_progress:
+        log.info("embedding %d %s with %s", len(texts), what, emb.name)
+    if show_progress and engine is None and texts:  # a bar: embed in batches
+        from tqdm.auto import tqdm
+
+        parts = []
+        with tqdm(total=len(texts), desc=f"embed {what}", unit=what.rstrip("s")) as bar:
+            for start in range(0, len(texts), _EMBED_BATCH):
+                batch = texts[start : start + _EMBED_BATCH]
+                parts.append(validate_embeddings(emb.embed(batch), len(batch), emb.dim, emb.name))
+                bar.update(len(batch))
+        return validate_embeddings(np.concatenate(parts), len(texts), emb.dim, emb.name)
+    raw = emb.embed(texts) if engine is None or not texts else engine.embed(texts, emb.name)
+    return validate_embeddings(raw, len(texts), emb.dim, emb.name)
