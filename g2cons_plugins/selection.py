@@ -35,15 +35,17 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from .errors import InputError, non_negative_float, non_negative_int, unit_interval
 from .graph import pagerank
-from .snapshot import HasSnapshot, as_snapshot
 from .text import format_usd
+
+if TYPE_CHECKING:
+    from .snapshot import HasSnapshot, Snapshot
 
 SELECTORS = ("coverage", "concept_coverage", "pagerank", "shortest", "uniform", "knn_pagerank")
 
@@ -106,9 +108,18 @@ class SelectionReport:
         )
 
 
+def _snapshot_of(obj: HasSnapshot) -> Snapshot:
+    """The snapshot of a ``Snapshot`` or a ``G2ConSIndex`` (both have ``.snapshot``), read once. Duck-typed, so
+    that selection imports no index machinery: it needs the concept graph and the chunks' token counts only."""
+    snap = getattr(obj, "snapshot", None)
+    if snap is None or not hasattr(snap, "derived") or not hasattr(snap, "stored"):
+        raise InputError(f"expected a G2ConSIndex or Snapshot, got {type(obj).__name__}")
+    return snap  # type: ignore[no-any-return]
+
+
 def chunk_scores(index: HasSnapshot, how: str = "sum") -> np.ndarray:
     """Chunk score from its concepts' PageRank: sum, max or mean."""
-    index = as_snapshot(index)
+    index = _snapshot_of(index)
     C, pr = index.derived.chunk_inc, index.derived.pagerank
     if how == "sum":
         return np.asarray(C @ pr).ravel()
@@ -157,7 +168,7 @@ def coverage_order(C: sp.csr_matrix, weights: np.ndarray, tokens: np.ndarray) ->
 
 def knn_pagerank_order(index: HasSnapshot, damping: float = 0.85) -> list[int]:
     """KET-RAG's selector: chunk graph with one lexical and one semantic neighbour per chunk, PageRank."""
-    index = as_snapshot(index)
+    index = _snapshot_of(index)
     st, C = index.stored, index.derived.chunk_inc
     n = C.shape[0]
     # chunk vectors: token-weighted mean of their units' vectors
@@ -188,7 +199,7 @@ def knn_pagerank_order(index: HasSnapshot, damping: float = 0.85) -> list[int]:
 
 def rank_chunks(index: HasSnapshot, selector: str, chunk_score: str = "sum", seed: int = 42) -> list[int]:
     """Chunk positions, best first, for one selector."""
-    index = as_snapshot(index)
+    index = _snapshot_of(index)
     st, dv = index.stored, index.derived
     n = len(st.chunks)
     if selector == "pagerank":
@@ -249,7 +260,7 @@ def select(
     ``kappa_by="tokens"`` keeps the top-ranked chunk alone when no chunk fits in the budget (a one-chunk corpus at
     kappa < 1, or every chunk longer than the budget), so the kept share can then exceed kappa. kappa = 0 keeps
     nothing."""
-    index = as_snapshot(index)
+    index = _snapshot_of(index)
     cfg, st = index.config, index.stored
     kappa = cfg.kappa if kappa is None else unit_interval("kappa", kappa)
     by = kappa_by or cfg.kappa_by

@@ -214,12 +214,9 @@ def test_load_accepts_str_and_path(saved: Path, original: G2ConSIndex) -> None:
         assert G2ConSIndex.load(p).chunks == original.chunks
 
 
-def test_load_index_is_deprecated_and_still_loads(saved: Path, original: G2ConSIndex) -> None:
-    with pytest.warns(DeprecationWarning, match="G2ConSIndex.load"):
-        load_index = persistence.load_index
-    assert load_index(saved).chunks == original.chunks
+def test_the_deprecated_load_index_is_gone() -> None:
     with pytest.raises(AttributeError):
-        persistence.no_such_name  # noqa: B018
+        persistence.load_index  # noqa: B018  (removed in 0.2.0: G2ConSIndex.load)
 
 
 def test_no_pickle_and_manifest(saved: Path, original: G2ConSIndex) -> None:

@@ -15,15 +15,33 @@ lazily, so ``import g2cons_plugins.embedders`` costs only numpy.
 - :mod:`.factory` -- :func:`get_embedder`: an embedder from a name or spec.
 """
 
-from .base import Embedder, validate_embeddings
-from .cache import CachedEmbedder
-from .callable import CallableEmbedder
-from .factory import EMBEDDER_NAMES, get_embedder
-from .hash import HashEmbedder
-from .minilm import MiniLMEmbedder
-from .multilingual import MultilingualE5Embedder
-from .openai import OpenAIEmbedder
-from .wordllama import WordLlamaEmbedder
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .base import Embedder, validate_embeddings
+    from .cache import CachedEmbedder
+    from .callable import CallableEmbedder
+    from .factory import EMBEDDER_NAMES, get_embedder
+    from .hash import HashEmbedder
+    from .minilm import MiniLMEmbedder
+    from .multilingual import MultilingualE5Embedder
+    from .openai import OpenAIEmbedder
+    from .wordllama import WordLlamaEmbedder
+
+_WHERE = {
+    "CachedEmbedder": ".cache",
+    "CallableEmbedder": ".callable",
+    "EMBEDDER_NAMES": ".factory",
+    "Embedder": ".base",
+    "HashEmbedder": ".hash",
+    "MiniLMEmbedder": ".minilm",
+    "MultilingualE5Embedder": ".multilingual",
+    "OpenAIEmbedder": ".openai",
+    "WordLlamaEmbedder": ".wordllama",
+    "get_embedder": ".factory",
+    "validate_embeddings": ".base",
+}
 
 __all__ = [
     "Embedder",
@@ -38,3 +56,15 @@ __all__ = [
     "get_embedder",
     "EMBEDDER_NAMES",
 ]
+
+
+
+def __getattr__(name: str) -> Any:
+    """A name of this package, imported from its module on first use (PEP 562): ``import
+    g2cons_plugins.embedders`` loads no embedder module."""
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(where, __name__), name)
+    globals()[name] = value
+    return value

@@ -90,7 +90,6 @@ import secrets
 import shutil
 import stat
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import fields
@@ -967,20 +966,3 @@ def _embedder(folder: Path, m: dict[str, Any], given: str | Embedder | Callable[
         if probe.shape != (1, dim):
             raise PersistError(f"{folder}: embedder {name!r} returns shape {probe.shape}, expected (1, {dim})")
     return emb
-
-
-def __getattr__(name: str) -> Any:
-    """``load_index`` (deprecated; one release): use :meth:`G2ConSIndex.load <g2cons_plugins.index.G2ConSIndex.load>`
-    (same arguments). Storage knows snapshots, not the index, so that :mod:`g2cons_plugins.index` can import it with
-    no import cycle; this lookup is the one way back, kept until the name goes."""
-    if name == "load_index":
-        warnings.warn(
-            "g2cons_plugins.storage.persistence.load_index is deprecated; use G2ConSIndex.load(path, ...) "
-            "(or load_snapshot for the snapshot)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        from ..index import G2ConSIndex
-
-        return G2ConSIndex.load
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
