@@ -33,7 +33,7 @@ def test_updates_give_freed_memory_back(corpus: list[dict[str, str]], monkeypatc
     arrays are given back, not kept by the process."""
     import g2cons_plugins.engine.update as update_mod
     import g2cons_plugins.index as index_mod
-    import g2cons_plugins.snapshot as snapshot_mod
+    import g2cons_plugins.engine.snapshot_updates as snapshot_mod
 
     idx = G2ConSIndex.build(corpus, embedder="hash")
     seen: list[tuple[str, object]] = []
