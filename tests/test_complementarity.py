@@ -14,8 +14,8 @@ import pytest
 from g2cons_plugins import HostItem
 from g2cons_plugins.cli import main
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.eval.hosts import HostBuildCost
 from g2cons_plugins.eval.report import COMPLEMENTARITY_COLUMNS, complementarity, complementarity_table
+from g2cons_plugins.hosts import HostBuildCost
 
 
 def _row(budget: int, hits: str) -> dict[str, Any]:

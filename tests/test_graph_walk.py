@@ -20,8 +20,7 @@ import pytest
 from g2cons_plugins import G2ConSConfig, G2ConSIndex
 from g2cons_plugins.cli import main
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.eval.hosts import HostKG, load_host
-from g2cons_plugins.hosts import GraphRecord, GraphWalk, GraphWalkHost, GraphWalkSettings
+from g2cons_plugins.hosts import GraphRecord, GraphWalk, GraphWalkHost, GraphWalkSettings, HostKG, load_host
 
 DIM = 1024
 _VOCAB: dict[str, int] = {}

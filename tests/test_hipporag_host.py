@@ -19,7 +19,7 @@ import pytest
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.eval.hosts import HostKG, load_host
+from g2cons_plugins.hosts import HostKG, load_host
 from g2cons_plugins.hosts.hipporag_host import HippoRAGHost
 
 

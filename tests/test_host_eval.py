@@ -10,9 +10,9 @@ import pytest
 
 from g2cons_plugins import G2ConSIndex, HostItem
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.eval.entity_graph import EntityGraphSearch
 from g2cons_plugins.eval.host_eval import evaluate_host
-from g2cons_plugins.eval.hosts import HostBuildCost, HostKG, available_hosts, load_host
+from g2cons_plugins.hosts import HostBuildCost, HostKG, available_hosts, load_host
+from g2cons_plugins.hosts.entity_graph import EntityGraphSearch
 from g2cons_plugins.selection import SelectionReport
 
 MENTIONS = {

@@ -171,7 +171,7 @@ def test_llm_host_counts_one_call_per_kept_chunk(monkeypatch: pytest.MonkeyPatch
     """``llama-index-llm`` with a MockLLM (no network): one extraction call per kept chunk, tokens counted."""
     from g2cons_plugins import G2ConSIndex
     from g2cons_plugins.errors import InputError
-    from g2cons_plugins.eval.hosts import load_host
+    from g2cons_plugins.hosts import load_host
 
     rows = [json.loads(line) for line in (ROOT / "examples" / "data" / "musique_excerpt_corpus.jsonl").open()][:30]
     idx = G2ConSIndex.build(rows, embedder="hash")

@@ -15,8 +15,7 @@ import pytest
 from g2cons_plugins import G2ConSConfig, G2ConSIndex
 from g2cons_plugins.cli import main
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.eval.hosts import load_host
-from g2cons_plugins.hosts import ReplayHost
+from g2cons_plugins.hosts import ReplayHost, load_host
 
 TRIPLES = {
     "c1": (["Marie Curie", "Warsaw"], [["Marie Curie", "born in", "Warsaw"]]),

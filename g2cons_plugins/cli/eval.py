@@ -106,7 +106,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     extra = _eval_host(args, index, questions, out) if args.host else {}
     if args.selection_downstream:
         from ..eval.host_eval import selection_downstream
-        from ..eval.hosts import load_host
+        from ..hosts.registry import load_host
 
         out["selection_downstream"] = selection_downstream(
             index,
@@ -231,7 +231,7 @@ def _eval_host(
     """Host KG and fused G2ConS (``--host``): the kappa x lambda sweep, and host/fused rows in the main table.
     Returns the host and fused contexts of the main setting (for EM/F1)."""
     from ..eval.host_eval import evaluate_host
-    from ..eval.hosts import load_host
+    from ..hosts.registry import load_host
 
     kappas = sorted(set(args.host_kappas) | {args.host_kappa})
     lam = index.config.fusion_lambda if args.lambda_ is None else args.lambda_

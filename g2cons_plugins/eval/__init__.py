@@ -1,4 +1,6 @@
 """The evaluation harness (not the method): Context Recall and selection quality of several methods
-(:mod:`.evaluation`), host KG plug-ins and their sweep (:mod:`.hosts`, :mod:`.host_eval`), EM/F1 of an answering
-LLM (:mod:`.answering`), an offline entity graph used by the NER host (:mod:`.entity_graph`) and the Markdown
-report with plots (:mod:`.report`). Used by ``g2cons eval``; nothing in the method imports it."""
+(:mod:`.evaluation`), the host KGs' sweep (:mod:`.host_eval`; the hosts and their protocol are in
+:mod:`g2cons_plugins.hosts`), EM/F1 of an answering LLM (:mod:`.answering`) and the Markdown report with plots
+(:mod:`.report`). Used by ``g2cons eval``; nothing in the method or the hosts imports it."""
+
+__all__: list[str] = []

@@ -21,10 +21,10 @@ import numpy as np
 from ..errors import InputError
 from ..fusion import score_fuse, share_fuse
 from ..fusion.ensemble import fuse, resolve_host_items
+from ..hosts.protocol import HostKG
 from ..index import G2ConSIndex
 from ..retrieval import retrieve
 from .evaluation import answer_in_context, embed_queries
-from .hosts import HostKG
 
 HOST_BUILD_COLUMNS = (
     "kappa",

@@ -58,7 +58,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputError
-from ..eval.hosts import HostBuildCost
+from .protocol import HostBuildCost
 from .replay import Extraction, read_extraction
 from .replay_host import align_to_index
 

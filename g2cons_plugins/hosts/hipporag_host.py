@@ -24,9 +24,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
-from ..eval.hosts import HostBuildCost
 from ..fusion.ensemble import HostItem
 from ..snapshot import capped_query
+from .protocol import HostBuildCost
 
 if TYPE_CHECKING:
     from ..index import G2ConSIndex

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputError
-from ..eval.hosts import HostBuildCost
 from ..fusion.ensemble import HostItem
 from ..snapshot import capped_query
+from .protocol import HostBuildCost
 from .replay import Extraction, align, chunk_aliases, read_extraction
 
 if TYPE_CHECKING:

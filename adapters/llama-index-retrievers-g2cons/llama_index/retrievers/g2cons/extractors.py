@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from g2cons_plugins.eval.entity_graph import EntityGraphSearch
+from g2cons_plugins.hosts import EntityGraphSearch
 from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.graph_stores.types import (
     KG_NODES_KEY,
@@ -258,7 +258,7 @@ class NEREntityRetriever(BasePGRetriever):
 
     The query's entities (spaCy NER plus capitalised word runs) are matched case-insensitively to the graph's
     entities; chunks naming them (hop 1) and, with ``hops=2``, chunks sharing a not-too-common entity with those
-    (hop 2) are ranked by :class:`g2cons_plugins.eval.entity_graph.EntityGraphSearch` (query entities held, then IDF
+    (hop 2) are ranked by :class:`g2cons_plugins.hosts.entity_graph.EntityGraphSearch` (query entities held, then IDF
     of query words). Each hit is one node: a fact line naming the matched and bridge entities, with the chunk's
     text when ``include_text`` (LlamaIndex's source-text convention; no preamble by default, to spend the budget
     on text). Which chunk names which entity comes from the graph's relations: ``KG_SOURCE_REL`` mention links

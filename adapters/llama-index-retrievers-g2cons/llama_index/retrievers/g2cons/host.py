@@ -20,7 +20,7 @@ from typing import Any
 
 from g2cons_plugins import G2ConSIndex, HostItem, SelectionReport
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.eval.hosts import HostBuildCost
+from g2cons_plugins.hosts import HostBuildCost
 from llama_index.core import PropertyGraphIndex
 from llama_index.core.graph_stores.types import KG_SOURCE_REL, ChunkNode, EntityNode
 from llama_index.core.schema import QueryBundle, TextNode

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from ..errors import InputError
 from ..text import english_stopwords
 
+__all__ = ["EntityGraphSearch", "EntityHit"]
+
 _WORD = re.compile(r"\w+")
 
 
