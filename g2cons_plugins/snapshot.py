@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -39,6 +39,8 @@ __all__ = [
     "as_snapshot",
     "make_snapshot",
 ]
+
+_T = TypeVar("_T")
 
 
 MAX_QUERY_CHARS = 8_000
@@ -78,6 +80,28 @@ class Snapshot:
     pending: Any = None  # the update engine's trickle state since the last exact derive (engine.update.Pending)
     bm25: Any = field(default=None, repr=False)  # the units' BM25 weights read with a saved index, else None
     origin: Any = None  # where it is saved (engine.trickle_log.Origin), when exact and loaded or saved as is
+
+    # per-snapshot values computed on first use (see memo); a new snapshot (made, replaced, unpickled) starts empty
+    _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def memo(self, key: str, make: Callable[[], _T]) -> _T:
+        """The value ``make()`` computed once for this snapshot under ``key`` (a name owned by the caller, e.g.
+        ``"retrieval.min_tokens"``). Thread-safe enough: two threads asking at once may both compute it (``make``
+        must be deterministic), and either result is kept. A cache that lives and dies with the snapshot, in place of
+        module dictionaries keyed by ``id()``."""
+        try:
+            return self._memo[key]  # type: ignore[no-any-return]
+        except KeyError:
+            value = self._memo[key] = make()
+            return value
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the memo (recomputed on first use after loading)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_memo"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.__dict__["_memo"] = {}
 
     @cached_property
     def chunk_pos(self) -> ChunkPositions:

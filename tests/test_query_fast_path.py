@@ -4,6 +4,7 @@ both the seeds and the ranking."""
 
 from __future__ import annotations
 
+import dataclasses
 from types import SimpleNamespace
 from typing import Any
 
@@ -163,10 +164,11 @@ def test_the_smallest_unit_is_measured_once_per_snapshot() -> None:
     want = int(snap.stored.unit_tokens.min())
     assert want > 1
     assert retrieval._min_tokens(snap) == want
-    retrieval._MIN_TOKENS[snap] = want + 5  # a cached value is used as is
-    assert retrieval._Filler(snap, 100, stop_on_overflow=False).min_tokens == want + 5
-    del retrieval._MIN_TOKENS[snap]
+    other = dataclasses.replace(snap)  # a new snapshot: its memo starts empty
+    other.memo("retrieval.min_tokens", lambda: want + 5)  # a cached value is used as is
+    assert retrieval._Filler(other, 100, stop_on_overflow=False).min_tokens == want + 5
     assert retrieval._Filler(snap, 100, stop_on_overflow=False).min_tokens == want
+    assert retrieval._Filler(dataclasses.replace(snap), 100, stop_on_overflow=False).min_tokens == want
 
 
 _TEXT_CHARS = st.sampled_from(list("abAB  \n\n_.-,é É1'\"(") + ["ab", "Ab", "ba"])
@@ -322,6 +324,9 @@ class _Units:
 class _Index:
     def __init__(self, tokens: list[int]) -> None:
         self.stored = _Units(tokens)
+
+    def memo(self, key: str, make: Any) -> Any:  # as Snapshot.memo, uncached
+        return make()
 
 
 @settings(max_examples=300, deadline=None)

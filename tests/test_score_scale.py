@@ -5,6 +5,7 @@ must give the same ranking under ``"spread"``; under ``"cosine"`` the same bonus
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
@@ -132,7 +133,7 @@ def test_spread_with_a_vector_index_is_the_std_of_the_strided_sample(
         assert sc.ann is not None  # type: ignore[attr-defined]
         qv = np.asarray(sc.qv, dtype=np.float64)  # type: ignore[attr-defined]
         assert score_spread(sc) == pytest.approx(float(np.std(vecs[::step] @ qv)), rel=1e-6)  # type: ignore[arg-type]
-    retrieval._SAMPLES.clear()
+    index = G2ConSIndex.from_snapshot(dataclasses.replace(index.snapshot))  # a new snapshot: its memo starts empty
     monkeypatch.setattr(retrieval, "SPREAD_SAMPLE", len(vecs))  # every unit: the exact path's value
     for q in QUERIES:
         assert score_spread(_dense(index, q)) == pytest.approx(score_spread(_dense(exact, q)), rel=1e-5)  # type: ignore[arg-type]

@@ -245,3 +245,22 @@ def test_ray_build_equals_a_local_build(docs: list[dict[str, str]], tmp_path: Pa
         assert va.read_bytes() == vb.read_bytes(), name
     with pytest.raises(InputError, match="built-in"):
         G2ConSIndex.build(docs[:5], embedder=CallableEmbedder(lambda t: np.ones((len(t), 4)), 4, "x"), engine="ray")
+
+
+def test_memo_computes_once_per_snapshot_and_a_new_snapshot_starts_empty() -> None:
+    """``Snapshot.memo``: the per-snapshot cache that replaced module dictionaries keyed by ``id()``."""
+    import dataclasses
+    import pickle
+
+    snap = G2ConSIndex.build([{"id": "a", "text": "One short text."}], embedder="hash").snapshot
+    calls: list[int] = []
+
+    def make() -> int:
+        calls.append(1)
+        return 7
+
+    assert snap.memo("test.key", make) == 7 and snap.memo("test.key", make) == 7 and len(calls) == 1
+    assert snap.memo("test.other", lambda: 8) == 8  # keys are independent
+    for other in (dataclasses.replace(snap), pickle.loads(pickle.dumps(snap))):
+        assert other.memo("test.key", lambda: 9) == 9  # made, replaced or unpickled: empty
+    assert "_memo" not in repr(snap)

@@ -35,7 +35,6 @@ units; the lexical ``query_concepts`` in each item's reason is then empty.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,6 +125,7 @@ class DenseScores:
 
     def __init__(self, snap: Snapshot, qv: np.ndarray) -> None:
         # a plain view of a memory-mapped matrix: np.memmap's own indexing costs ~30 us a call
+        self.snap = snap
         self.vecs, self.qv, self.ann = np.asarray(snap.stored.unit_vecs), qv, snap.unit_ann
         self.n = len(self.vecs)
         self._full: np.ndarray | None = None if self.ann is not None else self.vecs @ qv
@@ -202,7 +202,7 @@ class HybridScores(DenseScores):
         """``lexical``: BM25 of every unit, ``(units ascending, BM25)`` of the units with a query word
         (:meth:`~g2cons_plugins.retrieval.lexical.LexicalIndex.postings`, no array over every unit), or the query's
         :class:`~g2cons_plugins.retrieval.lexical.QueryBM25`."""
-        self.vecs, self.qv, self.ann, self.n = dense.vecs, dense.qv, dense.ann, dense.n
+        self.snap, self.vecs, self.qv, self.ann, self.n = dense.snap, dense.vecs, dense.qv, dense.ann, dense.n
         self._sorted = _NONE
         self._dense = dense
         self.reserve = 0
@@ -319,18 +319,16 @@ def _units_of(unit_concepts: Matrix, concepts: Sequence[int] | np.ndarray) -> np
     return rows_union(unit_concepts, concepts)
 
 
-_MIN_TOKENS: weakref.WeakKeyDictionary[Snapshot, int] = weakref.WeakKeyDictionary()
-
-
 def _min_tokens(index: Snapshot) -> int:
-    """The smallest unit's token count (1 without units), once per snapshot: a minimum over every unit. (It was
-    ``min(initial=1)``, i.e. never above 1: a filler then tried up to ``MAX_MISSES`` more units, none of which could
-    fit, before it stopped, and a ranking asked for more candidates to go on trying.)"""
-    n = _MIN_TOKENS.get(index)
-    if n is None:
+    """The smallest unit's token count (1 without units), once per snapshot (its ``memo``): a minimum over every
+    unit. (It was ``min(initial=1)``, i.e. never above 1: a filler then tried up to ``MAX_MISSES`` more units, none
+    of which could fit, before it stopped, and a ranking asked for more candidates to go on trying.)"""
+
+    def make() -> int:
         tokens = index.stored.unit_tokens
-        n = _MIN_TOKENS[index] = max(int(tokens.min()), 1) if len(tokens) else 1
-    return n
+        return max(int(tokens.min()), 1) if len(tokens) else 1
+
+    return index.memo("retrieval.min_tokens", make)
 
 
 class _Filler:
@@ -469,9 +467,6 @@ def _evidence(evidence: Mapping[int, float] | None, scale: float) -> dict[int, f
     return {int(u): float(w) * scale for u, w in (evidence or {}).items() if w > 0}
 
 
-_SAMPLES: weakref.WeakKeyDictionary[Any, tuple[int, np.ndarray]] = weakref.WeakKeyDictionary()
-
-
 def _sample_covariance(vecs: np.ndarray, n: int) -> np.ndarray:
     """The covariance (float64, d x d, population) of a strided sample of about ``SPREAD_SAMPLE`` of the ``n``
     rows of ``vecs``."""
@@ -485,18 +480,15 @@ def _sample_covariance(vecs: np.ndarray, n: int) -> np.ndarray:
 def score_spread(sc: DenseScores) -> float:
     """Standard deviation of cos(phi(q), unit) over the units. With a vector index, over a strided sample of
     about ``SPREAD_SAMPLE`` units, so no full scan: the std of ``sample @ q`` is ``sqrt(q' C q)`` for the sample's
-    covariance ``C`` (d x d), computed once per index, so a query costs a d x d product instead of gathering and
-    scoring the sample (which cost more than the rest of a query at 100k units)."""
+    covariance ``C`` (d x d), computed once per snapshot (its ``memo``), so a query costs a d x d product instead of
+    gathering and scoring the sample (which cost more than the rest of a query at 100k units)."""
     if sc.n == 0:
         return 0.0
     if sc.ann is None:
         return float(np.std(sc.full()))
-    cached = _SAMPLES.get(sc.ann)
-    if cached is None or cached[0] != sc.n:
-        cached = (sc.n, _sample_covariance(sc.vecs, sc.n))
-        _SAMPLES[sc.ann] = cached
+    cov = sc.snap.memo("retrieval.spread_covariance", lambda: _sample_covariance(sc.vecs, sc.n))
     q = np.asarray(sc.qv, dtype=np.float64)
-    return float(np.sqrt(max(float(q @ cached[1] @ q), 0.0)))
+    return float(np.sqrt(max(float(q @ cov @ q), 0.0)))
 
 
 def _ranked(

@@ -28,7 +28,6 @@ FIX = (
     "(CLI: --embedder multilingual; adapters: embedder=\"multilingual\")"
 )
 
-_INDEX_LANGUAGE: dict[int, str] = {}  # id(stored) -> the corpus's main language, dropped with the stored state
 _WARNED: set[int] = set()
 
 
@@ -92,12 +91,8 @@ def check_corpus(embedder_name: str, texts: Sequence[str], stacklevel: int = 3) 
 
 
 def index_language(snap: Any) -> str:
-    """The main language of a snapshot's chunks (sampled once per stored state)."""
-    st = snap.stored
-    lang = _INDEX_LANGUAGE.get(id(st))
-    if lang is None:
-        lang = _INDEX_LANGUAGE[id(st)] = corpus_language([c.text for c in st.chunks])[0]
-        weakref.finalize(st, _INDEX_LANGUAGE.pop, id(st), None)
+    """The main language of a snapshot's chunks (sampled once per snapshot: its ``memo``)."""
+    lang: str = snap.memo("text.index_language", lambda: corpus_language([c.text for c in snap.stored.chunks])[0])
     return lang
 
 
