@@ -5,7 +5,7 @@ No retrieval or selection logic lives here: only ids, metadata and field mapping
 Stable ids (``assign_ids``), in order of precedence:
 1. ``Document.id`` when it is set;
 2. else ``metadata[id_key]`` when present (a document that already went through the selector);
-3. else ``g2cons_plugins.chunks.content_id(page_content)``: ``"h:" + sha1(text)[:16]``, so the same text gets the
+3. else ``g2cons_plugins.content_id(page_content)``: ``"h:" + sha1(text)[:16]``, so the same text gets the
    same id on every run, in every process.
 When a content id repeats (the same text twice in the input), the k-th repeat gets ``"#k"`` appended (k = 2, 3, ...),
 so every input document stays one chunk; this suffix depends on input order only.
@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from g2cons_plugins.chunks import check_metadata, content_id
+from g2cons_plugins import FusedItem, HostItem, RetrievedItem, content_id
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.fusion.ensemble import FusedItem, HostItem
-from g2cons_plugins.retrieval import RetrievedItem
+from g2cons_plugins.hosts.pipelines.integration import check_metadata
+from g2cons_plugins.hosts.pipelines.integration import drop_empty as drop_empty_items
 from langchain_core.documents import Document
 
 DEFAULT_ID_KEY = "g2cons_id"
@@ -72,6 +72,26 @@ def to_chunks(documents: Sequence[Document]) -> list[dict[str, Any]]:
         {"id": d.id, "text": d.page_content, "metadata": plain(check_metadata(d.metadata, f"document {d.id!r}"))}
         for d in documents
     ]
+
+
+def document_source(doc: Any, position: int) -> str:
+    """A document in the user's terms: its position in the input, ``metadata["source"]`` and its own id (the
+    content-hash ids the selector gives are not shown: the user never saw them)."""
+    parts = [f"document #{position}"]
+    meta = getattr(doc, "metadata", None) or {}
+    if meta.get("source"):
+        parts.append(f"source {str(meta['source'])!r}")
+    if getattr(doc, "id", None):
+        parts.append(f"id {doc.id!r}")
+    return ", ".join(parts)
+
+
+def drop_empty(documents: Sequence[Document], skip_empty: bool, who: str) -> list[Document]:
+    """``documents`` without the empty ones (``g2cons_plugins.hosts.pipelines.integration.drop_empty``), named by
+    :func:`document_source`."""
+    docs = list(documents)
+    texts = [d.page_content if isinstance(d, Document) else "x" for d in docs]  # non-Documents: refused later
+    return drop_empty_items(docs, texts, lambda p: document_source(docs[p], p), skip_empty, who, "document")
 
 
 def host_key(doc: Document, id_key: str | None, known: Any) -> str | None:

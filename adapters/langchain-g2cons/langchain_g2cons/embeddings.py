@@ -2,17 +2,17 @@
 
 Token counting: LangChain's ``BaseLanguageModel.get_num_tokens`` falls back to a GPT-2 tokenizer that it downloads
 (it fails offline), and ``TextSplitter.from_tiktoken_encoder`` downloads its encoding file. The core ships
-``cl100k_base`` inside the package; :func:`token_length` counts with it, so it can serve as a splitter's
+``cl100k_base`` inside the package; :func:`token_length` (the core's
+``g2cons_plugins.hosts.pipelines.integration.token_length``) counts with it, so it can serve as a splitter's
 ``length_function`` offline. The retrievers count host texts with the index's own tokenizer (the same one by default).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from g2cons_plugins import CallableEmbedder
-from g2cons_plugins.text import Tokenizer, get_tokenizer
+from g2cons_plugins.hosts.pipelines.integration import token_length
 from langchain_core.embeddings import Embeddings
 
 
@@ -35,17 +35,6 @@ def as_core_embedder(embedder: Any, name: str | None = None) -> Any:
     if name is not None:
         raise ValueError("name= is only used to wrap a LangChain Embeddings object")
     return embedder
-
-
-def token_length(tokenizer: str | Tokenizer | None = None) -> Callable[[str], int]:
-    """``len(tokens)`` of a text with the core's tokenizer (default: the bundled tiktoken ``cl100k_base``, offline).
-    Use as ``RecursiveCharacterTextSplitter(chunk_size=200, length_function=token_length())``."""
-    tok = get_tokenizer(tokenizer)
-
-    def length(text: str) -> int:
-        return len(tok.encode(text))
-
-    return length
 
 
 __all__ = ["as_core_embedder", "embedder_name", "token_length"]

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from g2cons_plugins.chunks import content_id
+from g2cons_plugins import content_id
 from g2cons_plugins.errors import InputError
 from g2cons_plugins.hosts import GraphRecord, GraphWalk, GraphWalkSettings
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun

@@ -13,9 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from g2cons_plugins import FusedItem, G2ConSIndex, InputError, RetrievedItem
+from g2cons_plugins import FusedItem, G2ConSIndex, InputError, RetrievedItem, fuse_report
 from g2cons_plugins.errors import PersistError
-from g2cons_plugins.fusion import fuse_report
 from g2cons_plugins.hosts.pipelines.integration import (
     DEFAULT_EMBEDDER,
     SETTINGS_FILE,
@@ -34,9 +33,17 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, Field, field_validator
 
-from ._convert import DEFAULT_ID_KEY, assign_ids, concept_document, fused_document, to_chunks, to_host_items
+from ._convert import (
+    DEFAULT_ID_KEY,
+    assign_ids,
+    concept_document,
+    drop_empty,
+    fused_document,
+    to_chunks,
+    to_host_items,
+)
+from ._holder import ConceptGraphHolder
 from .embeddings import as_core_embedder
-from .transformers import drop_empty
 
 CONCEPT_EVENT = "g2cons_concept_path"
 FUSION_EVENT = "g2cons_fusion"
@@ -142,9 +149,7 @@ class _IndexRetriever(BaseRetriever):
             emb = None if embedder is None else as_core_embedder(embedder)
             index, settings = load_retriever(path, embedder=emb, kind=cls._kind)
         else:
-            from .transformers import CoreChunkSelector
-
-            if not isinstance(selector, CoreChunkSelector):
+            if not isinstance(selector, ConceptGraphHolder):
                 got = type(selector).__name__
                 raise InputError(f"selector must be a langchain_g2cons.CoreChunkSelector, got {got}")
             kind, settings = read_settings(path)
@@ -254,7 +259,7 @@ class G2ConSRetriever(_IndexRetriever):
     lambda_: float | None = None
     """Host share of ``beta``; default ``index.config.lambda_`` (0.4; paper mode 0.6)."""
     spill: bool | None = None
-    """Let one path use the other's unused share (still within beta); default ``index.config.spill`` (True; paper
+    """Let one path use the other's unused share (still within beta); default ``index.config.fusion_spill`` (True; paper
     mode False)."""
     fusion: Literal["share", "score", "ensemble"] | None = None
     """"share" (the default: overlap first, then each path's best within its lambda share, then the spill), "score"

@@ -19,52 +19,34 @@ import json
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, InputError, SelectionReport
 from g2cons_plugins.errors import PersistError
-from g2cons_plugins.hosts.pipelines.integration import DEFAULT_EMBEDDER, INDEX_SUBDIR, add_and_select, selection_counts
-from g2cons_plugins.hosts.pipelines.integration import drop_empty as drop_empty_items
+from g2cons_plugins.hosts.pipelines.integration import (
+    DEFAULT_EMBEDDER,
+    INDEX_SUBDIR,
+    add_and_select,
+    atomic_write_text,
+    selection_counts,
+)
 from g2cons_plugins.hosts.pipelines.overlap import warn_if_overlapping
 from g2cons_plugins.hosts.pipelines.param_types import NonNegativeFloat, NonNegativeInt, Share
 from g2cons_plugins.hosts.pipelines.prices import EXTRACTION_PROMPT_TOKENS
-from g2cons_plugins.storage.outputs import atomic_write_text
 from langchain_core.callbacks import Callbacks
 from langchain_core.callbacks.manager import CallbackManager
 from langchain_core.documents import BaseDocumentTransformer, Document
 from langchain_core.runnables.config import run_in_executor
 from pydantic import ConfigDict, validate_call
 
-from ._convert import DEFAULT_ID_KEY, assign_ids, to_chunks
+from ._convert import DEFAULT_ID_KEY, assign_ids, drop_empty, to_chunks
+from ._holder import ConceptGraphHolder
 from .embeddings import as_core_embedder
-
-if TYPE_CHECKING:
-    from .retrievers import ConceptGraphRetriever
-
+from .retrievers import ConceptGraphRetriever
 
 SELECTION_EVENT = "g2cons_selection"
 SELECTOR_FILE = "g2cons_selector.json"
 _SAVED = ("kappa", "kappa_by", "selector", "id_key", "price_per_mtok", "prompt_tokens_per_call", "skip_empty")
-
-
-def document_source(doc: Any, position: int) -> str:
-    """A document in the user's terms: its position in the input, ``metadata["source"]`` and its own id (the
-    content-hash ids the selector gives are not shown: the user never saw them)."""
-    parts = [f"document #{position}"]
-    meta = getattr(doc, "metadata", None) or {}
-    if meta.get("source"):
-        parts.append(f"source {str(meta['source'])!r}")
-    if getattr(doc, "id", None):
-        parts.append(f"id {doc.id!r}")
-    return ", ".join(parts)
-
-
-def drop_empty(documents: Sequence[Document], skip_empty: bool, who: str) -> list[Document]:
-    """``documents`` without the empty ones (``g2cons_plugins.hosts.pipelines.integration.drop_empty``), named by
-    :func:`document_source`."""
-    docs = list(documents)
-    texts = [d.page_content if isinstance(d, Document) else "x" for d in docs]  # non-Documents: refused later
-    return drop_empty_items(docs, texts, lambda p: document_source(docs[p], p), skip_empty, who, "document")
 
 
 def _trace(callbacks: Callbacks, data: dict[str, Any]) -> None:
@@ -73,7 +55,7 @@ def _trace(callbacks: Callbacks, data: dict[str, Any]) -> None:
         CallbackManager.configure(inheritable_callbacks=callbacks).on_custom_event(SELECTION_EVENT, data)
 
 
-class CoreChunkSelector(BaseDocumentTransformer):
+class CoreChunkSelector(BaseDocumentTransformer, ConceptGraphHolder):
     """Keep the top ``kappa`` share of documents (G2ConS core chunks); build the concept graph over all of them.
 
     Ids: every output document carries a stable id in ``Document.id`` and in ``metadata[id_key]``: its own
@@ -83,7 +65,7 @@ class CoreChunkSelector(BaseDocumentTransformer):
 
     Args:
         kappa: share of the corpus to keep (of tokens or chunks, see ``kappa_by``); default ``config.kappa`` (0.8).
-        kappa_by: ``"tokens"`` or ``"chunks"``; default ``config.kappa_by``.
+        kappa_by: ``"tokens"`` or ``"chunks"``; default ``config.selection.kappa_by``.
         selector: the core's selector name (``"coverage"``, ``"pagerank"``, ...); default ``config.selector``.
         embedder: ``"auto"`` (core default: wordllama, multilingual for non-English text), ``"wordllama"``,
             ``"minilm"``, ``"hash"``, a core ``Embedder`` or any LangChain ``Embeddings``.
@@ -233,8 +215,6 @@ class CoreChunkSelector(BaseDocumentTransformer):
 
     def as_retriever(self, **kwargs: Any) -> ConceptGraphRetriever:
         """A :class:`ConceptGraphRetriever` over the concept graph of the last call (all documents)."""
-        from .retrievers import ConceptGraphRetriever
-
         return ConceptGraphRetriever(index=self._require_index(), **kwargs)
 
     def save(self, path: str | Path) -> None:
@@ -282,6 +262,7 @@ class CoreChunkSelector(BaseDocumentTransformer):
         return sel
 
     def _require_index(self) -> G2ConSIndex:
+        """The concept graph of the last call; a ``RuntimeError`` before the first."""
         if self.index is None:
             raise RuntimeError("CoreChunkSelector has no index yet: call transform_documents first")
         return self.index

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...chunks import make_chunks
+from ...chunks import check_metadata, make_chunks
 from ...errors import InputError, PersistError
 from ...storage.outputs import atomic_write_text
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ...index import G2ConSIndex
     from ...retrieval import RetrievedItem
     from ...selection import SelectionReport
+    from ...text import Tokenizer
 
 __all__ = [
     "DEFAULT_EMBEDDER",
@@ -40,7 +41,9 @@ __all__ = [
     "FusionSettings",
     "InsertDecision",
     "add_and_select",
+    "atomic_write_text",
     "check_beta",
+    "check_metadata",
     "concept_counts",
     "drop_empty",
     "fusion_counts",
@@ -51,8 +54,10 @@ __all__ = [
     "resolve_rule",
     "save_retriever",
     "save_settings",
+    "saved_embedder_name",
     "selection_counts",
     "token_counts",
+    "token_length",
 ]
 
 DEFAULT_EMBEDDER = "auto"  # G2ConSIndex.build: wordllama, or the multilingual model for a non-English corpus
@@ -241,6 +246,15 @@ def load_retriever(
     return G2ConSIndex.load(folder, embedder=embedder), settings
 
 
+def saved_embedder_name(path: str | Path) -> str:
+    """The name of the embedder an index saved in ``path`` (a ``G2ConSIndex.save`` folder) was built with, read from
+    its manifest without loading it: an adapter gives an index built with the host's embedding model that model
+    again on load."""
+    from ...storage.persistence import read_manifest
+
+    return str(read_manifest(path)["embedder"]["name"])
+
+
 # ---------------------------------------------------------------------------------------------- token counts
 def token_counts(index: G2ConSIndex, texts: Sequence[str]) -> list[int]:
     """Token counts of ``texts`` with the index's tokenizer, memoised per text like the fusion's own counts (hosts
@@ -248,6 +262,20 @@ def token_counts(index: G2ConSIndex, texts: Sequence[str]) -> list[int]:
     from ...fusion.ensemble import _counts
 
     return _counts(index.tokenizer, texts)
+
+
+def token_length(tokenizer: str | Tokenizer | None = None) -> Callable[[str], int]:
+    """``len(tokens)`` of a text with the core's tokenizer (default: the bundled tiktoken ``cl100k_base``, offline):
+    a splitter's length function (LangChain: ``RecursiveCharacterTextSplitter(chunk_size=200,
+    length_function=token_length())``), or the size of an extraction prompt."""
+    from ...text import get_tokenizer
+
+    tok = get_tokenizer(tokenizer)
+
+    def length(text: str) -> int:
+        return len(tok.encode(text))
+
+    return length
 
 
 # ---------------------------------------------------------------------------------------------- tracing numbers

@@ -7,9 +7,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from g2cons_plugins import G2ConSConfig, G2ConSIndex, RetrievedItem
+from g2cons_plugins import G2ConSConfig, G2ConSIndex, RetrievedItem, fuse
 from g2cons_plugins.errors import InputError, PersistError
-from g2cons_plugins.fusion.ensemble import fuse
 from g2cons_plugins.hosts.pipelines.integration import (
     SETTINGS_FILE,
     check_beta,
@@ -19,8 +18,8 @@ from g2cons_plugins.hosts.pipelines.integration import (
     read_settings,
     save_retriever,
     save_settings,
+    saved_embedder_name,
 )
-from g2cons_plugins.storage.persistence import read_manifest
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
@@ -62,7 +61,7 @@ def load_state(
     gets ``Settings.embed_model`` again unless ``embedder`` is given."""
     d = Path(persist_dir)
     folder = d / INDEX_SUBDIR if (d / INDEX_SUBDIR).is_dir() else d
-    if embedder is None and str(read_manifest(folder)["embedder"]["name"]).startswith("llamaindex-"):
+    if embedder is None and saved_embedder_name(folder).startswith("llamaindex-"):
         embedder = settings_embedder()  # built with a LlamaIndex model: use Settings.embed_model again
     elif embedder is not None:
         embedder = resolve_embedder(embedder)

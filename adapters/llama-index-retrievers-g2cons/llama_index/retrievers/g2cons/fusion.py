@@ -10,9 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from g2cons_plugins import G2ConSConfig, G2ConSIndex, RetrievedItem
+from g2cons_plugins import G2ConSConfig, G2ConSIndex, RetrievedItem, fuse_report
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.fusion import fuse_report
 from g2cons_plugins.hosts.pipelines.integration import check_beta, fusion_counts, resolve_fusion, resolve_rule
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager

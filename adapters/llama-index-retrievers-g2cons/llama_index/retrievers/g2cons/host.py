@@ -27,6 +27,7 @@ from llama_index.core.schema import QueryBundle, TextNode
 
 from ._convert import host_items
 from .extractors import NERCooccurrenceExtractor, NEREntityRetriever, load_spacy
+from .prompts import default_prompt_tokens
 from .selector import CoreChunkSelector
 
 NER_LABEL = "LLM-free host KG: spaCy NER co-occurrence triplets (NOT an LLM-extracted KG)"
@@ -176,16 +177,6 @@ def graph_counts(graph: Any) -> dict[str, int]:
         "relations": sum(r.label != KG_SOURCE_REL for r in graph.relations.values()),
         "mention_links": sum(r.label == KG_SOURCE_REL for r in graph.relations.values()),
     }
-
-
-def default_prompt_tokens(max_triplets: int) -> int:
-    """cl100k tokens of ``SimpleLLMPathExtractor``'s default prompt with an empty text."""
-    from g2cons_plugins.text import get_tokenizer
-    from llama_index.core.prompts.default_prompts import DEFAULT_KG_TRIPLET_EXTRACT_PROMPT
-
-    return len(
-        get_tokenizer().encode(DEFAULT_KG_TRIPLET_EXTRACT_PROMPT.format(text="", max_knowledge_triplets=max_triplets))
-    )
 
 
 def _spacy_or_error() -> None:

@@ -33,6 +33,7 @@ from llama_index.core.schema import BaseNode, TransformComponent
 
 from .extractors import NEREntityRetriever, clean_entity
 from .host import _mock_llm, _spacy_or_error, answer, chunk_nodes, graph_counts
+from .prompts import default_prompt_tokens
 from .selector import CoreChunkSelector
 
 REPLAY_RELATION_PROPS = "g2cons_replayed"
@@ -154,8 +155,6 @@ class ReplayPropertyGraphHost:
         self.extraction = extraction
         self.name = "replay"
         self.label = extraction.label()
-        from .host import default_prompt_tokens
-
         self.prompt_tokens_per_call = default_prompt_tokens(10) if prompt_tokens_per_call is None else int(
             prompt_tokens_per_call
         )

@@ -37,16 +37,16 @@ from typing import Any
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, SelectionReport
 from g2cons_plugins.errors import InputError, PersistError
-from g2cons_plugins.hosts.pipelines.integration import add_and_select, selection_counts
+from g2cons_plugins.hosts.pipelines.integration import add_and_select, atomic_write_text, selection_counts
 from g2cons_plugins.hosts.pipelines.integration import drop_empty as drop_empty_items
 from g2cons_plugins.hosts.pipelines.overlap import warn_if_overlapping
 from g2cons_plugins.hosts.pipelines.param_types import NonNegativeFloat, NonNegativeInt, Share
-from g2cons_plugins.storage.outputs import atomic_write_text
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr, field_validator
 from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, RelatedNodeInfo, TransformComponent
 
 from ._convert import LI_KEY, embedder_label, nodes_to_chunks, resolve_embedder, settings_embedder
 from .events import G2ConSSelectionEvent, dispatcher
+from .prompts import default_prompt_tokens
 
 INDEX_SUBDIR = "g2cons_index"
 SELECTOR_FILE = "g2cons_selector.json"
@@ -90,8 +90,6 @@ class CoreChunkSelector(TransformComponent):
     def __init__(self, kappa: float = 0.8, *, embedder: Any = None, config: Any = None, **kwargs: Any) -> None:
         obj = None if embedder is None or isinstance(embedder, str) else embedder
         if kwargs.get("prompt_tokens_per_call") is None:  # the default extractor's prompt, sent with every chunk
-            from .host import default_prompt_tokens
-
             kwargs["prompt_tokens_per_call"] = default_prompt_tokens(10)  # SimpleLLMPathExtractor's default
         super().__init__(kappa=kappa, embedder=embedder_label(embedder), config=config, **kwargs)  # type: ignore[call-arg]
         self._embedder_obj = obj
