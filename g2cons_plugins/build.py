@@ -4,8 +4,10 @@ State is split in two (nano-graphrag style):
 - :class:`Stored`, the only thing ever embedded or split: chunks (sorted by id), their retrieval units, the
   distinct sentences, the unit vectors and, where the concept vectors need them (``vector_level="sentence"``, Eq. 1),
   the sentence vectors;
-- :class:`Derived`, recomputed from the stored state by :func:`derive` with sparse algebra in seconds:
-  TF-IDF concepts, incidences, concept vectors (Eq. 1), edges, PageRank, the bridge-name index.
+- :class:`Derived`, recomputed from the stored state by :func:`derive` with sparse algebra in seconds, in the
+  paper's order: TF-IDF concepts and their incidences (:mod:`~g2cons_plugins.concepts`), concept vectors (Eq. 1),
+  edges and PageRank (:mod:`~g2cons_plugins.graph`), and the bridge names. ``derive`` knows nothing of memory or
+  of the engine: a caller passes a hook (``after_step``) that runs between its steps.
 
 A build, an incremental ``add``/``remove`` and a ``load`` all end in the same ``derive`` call, so an updated
 index equals a full rebuild on the same chunks, and nothing known is ever re-embedded. Chunks are kept sorted by
@@ -19,35 +21,44 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
 
+from .arrays.ones import binary, share_ones
 from .arrays.tables import chunk_id_view, unit_text_view
 from .arrays.wide_rows import Matrix, WideRows
 from .chunks import Chunk, Unit, check_unit_ids, split_units
-from .concepts import TermIndex, analyze, share, top_concepts
+from .concepts import (
+    BridgeNames,
+    Incidences,
+    TermIndex,
+    analyze,
+    bridge_names,
+    chunk_concepts,
+    concept_incidences,
+    share,
+)
 from .config import G2ConSConfig
 from .embedders import Embedder, validate_embeddings
 from .errors import InputError
 from .graph import (
     NEAR_MARGIN,
+    ConceptVectors,
     EdgeSet,
     GraphStats,
     NearPairs,
     adjacency,
     build_edges,
-    concept_sums,
+    concept_vectors,
     graph_stats,
     pagerank,
 )
-from .storage.memory import release_free_memory
-from .storage.ones import share_ones
 from .text import Tokenizer, count_tokens_batch
 
 __all__ = [
@@ -62,6 +73,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("g2cons_plugins")
+_T = TypeVar("_T")
 
 
 class DegenerateEmbeddingWarning(UserWarning):
@@ -93,7 +105,7 @@ class Derived:
     name_units: Matrix  # names x units
     stats: GraphStats
     terms: TermIndex  # per-sentence word counts: an add analyses only new sentences
-    # per concept: the norm of its vector's unnormalised sum (graph.concept_sums), so a trickle update adds or takes
+    # per concept: the norm of its vector's unnormalised sum (graph.concept_vectors), so a trickle update adds or takes
     # away the changed rows' vectors; None in a save from before it existed (the moved vectors are summed again)
     sum_norms: np.ndarray | None = None
 
@@ -119,113 +131,115 @@ class Stored:
         return max(float(np.median(self.unit_tokens)), 1.0) if len(self.unit_tokens) else 1.0
 
 
-def derive(st: Stored, config: G2ConSConfig, terms: TermIndex | None = None) -> Derived:
-    """Concepts, incidences, Eq. 1 vectors, edges and PageRank from the stored state (deterministic). All text
-    analysis is in ``terms`` (:mod:`g2cons_plugins.concepts`; analysed here unless given, e.g. updated by an add);
-    the rest is sparse algebra."""
-    if terms is None:
-        terms = analyze(st.sentences, config)
-    elif terms.n_sentences != len(st.sentences):
-        raise InputError(f"term index has {terms.n_sentences} rows for {len(st.sentences)} sentences")
-    unit_chunk = sp.csr_matrix(
-        (np.ones(len(st.units), np.float32), (np.arange(len(st.units)), st.unit_parent)),
-        shape=(len(st.units), len(st.chunks)),
-    )
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="g2cons-names") as pool:
-        # the bridge vocabulary depends on the term counts only: it is made while the concept graph is built
-        names_job = pool.submit(_names, st, terms, unit_chunk, config)
-        return _derive(st, config, terms, unit_chunk, names_job)
-
-
-def _derive(
-    st: Stored,
-    config: G2ConSConfig,
-    terms: TermIndex,
-    unit_chunk: sp.csr_matrix,
-    names_job: Future[tuple[list[str], sp.csr_matrix, np.ndarray]],
+def derive(
+    st: Stored, config: G2ConSConfig, terms: TermIndex | None = None, after_step: Callable[[str], None] | None = None
 ) -> Derived:
-    chunk_counts = (unit_chunk.T @ st.sent_unit.T).tocsr() @ terms.counts  # chunk term counts, via sentences
-    cols, extracted = top_concepts(sp.csr_matrix(chunk_counts), config)
-    vocab = [terms.words[j] for j in cols.tolist()]
-    sent_inc = binary(terms.counts[:, cols])
-    unit_inc = binary(st.sent_unit.T @ sent_inc)
-    chunk_inc = binary(unit_chunk.T @ unit_inc)
-    if config.incidence == "extracted":
-        chunk_inc = binary(chunk_inc.multiply(extracted))
-        unit_inc = binary(unit_inc.multiply(unit_chunk @ extracted))
-        sent_chunk = binary(st.sent_unit @ unit_chunk)
-        sent_inc = binary(sent_inc.multiply(sent_chunk @ extracted))
-    vecs, counts, sum_norms = level_sums(st, config, sent_inc, unit_inc)
-    co_inc = sent_inc if config.cooccurrence == "sentence" else chunk_inc  # ablation A: sentence windows
-    margin = 0.0 if config.mode == "paper" else NEAR_MARGIN  # near pairs: trickle state (the paper has none)
-    edges = build_edges(co_inc, vecs, config.theta_co, config.theta_sem, config.theta_sem_percentile, margin=margin)
-    A = adjacency(edges, len(vocab))
-    pr = pagerank(A, damping=config.pagerank_damping)
-    names, unit_names, name_df = names_job.result()
-    release_free_memory()  # what the threads and the temporaries freed (see g2cons_plugins.storage.memory)
-    stats = graph_stats((len(st.chunks), len(st.units), len(st.sentences), len(vocab)), edges, A)
-    return freeze(
-        Derived(
-            vocab=vocab,
-            concept_index={w: i for i, w in enumerate(vocab)},
-            extracted=extracted,
-            sent_inc=sent_inc,
-            unit_inc=unit_inc,
-            chunk_inc=chunk_inc,
-            unit_concepts=unit_inc.T.tocsr(),
-            concept_vecs=vecs,
-            sentence_counts=counts,
-            df=np.asarray(chunk_inc.sum(axis=0)).ravel().astype(np.int64),
-            edges=edges,
-            A=A,
-            pagerank=pr,
-            name_share=share(terms, cols),
-            terms=terms,
-            names=names,
-            name_df=name_df,
-            unit_names=unit_names,
-            name_units=unit_names.T.tocsr(),
-            stats=stats,
-            sum_norms=sum_norms,
+    """The derived state of ``st`` (deterministic), in the paper's order: concepts -> incidences -> concept vectors
+    (Eq. 1) -> edges -> PageRank, and the bridge names. All text analysis is in ``terms`` (analysed here unless
+    given, e.g. updated by an add: :mod:`g2cons_plugins.concepts`); the rest is sparse algebra.
+
+    ``after_step``: called with each step's name once it is done ("concepts", "incidences", "vectors",
+    "edges.candidates", "edges.pairs", "edges", "pagerank", "names"); the caller's hook between the steps (the
+    index passes the engine's memory hook, :func:`g2cons_plugins.storage.memory.after_build_step`)."""
+    step = after_step or _no_step
+    terms = _terms(st, config, terms)
+    unit_chunk = _unit_chunk(st)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="g2cons-names") as pool:
+        # the bridge names depend on the term counts only: made while the concept graph is built
+        names_job = pool.submit(bridge_names, terms, st.sent_unit, unit_chunk, config)
+        cols, extracted = chunk_concepts(terms, st.sent_unit, unit_chunk, config)
+        step("concepts")
+        inc = concept_incidences(terms, cols, extracted, st.sent_unit, unit_chunk, config)
+        step("incidences")
+        vecs = concept_vectors(
+            config.vector_level, inc.sentences, inc.units, st.sent_unit, st.sent_vecs, st.unit_vecs
         )
+        step("vectors")
+        edges = _edges(inc, vecs.vectors, config, step)
+        step("edges")
+        A = adjacency(edges, len(cols))
+        pr = pagerank(A, damping=config.pagerank_damping)
+        step("pagerank")
+        names = names_job.result()
+        step("names")
+    vocab = [terms.words[j] for j in cols.tolist()]
+    return freeze(_assemble(st, terms, vocab, share(terms, cols), extracted, inc, vecs, edges, A, pr, names))
+
+
+def _no_step(step: str) -> None:
+    """No hook: nothing between the steps."""
+
+
+def _terms(st: Stored, config: G2ConSConfig, terms: TermIndex | None) -> TermIndex:
+    """``terms`` checked against ``st``'s sentences, or the term index of those sentences when None."""
+    if terms is None:
+        return analyze(st.sentences, config)
+    if terms.n_sentences != len(st.sentences):
+        raise InputError(f"term index has {terms.n_sentences} rows for {len(st.sentences)} sentences")
+    return terms
+
+
+def _unit_chunk(st: Stored) -> sp.csr_matrix:
+    """Units x chunks 0/1: each unit's chunk."""
+    n_units = len(st.units)
+    return sp.csr_matrix(
+        (np.ones(n_units, np.float32), (np.arange(n_units), st.unit_parent)), shape=(n_units, len(st.chunks))
     )
 
 
-def level_vectors(
-    st: Stored, config: G2ConSConfig, sent_inc: sp.csr_matrix, unit_inc: sp.csr_matrix
-) -> tuple[np.ndarray, np.ndarray]:
-    """Concept vectors and their counts, by ``config.vector_level``: "sentence" = Eq. 1 (mean of the vectors of the
-    sentences holding the concept, |S_w|); "chunk" = ablation C (mean of the vectors of the units holding it, the
-    unit count); "unit" = Eq. 1 with each sentence's vector replaced by its unit's: the unit vectors weighted by
-    how many of their sentences hold the concept (|S_w|), so no sentence is embedded."""
-    vecs, counts, _ = level_sums(st, config, sent_inc, unit_inc)
-    return vecs, counts
+def _edges(inc: Incidences, vectors: np.ndarray, config: G2ConSConfig, step: Callable[[str], None]) -> EdgeSet:
+    """The edge step: co-occurrence over chunks (or sentences: ablation A) filtered by cosine; near pairs kept for
+    trickle updates except in ``mode="paper"`` (the paper has none)."""
+    co_inc = inc.sentences if config.cooccurrence == "sentence" else inc.chunks
+    margin = 0.0 if config.mode == "paper" else NEAR_MARGIN
+    percentile = config.theta_sem_percentile
+    return build_edges(co_inc, vectors, config.theta_co, config.theta_sem, percentile, margin=margin, after_step=step)
 
 
-def level_sums(
-    st: Stored, config: G2ConSConfig, sent_inc: sp.csr_matrix, unit_inc: sp.csr_matrix
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`level_vectors` and the norms of the concepts' unnormalised sums
-    (:func:`~g2cons_plugins.graph.concept_sums`)."""
-    if config.vector_level == "chunk":
-        return concept_sums(unit_inc, st.unit_vecs)
-    if config.vector_level == "unit":
-        vecs, _, norms = concept_sums(sp.csr_matrix(st.sent_unit.T @ sent_inc), st.unit_vecs)
-        return vecs, np.asarray(sent_inc.sum(axis=0)).ravel(), norms
-    if st.sent_vecs is None:
-        raise InputError(
-            "vector_level='sentence' (Eq. 1; mode='paper') needs sentence vectors, and this index holds none (it "
-            "was built with vector_level='unit' or 'chunk'): build it with vector_level='sentence', or embed them "
-            "with g2cons_plugins.build.with_vectors(stored, embedder, config)"
-        )
-    return concept_sums(sent_inc, st.sent_vecs)
+def _assemble(
+    st: Stored,
+    terms: TermIndex,
+    vocab: list[str],
+    name_share: np.ndarray,
+    extracted: sp.csr_matrix,
+    inc: Incidences,
+    vecs: ConceptVectors,
+    edges: EdgeSet,
+    A: sp.csr_matrix,
+    pr: np.ndarray,
+    names: BridgeNames,
+) -> Derived:
+    """The :class:`Derived` of the steps' results (with the transposes retrieval reads by row, and the stats)."""
+    return Derived(
+        vocab=vocab,
+        concept_index={w: i for i, w in enumerate(vocab)},
+        extracted=extracted,
+        sent_inc=inc.sentences,
+        unit_inc=inc.units,
+        chunk_inc=inc.chunks,
+        unit_concepts=inc.units.T.tocsr(),
+        concept_vecs=vecs.vectors,
+        sentence_counts=vecs.counts,
+        df=np.asarray(inc.chunks.sum(axis=0)).ravel().astype(np.int64),
+        edges=edges,
+        A=A,
+        pagerank=pr,
+        name_share=name_share,
+        terms=terms,
+        names=names.names,
+        name_df=names.df,
+        unit_names=names.unit_names,
+        name_units=names.unit_names.T.tocsr(),
+        stats=graph_stats((len(st.chunks), len(st.units), len(st.sentences), len(vocab)), edges, A),
+        sum_norms=vecs.sum_norms,
+    )
 
 
-def freeze(obj: Any) -> Any:
+def freeze(obj: _T) -> _T:
     """``obj`` (a :class:`Derived`, :class:`~g2cons_plugins.graph.EdgeSet` and its near pairs, :class:`TermIndex`,
     sparse matrix or array) with every array in it made read-only, in place: a snapshot is shared by concurrent
     readers, so no caller may change what every other reader sees (a writer builds new arrays). A 0/1 matrix's
-    data becomes a view of one shared buffer of ones (:mod:`g2cons_plugins.storage.ones`)."""
+    data becomes a view of one shared buffer of ones (:mod:`g2cons_plugins.arrays.ones`)."""
     if isinstance(obj, np.ndarray):
         obj.flags.writeable = False
     elif sp.issparse(obj):
@@ -241,33 +255,6 @@ def freeze(obj: Any) -> Any:
         for M in (obj.counts, obj.noninit, obj.caps):
             freeze(M)
     return obj
-
-
-def _names(
-    st: Stored, terms: TermIndex, unit_chunk: sp.csr_matrix, config: G2ConSConfig
-) -> tuple[list[str], sp.csr_matrix, np.ndarray]:
-    """Bridge vocabulary: every word (KET-RAG's all-words vocabulary, unigrams) that is a *name* (written
-    capitalised in at least half of its non-sentence-initial occurrences, or, with ``language="auto"``, a word of
-    a script without case: :func:`g2cons_plugins.text.analysis.caseless`) and occurs in >= 2 chunks; returns the
-    names, the units x names 0/1 matrix and each name's chunk frequency |T_w|."""
-    words = np.flatnonzero(np.fromiter((" " not in w for w in terms.words), dtype=bool, count=len(terms.words)))
-    U = binary(st.sent_unit.T @ terms.counts[:, words])
-    df = np.asarray(binary(unit_chunk.T @ U).sum(axis=0)).ravel().astype(np.int64)
-    is_name = share(terms, words) >= 0.5
-    if config.language != "english":  # scripts without case: every word is a candidate, rare ones bridge
-        from .text.analysis import mark_caseless
-
-        is_name |= np.asarray(mark_caseless([terms.words[j] for j in words.tolist()]), dtype=bool)
-    keep = np.flatnonzero(is_name & (df >= 2))
-    return [terms.words[j] for j in words[keep].tolist()], U[:, keep].tocsr(), df[keep]
-
-
-def binary(M: Any) -> sp.csr_matrix:
-    """``M`` as a 0/1 float32 csr matrix."""
-    M = sp.csr_matrix(M, dtype=np.float32)
-    M.eliminate_zeros()
-    M.data[:] = 1.0
-    return M
 
 
 def store(
@@ -375,7 +362,8 @@ def _split(
     split_by_engine: dict[str, list[Unit]] = {}
     if engine is not None:
         todo = [c for c in chunks if c.id not in old_units]
-        split_by_engine = dict(zip((c.id for c in todo), engine.split(todo, tok.name, config.unit_tokens), strict=True))
+        split = engine.split(todo, tok.name, config.unit_tokens)
+        split_by_engine = dict(zip((c.id for c in todo), split, strict=True))
     for i, ch in iterator:
         us = old_units.get(ch.id) or split_by_engine.get(ch.id) or split_units(ch, tok, config.unit_tokens)
         units.extend(us)

@@ -20,6 +20,10 @@ paper mode): "extracted" shortens each seed concept's chunk list, so the paper w
 with 96% of concepts isolated (16,673 edges with "contains"), so Co, Dice and PageRank lose their meaning. We
 keep "contains", which also matches the calibration prototype.
 
+In a derive (:func:`g2cons_plugins.build.derive`) this module is step 1, :func:`chunk_concepts` (TF-IDF over the
+chunks' term counts, :func:`top_concepts`), step 2, :func:`concept_incidences`, and the bridge names,
+:func:`bridge_names`; all three are sparse algebra over the per-sentence term counts.
+
 Per-sentence term counts (:class:`TermIndex`): the one text analysis a derive needs, kept so an add analyses only
 new sentences.
 
@@ -49,11 +53,25 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.feature_extraction.text import CountVectorizer
 
+from .arrays.ones import binary
 from .config import G2ConSConfig
 from .errors import InputError
 from .text import english_stopwords
 
-__all__ = ["TOKEN_PATTERN", "TermIndex", "analyze", "incidence", "share", "top_concepts", "update"]
+__all__ = [
+    "TOKEN_PATTERN",
+    "BridgeNames",
+    "Incidences",
+    "TermIndex",
+    "analyze",
+    "bridge_names",
+    "chunk_concepts",
+    "concept_incidences",
+    "incidence",
+    "share",
+    "top_concepts",
+    "update",
+]
 
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 _WORD = re.compile(TOKEN_PATTERN)
@@ -63,8 +81,9 @@ def _vectorizer_kwargs(config: G2ConSConfig) -> dict[str, object]:
     if config.language != "english":  # language-aware (g2cons_plugins.text.analysis); same words for English text
         from .text.analysis import analyzer
 
-        stop = config.stop_words is not None
-        return {"analyzer": analyzer(config.language, config.segmenter, stop, config.ngram_max), "dtype": np.float32}
+        g = config
+        stop = g.stop_words is not None
+        return {"analyzer": analyzer(g.language, g.segmenter, stop, g.ngram_max), "dtype": np.float32}
     return {
         "lowercase": True,
         "token_pattern": TOKEN_PATTERN,
@@ -94,9 +113,10 @@ class TermIndex:
         return int(self.counts.shape[0])
 
 
-def _analyzer(config: G2ConSConfig):  # type: ignore[no-untyped-def]
+def _analyzer(config: G2ConSConfig) -> Callable[[str], list[str]]:
     kw = _vectorizer_kwargs(config.with_(ngram_max=1))
-    return CountVectorizer(**kw).build_analyzer()  # type: ignore[arg-type]
+    analyzer: Callable[[str], list[str]] = CountVectorizer(**kw).build_analyzer()
+    return analyzer
 
 
 def analyze(
@@ -196,6 +216,17 @@ def share(terms: TermIndex, cols: np.ndarray) -> np.ndarray:
     return np.divide(caps, total, out=np.zeros(len(cols)), where=total > 0).astype(np.float32)
 
 
+def chunk_concepts(
+    terms: TermIndex, sent_unit: sp.csr_matrix, unit_chunk: sp.csr_matrix, config: G2ConSConfig
+) -> tuple[np.ndarray, sp.csr_matrix]:
+    """The concept step of a derive: each chunk's term counts (chunk x sentence occurrences, through its units,
+    times the per-sentence counts of ``terms``), then :func:`top_concepts`. ``sent_unit``: sentences x units;
+    ``unit_chunk``: units x chunks. Returns the concepts' columns of ``terms.words`` and the chunk x concept
+    "extracted" mask."""
+    chunk_counts = (unit_chunk.T @ sent_unit.T).tocsr() @ terms.counts
+    return top_concepts(sp.csr_matrix(chunk_counts), config)
+
+
 def top_concepts(chunk_counts: sp.csr_matrix, config: G2ConSConfig) -> tuple[np.ndarray, sp.csr_matrix]:
     """Concept columns (sorted) and the chunk x concept 'extracted' mask from chunk term counts.
 
@@ -237,6 +268,66 @@ def top_concepts(chunk_counts: sp.csr_matrix, config: G2ConSConfig) -> tuple[np.
     return keep[used], mask
 
 
+@dataclass(frozen=True)
+class Incidences:
+    """Which sentences, units and chunks each concept links to (0/1 float32 csr matrices, concepts as columns)."""
+
+    sentences: sp.csr_matrix  # sentences x concepts (S_w as columns)
+    units: sp.csr_matrix  # units x concepts
+    chunks: sp.csr_matrix  # chunks x concepts (T_w as columns)
+
+
+def concept_incidences(
+    terms: TermIndex,
+    cols: np.ndarray,
+    extracted: sp.csr_matrix,
+    sent_unit: sp.csr_matrix,
+    unit_chunk: sp.csr_matrix,
+    config: G2ConSConfig,
+) -> Incidences:
+    """The incidence step of a derive (see module doc): with ``config.incidence == "contains"`` every sentence,
+    unit and chunk whose text holds the concept (columns ``cols`` of ``terms``); with ``"extracted"`` only those of
+    the chunks it was extracted from (``extracted``: chunks x concepts)."""
+    sent_inc = binary(terms.counts[:, cols])
+    unit_inc = binary(sent_unit.T @ sent_inc)
+    chunk_inc = binary(unit_chunk.T @ unit_inc)
+    if config.incidence == "extracted":
+        chunk_inc = binary(chunk_inc.multiply(extracted))
+        unit_inc = binary(unit_inc.multiply(unit_chunk @ extracted))
+        sent_chunk = binary(sent_unit @ unit_chunk)
+        sent_inc = binary(sent_inc.multiply(sent_chunk @ extracted))
+    return Incidences(sent_inc, unit_inc, chunk_inc)
+
+
+@dataclass(frozen=True)
+class BridgeNames:
+    """The bridge vocabulary (:func:`bridge_names`)."""
+
+    names: list[str]
+    unit_names: sp.csr_matrix  # units x names, 0/1
+    df: np.ndarray  # per name: the chunks holding it (|T_w|)
+
+
+def bridge_names(
+    terms: TermIndex, sent_unit: sp.csr_matrix, unit_chunk: sp.csr_matrix, config: G2ConSConfig
+) -> BridgeNames:
+    """The names step of a derive. Bridge vocabulary: every word (KET-RAG's all-words vocabulary, unigrams) that
+    is a *name* (written capitalised in at least half of its non-sentence-initial occurrences, or, with
+    ``language="auto"``, a word of a script without case: :func:`g2cons_plugins.text.analysis.caseless`) and
+    occurs in >= 2 chunks; with the units x names 0/1 matrix and each name's chunk frequency |T_w|. It depends on
+    the term counts only (a derive makes it while the concept graph is built)."""
+    words = np.flatnonzero(np.fromiter((" " not in w for w in terms.words), dtype=bool, count=len(terms.words)))
+    U = binary(sent_unit.T @ terms.counts[:, words])
+    df = np.asarray(binary(unit_chunk.T @ U).sum(axis=0)).ravel().astype(np.int64)
+    is_name = share(terms, words) >= 0.5
+    if config.language != "english":  # scripts without case: every word is a candidate, rare ones bridge
+        from .text.analysis import mark_caseless
+
+        is_name |= np.asarray(mark_caseless([terms.words[j] for j in words.tolist()]), dtype=bool)
+    keep = np.flatnonzero(is_name & (df >= 2))
+    return BridgeNames([terms.words[j] for j in words[keep].tolist()], U[:, keep].tocsr(), df[keep])
+
+
 def incidence(texts: Sequence[str], vocab: Sequence[str], config: G2ConSConfig) -> sp.csr_matrix:
     """texts x concepts 0/1 matrix: does the text contain the concept (same analyzer as extraction)."""
     kw = _vectorizer_kwargs(config)
@@ -244,7 +335,7 @@ def incidence(texts: Sequence[str], vocab: Sequence[str], config: G2ConSConfig) 
         kw["stop_words"] = None  # the vocabulary has none; n-grams must match the extraction analyzer
         if config.stop_words == "english" and config.ngram_max > 1:
             kw["stop_words"] = sorted(english_stopwords())
-    cv = CountVectorizer(vocabulary=list(vocab), binary=True, **kw)  # type: ignore[arg-type]
+    cv = CountVectorizer(vocabulary=list(vocab), binary=True, **kw)
     M = cv.transform(texts).tocsr().astype(np.float32)
     M.data[:] = 1.0
     return M

@@ -1,12 +1,16 @@
 """The concept graph: concept vectors (Eq. 1), semantically filtered co-occurrence edges with Dice weights,
 weighted PageRank, and graph statistics. Everything is sparse linear algebra: no loop over concept pairs.
+
+Steps 3 to 5 of a derive (:func:`g2cons_plugins.build.derive`): :func:`concept_vectors`, :func:`build_edges`
+(then :func:`adjacency`), :func:`pagerank`. Nothing here manages memory: :func:`build_edges` calls the derive's
+``after_step`` hook between its phases, and whoever runs the derive decides what that does.
 """
 
 from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from itertools import islice
@@ -15,14 +19,71 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import EmbeddingError, InputError
-from .storage.memory import release_free_memory
+
+__all__ = [
+    "ADJ_BLOCK",
+    "NEAR_MARGIN",
+    "THREADS_ENV",
+    "ConceptVectors",
+    "EdgeSet",
+    "GraphStats",
+    "NearPairs",
+    "adjacency",
+    "build_edges",
+    "concept_vectors",
+    "default_workers",
+    "degree_stats",
+    "graph_stats",
+    "pagerank",
+    "pair_ids",
+    "pairs_sorted",
+]
 
 
-def concept_sums(incidence: sp.csr_matrix, vecs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Eq. 1: Vector(w) = mean of phi(s) over the distinct sentences (or units) s containing w, L2-normalised (cosine
-    is all that is used; a concept in none gets a zero vector); |S_w|; and the L2 norm of each concept's
-    unnormalised sum (its vector times that norm is the sum, so a trickle update can add or take away a few rows'
-    vectors instead of summing them all again)."""
+@dataclass(frozen=True)
+class ConceptVectors:
+    """Concept vectors (one L2-normalised row per concept; zero for a concept in no row), each concept's count
+    (|S_w|, or the unit count for ``vector_level="chunk"``), and the L2 norm of each concept's unnormalised sum of
+    vectors (its vector times that norm is the sum, so a trickle update can add or take away a few rows' vectors
+    instead of summing them all again)."""
+
+    vectors: np.ndarray
+    counts: np.ndarray
+    sum_norms: np.ndarray
+
+
+def concept_vectors(
+    level: str | None,
+    sent_inc: sp.csr_matrix,
+    unit_inc: sp.csr_matrix,
+    sent_unit: sp.csr_matrix,
+    sent_vecs: np.ndarray | None,
+    unit_vecs: np.ndarray,
+) -> ConceptVectors:
+    """The concept vector step, by ``level`` (``config.vector_level``): "sentence" = Eq. 1 (mean of the vectors
+    of the sentences holding the concept, |S_w|; ``sent_vecs`` needed); "chunk" = ablation C (mean of the vectors
+    of the units holding it, the unit count); "unit" = Eq. 1 with each sentence's vector replaced by its unit's:
+    the unit vectors weighted by how many of their sentences hold the concept (|S_w|), so no sentence is embedded
+    (any other ``level``, None included, is "sentence"). ``sent_inc`` / ``unit_inc``: sentences / units x
+    concepts (0/1); ``sent_unit``: sentences x units."""
+    if level == "chunk":
+        return _mean_vectors(unit_inc, unit_vecs)
+    if level == "unit":
+        means = _mean_vectors(sp.csr_matrix(sent_unit.T @ sent_inc), unit_vecs)
+        return ConceptVectors(means.vectors, np.asarray(sent_inc.sum(axis=0)).ravel(), means.sum_norms)
+    if sent_vecs is None:
+        raise InputError(
+            "vector_level='sentence' (Eq. 1; mode='paper') needs sentence vectors, and this index holds none (it "
+            "was built with vector_level='unit' or 'chunk'): build it with vector_level='sentence', or embed them "
+            "with g2cons_plugins.build.with_vectors(stored, embedder, config)"
+        )
+    return _mean_vectors(sent_inc, sent_vecs)
+
+
+def _mean_vectors(incidence: sp.csr_matrix, vecs: np.ndarray) -> ConceptVectors:
+    """Eq. 1 over the rows of ``incidence`` (rows x concepts, 0/1 or weights): per concept the mean of the
+    ``vecs`` of its rows, L2-normalised (cosine is all that is used; a concept in none gets a zero vector), its row
+    count and the norm of its unnormalised sum (:class:`ConceptVectors`)."""
     counts = np.asarray(incidence.sum(axis=0)).ravel()
     V = np.asarray(incidence.T @ vecs, dtype=np.float32)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -31,7 +92,7 @@ def concept_sums(incidence: sp.csr_matrix, vecs: np.ndarray) -> tuple[np.ndarray
         V = np.where(norms > 0, V / np.maximum(norms, 1e-12), 0.0).astype(np.float32)
     if not np.isfinite(V).all():
         raise EmbeddingError("concept vectors contain NaN/inf: the sentence embeddings are not finite")
-    return V, counts, norms.ravel().astype(np.float64) * np.maximum(counts, 1)
+    return ConceptVectors(V, counts, norms.ravel().astype(np.float64) * np.maximum(counts, 1))
 
 
 # the cosine band below theta_sem whose candidate pairs are kept as near pairs (trickle state: they let an update
@@ -84,6 +145,7 @@ def build_edges(
     block_concepts: int = 2048,
     workers: int | None = None,
     margin: float = 0.0,
+    after_step: Callable[[str], None] | None = None,
 ) -> EdgeSet:
     """Edge iff Co >= theta_co AND cos >= theta_sem. With ``theta_sem=None`` the threshold is the
     ``percentile``-th percentile of the cosines of all candidate pairs (Co >= theta_co), so the share of
@@ -93,31 +155,20 @@ def build_edges(
     :func:`default_workers`; scipy's sparse product and NumPy's gathers release the GIL);
     blocks are taken in order and each pair's cosine is the same dot product whatever the block, so the result
     does not depend on ``workers``. ``margin`` > 0 also keeps the candidates with cosine in
-    [theta_sem - margin, theta_sem) as :class:`NearPairs` (state for trickle updates)."""
+    [theta_sem - margin, theta_sem) as :class:`NearPairs` (state for trickle updates). ``after_step``: called
+    with ``"edges.candidates"`` once every candidate block is computed and ``"edges.pairs"`` once the kept pairs
+    are sorted (the derive's hook: e.g. the engine gives the freed heap back there)."""
+    step = after_step or _no_step
     blocks = list(_candidate_blocks(chunk_incidence, vectors, theta_co, block_concepts, batch, workers))
     n_candidates = sum(len(b[0]) for b in blocks)
-    release_free_memory()  # what the threads freed (see g2cons_plugins.storage.memory)
-    if theta_sem is None:  # the percentile needs every candidate's cosine; nothing else is concatenated before it
-        all_cos = np.concatenate([b[3] for b in blocks]) if blocks else np.zeros(0, np.float32)
-        theta = float(np.percentile(all_cos, percentile)) if len(all_cos) else 1.0
-        del all_cos
-    else:
-        theta = float(theta_sem)
-    kept: list[Block] = []
-    near: list[Block] = []
-    while blocks:  # keep the edges (and near pairs) of each block and free it (the candidates are ~3x the edges)
-        r, c, k, cos = blocks.pop(0)
-        m = cos >= theta
-        kept.append((r[m], c[m], k[m], cos[m]))
-        if margin > 0:
-            m = ~m & (cos >= theta - margin)
-            near.append((r[m], c[m], k[m], cos[m]))
-        del r, c, k, cos, m
+    step("edges.candidates")
+    theta = _threshold(blocks, theta_sem, percentile)
+    kept, near = _kept_and_near(blocks, theta, margin)  # empties ``blocks``
     n_concepts = max(int(chunk_incidence.shape[1]), 1)
     rows, cols, co, cos = _sorted_pairs(kept, n_concepts)
     del kept
     df = np.asarray(chunk_incidence.sum(axis=0)).ravel().astype(np.float64)
-    release_free_memory()
+    step("edges.pairs")
     return EdgeSet(
         rows=rows,
         cols=cols,
@@ -128,6 +179,36 @@ def build_edges(
         n_candidates=int(n_candidates),
         near=NearPairs(*_sorted_pairs(near, n_concepts), float(margin)) if margin > 0 else NearPairs.empty(),
     )
+
+
+def _no_step(step: str) -> None:
+    """No hook: nothing between the steps."""
+
+
+def _threshold(blocks: list[Block], theta_sem: float | None, percentile: float) -> float:
+    """``theta_sem``, or when None the ``percentile``-th percentile of every candidate's cosine (nothing else is
+    concatenated before it)."""
+    if theta_sem is not None:
+        return float(theta_sem)
+    all_cos = np.concatenate([b[3] for b in blocks]) if blocks else np.zeros(0, np.float32)
+    return float(np.percentile(all_cos, percentile)) if len(all_cos) else 1.0
+
+
+def _kept_and_near(blocks: list[Block], theta: float, margin: float) -> tuple[list[Block], list[Block]]:
+    """The edges (cos >= theta) and, with ``margin`` > 0, the near pairs (cos in [theta - margin, theta)) of each
+    candidate block, taken out of ``blocks`` one by one so each is freed as soon as it is split (the candidates
+    are ~3x the edges)."""
+    kept: list[Block] = []
+    near: list[Block] = []
+    while blocks:
+        r, c, k, cos = blocks.pop(0)
+        m = cos >= theta
+        kept.append((r[m], c[m], k[m], cos[m]))
+        if margin > 0:
+            m = ~m & (cos >= theta - margin)
+            near.append((r[m], c[m], k[m], cos[m]))
+        del r, c, k, cos, m
+    return kept, near
 
 
 def _sorted_pairs(blocks: list[Block], n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -289,17 +370,18 @@ def pagerank(
     if x0 is not None and len(x0) == n and float(np.sum(x0)) > 0:
         x = np.asarray(x0, dtype=np.float64) / float(np.sum(x0))
     if symmetric:  # P^T x = A (inv * x): no copy of A
-        step = lambda v: A @ (inv * v)  # noqa: E731
+        M, scale = A, inv
     else:
-        PT = A.T.tocsr()  # P^T for P = diag(inv) A, row-stochastic on non-dangling rows
-        PT.data *= inv[PT.indices]
-        step = PT.__matmul__
+        M, scale = A.T.tocsr(), None  # P^T for P = diag(inv) A, row-stochastic on non-dangling rows
+        M.data *= inv[M.indices]
     for _ in range(max_iter):
         prev = x
-        x = damping * (step(prev) + prev[dangling].sum() * p) + (1.0 - damping) * p
+        moved = np.asarray(M @ (prev if scale is None else scale * prev))
+        x = damping * (moved + prev[dangling].sum() * p) + (1.0 - damping) * p
         if np.abs(x - prev).sum() < n * tol:
             break
-    return x / x.sum()
+    result: np.ndarray = x / x.sum()
+    return result
 
 
 @dataclass(frozen=True)

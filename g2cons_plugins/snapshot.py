@@ -197,8 +197,10 @@ def make_snapshot(
     previous: Snapshot | None = None,
     unit_ann: Any = None,
     bm25: Any = None,
+    after_step: Callable[[str], None] | None = None,
 ) -> Snapshot:
-    """A snapshot over ``stored`` (derived state computed unless given, from ``terms`` when given). A
+    """A snapshot over ``stored`` (derived state computed unless given, from ``terms`` when given; ``after_step``:
+    the derive's hook between its steps, :func:`~g2cons_plugins.build.derive`). A
     ``stored`` whose chunks are not sorted by id (saved by an older version, or made by hand) is re-sorted
     first, reusing its units and vectors. ``previous``: the snapshot ``stored`` was made from (its unit index is
     updated, not rebuilt); ``unit_ann``: a unit index loaded with ``stored``."""
@@ -207,7 +209,7 @@ def make_snapshot(
         stored = store(stored.chunks, embedder, tokenizer, config, False, previous=stored)
         derived = terms = unit_ann = bm25 = None  # a given unit index's keys follow the old unit order
     t0 = time.perf_counter()
-    dv = derived if derived is not None else derive(stored, config, terms)
+    dv = derived if derived is not None else derive(stored, config, terms, after_step)
     derive_s = time.perf_counter() - t0 if derived is None else 0.0
     return Snapshot(
         stored=stored,

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from g2cons_plugins import G2ConSIndex
 from g2cons_plugins.graph import build_edges
 
 
@@ -127,3 +130,61 @@ def test_pairs_sorted_compares_without_subtracting(dtype: type) -> None:
     assert not pairs_sorted(rows[::-1], cols[::-1])  # rows go back
     assert not pairs_sorted(np.array([0, 0], dtype), np.array([3, 1], dtype))  # a column goes back
     assert not pairs_sorted(np.array([2, 2], dtype), np.array([1, 1], dtype))  # a repeat
+
+
+STEPS = ["concepts", "incidences", "vectors", "edges.candidates", "edges.pairs", "edges", "pagerank", "names"]
+
+
+def test_derive_runs_in_paper_order_and_calls_its_hook_between_the_steps(corpus: list[dict[str, str]]) -> None:
+    """``derive`` calls ``after_step`` once after each step, in the paper's order, and the hook changes nothing of
+    the derived state (the method knows nothing of memory: the caller's hook decides what runs there)."""
+    from test_build_speed import _feed
+
+    from g2cons_plugins.build import derive
+
+    index = G2ConSIndex.build(corpus, embedder="hash")
+    seen: list[str] = []
+    with_hook = derive(index.snapshot.stored, index.config, after_step=seen.append)
+    assert seen == STEPS
+    without = derive(index.snapshot.stored, index.config)
+    for name in without.__dataclass_fields__:
+        if name == "stats":
+            assert getattr(with_hook, name) == getattr(without, name)
+            continue
+        a, b = hashlib.sha256(), hashlib.sha256()
+        _feed(a, getattr(with_hook, name))
+        _feed(b, getattr(without, name))
+        assert a.digest() == b.digest(), name
+
+
+def test_a_build_gives_the_freed_heap_back_where_it_did_before(
+    corpus: list[dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index passes the engine's memory hook (storage.memory.after_build_step): a build releases the free heap
+    after the candidate blocks, after the kept pairs are sorted and after the bridge names, as when the releases
+    were lines inside the algorithm; a refresh (an exact derive) too."""
+    from g2cons_plugins.storage import memory
+
+    released: list[str] = []
+    hook = memory.after_build_step
+    monkeypatch.setattr(memory, "release_free_memory", lambda: released.append("release") or True)
+    steps: list[str] = []
+
+    def spy(step: str) -> None:
+        steps.append(step)
+        n = len(released)
+        hook(step)
+        if len(released) > n:
+            steps[-1] += " (released)"
+
+    import g2cons_plugins.engine.snapshot_updates as updates_mod
+    import g2cons_plugins.index as index_mod
+
+    monkeypatch.setattr(index_mod, "after_build_step", spy)
+    monkeypatch.setattr(updates_mod, "after_build_step", spy)
+    index = G2ConSIndex.build(corpus[:14], embedder="hash")
+    want = [f"{s} (released)" if s in memory.RELEASE_AFTER else s for s in STEPS]
+    assert steps == want and {"edges.candidates", "edges.pairs", "names"} == memory.RELEASE_AFTER
+    steps.clear()
+    index.add(corpus[14:], exact=True)
+    assert steps == want

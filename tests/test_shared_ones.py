@@ -1,4 +1,4 @@
-"""0/1 sparse matrices share one read-only buffer of ones as their data (storage.ones); anything else is left as
+"""0/1 sparse matrices share one read-only buffer of ones as their data (arrays.ones); anything else is left as
 it is, and an index built, updated, saved and loaded holds the same values."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 import scipy.sparse as sp
 
 from g2cons_plugins import G2ConSIndex
+from g2cons_plugins.arrays.ones import is_shared_ones, share_ones
 from g2cons_plugins.build import freeze
-from g2cons_plugins.storage.ones import is_shared_ones, share_ones
 
 
 def _binary(n: int, seed: int) -> sp.csr_matrix:

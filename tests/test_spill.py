@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex
+from g2cons_plugins.arrays.mapped import is_file_backed
 from g2cons_plugins.storage import spill
 from g2cons_plugins.storage.derived_io import differences
-from g2cons_plugins.storage.memory import is_file_backed
 
 EXCERPT = Path(__file__).resolve().parents[1] / "examples" / "data" / "musique_excerpt_corpus.jsonl"
 

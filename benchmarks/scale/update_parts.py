@@ -44,7 +44,7 @@ PARTS = (
     ("update", "derive_removed"),
     ("update", "_revive"),
     ("update", "_regraph"),
-    ("update", "level_vectors"),
+    ("update", "concept_vectors"),
     ("update", "_share_live"),
     ("update", "update_edges"),
     ("edge_update", "_moved_pairs"),

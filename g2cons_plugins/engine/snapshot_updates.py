@@ -17,7 +17,7 @@ from ..concepts import TermIndex
 from ..concepts import update as update_terms
 from ..errors import InputError, PersistError, normalize_id
 from ..snapshot import Snapshot, _unit_ann, make_snapshot
-from ..storage.memory import drop_mapped_pages, release_free_memory, state_arrays
+from ..storage.memory import after_build_step, drop_mapped_pages, release_free_memory, state_arrays
 from .trickle_log import Origin, RecordingEmbedder, ReplayEmbedder, TrickleOp
 from .trickle_store import drop_stored, insert_stored
 from .update import Pending, TrickleTooLarge, append_terms, derive_added, derive_removed, supports, use_trickle
@@ -48,7 +48,10 @@ def with_added(
         show_progress,
         previous=snap.stored,
     )
-    return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st), previous=snap)
+    return make_snapshot(
+        st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st), previous=snap,
+        after_step=after_build_step,
+    )
 
 
 def with_removed(snap: Snapshot, ids: Iterable[Any], exact: bool | None = None) -> Snapshot:
@@ -67,7 +70,10 @@ def with_removed(snap: Snapshot, ids: Iterable[Any], exact: bool | None = None) 
             pass
     keep = [c for c in snap.stored.chunks if c.id not in drop]
     st = store(keep, snap.embedder, snap.tokenizer, snap.config, False, previous=snap.stored)
-    return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st), previous=snap)
+    return make_snapshot(
+        st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st), previous=snap,
+        after_step=after_build_step,
+    )
 
 
 def refreshed(snap: Snapshot) -> Snapshot:
@@ -77,7 +83,10 @@ def refreshed(snap: Snapshot) -> Snapshot:
         return snap
     st = store(snap.stored.chunks, snap.embedder, snap.tokenizer, snap.config, False, previous=snap.stored)
     # previous=snap: the same units, so the unit index is kept as it is (not rebuilt)
-    return make_snapshot(st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st), previous=snap)
+    return make_snapshot(
+        st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st), previous=snap,
+        after_step=after_build_step,
+    )
 
 
 def replayed(snap: Snapshot, ops: Sequence[TrickleOp]) -> Snapshot:

@@ -25,8 +25,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..arrays.columns import bisect_left, concat, inserted, kept
+from ..arrays.ones import binary
 from ..arrays.tables import chunk_id_view
-from ..build import Stored, binary, freeze
+from ..build import Stored, freeze
 from ..chunks import Chunk, Unit, split_units
 from ..config import G2ConSConfig
 from ..embedders import Embedder, validate_embeddings

@@ -37,12 +37,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
+from ..arrays.ones import binary
 from ..arrays.wide_rows import Matrix, WideRows, with_columns
-from ..build import Derived, Stored, binary, freeze, level_vectors
+from ..build import Derived, Stored, freeze
 from ..concepts import TermIndex, analyze
 from ..config import G2ConSConfig
 from ..errors import InputError
-from ..graph import graph_stats, pagerank
+from ..graph import concept_vectors, graph_stats, pagerank
 from ..storage.memory import drop_mapped_pages, release_free_memory, state_arrays
 from .edge_update import PairWorkExceeded, update_edges
 from .trickle_log import Origin, TrickleOp
@@ -411,7 +412,7 @@ def _summed(
     vecs: np.ndarray, sum_norms: np.ndarray, moved: np.ndarray, rows: Rows, counts: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """The moved concepts' vectors and sum norms from their sums before (vector x sum norm) plus or minus the
-    changed rows' vectors (:func:`g2cons_plugins.graph.concept_sums`, to float rounding): time in the changed rows,
+    changed rows' vectors (:func:`g2cons_plugins.graph.concept_vectors`, to float rounding): time in the changed rows,
     not in the concepts' frequency. A concept left in no sentence (``counts`` 0) gets a zero vector."""
     X, W, sign = rows
     S = vecs[moved].astype(np.float64) * sum_norms[moved][:, None]
@@ -487,7 +488,9 @@ def _regraph(
             c = np.bincount(out.sent_inc.indices, minlength=len(vecs))[moved].astype(counts.dtype)
             V, sum_norms[moved] = _summed(vecs, sum_norms, moved, rows, c)
         else:
-            V, c = level_vectors(st, config, out.sent_inc[:, moved], out.unit_inc[:, moved])
+            level, S, U = config.vector_level, out.sent_inc[:, moved], out.unit_inc[:, moved]
+            cv = concept_vectors(level, S, U, st.sent_unit, st.sent_vecs, st.unit_vecs)
+            V, c = cv.vectors, cv.counts
         stale[moved] += np.linalg.norm(V.astype(np.float64) - vecs[moved], axis=1)
         vecs[moved], counts[moved] = V, c
         del V  # in vecs now; not held through the edge update

@@ -4,7 +4,9 @@ The concept graph is built on worker threads (:func:`g2cons_plugins.graph.build_
 its own malloc arena and keeps what a thread freed there for later use, so after a threaded pass the resident
 memory stays up to ~40% above what the result holds (measured at 80k passages: derive kept 686 MB instead of
 479 MB single-threaded; 424 MB after :func:`release_free_memory`). ``malloc_trim(0)`` returns those free pages;
-it takes milliseconds. Elsewhere (another C library, another OS) this is a no-op. A trickle update calls it before
+it takes milliseconds. Elsewhere (another C library, another OS) this is a no-op. A build or exact derive calls it
+through its memory hook (:func:`after_build_step`, passed as ``derive``'s ``after_step``: the method itself knows
+nothing of memory) at the step boundaries in :data:`RELEASE_AFTER`. A trickle update calls it before
 the unit index is updated, and ``remove`` / ``refresh`` once the new snapshot replaced the old one (not every
 ``add``: the next update would fault fresh pages again).
 
@@ -28,11 +30,10 @@ from dataclasses import fields, is_dataclass
 from functools import cache
 from typing import Any
 
-import numpy as np
-
+from ..arrays.mapped import file_maps
 from .growable import drop_clean_pages
 
-__all__ = ["drop_mapped_pages", "is_file_backed", "release_free_memory", "state_arrays"]
+__all__ = ["RELEASE_AFTER", "after_build_step", "drop_mapped_pages", "release_free_memory", "state_arrays"]
 
 
 @cache
@@ -55,20 +56,22 @@ def release_free_memory() -> bool:
     return True
 
 
-def _maps(a: Any) -> Iterable[Any]:
-    """The memory map (if any) at the end of the ``base`` chain of array ``a``: an ``mmap.mmap``, or the buffer of
-    a :func:`~g2cons_plugins.storage.growable.growable` array (a loaded array that an add grew)."""
-    while isinstance(a, np.ndarray):
-        a = a.base
-    if isinstance(a, memoryview):  # np.frombuffer's base
-        a = a.obj
-    if isinstance(a, mmap.mmap | ctypes.Array):
-        yield a
+# the steps of a derive (:func:`g2cons_plugins.build.derive`, :func:`g2cons_plugins.graph.build_edges`) after which
+# the free heap is given back: where the worker threads' arenas hold the most freed memory
+RELEASE_AFTER = frozenset(
+    {
+        "edges.candidates",  # the candidate blocks are computed: what the threads' products freed
+        "edges.pairs",  # the kept pairs are sorted: the candidate blocks (~3x the edges) are freed
+        "names",  # the bridge-name thread is done: what it and the graph's temporaries freed
+    }
+)
 
 
-def is_file_backed(a: Any) -> bool:
-    """Array ``a`` is a view of a file map (a loaded index's array, or one an add grew from it)."""
-    return any(True for _ in _maps(a))
+def after_build_step(step: str) -> None:
+    """The memory hook of a derive (its ``after_step``): after each step in :data:`RELEASE_AFTER`,
+    :func:`release_free_memory`; nothing after the others."""
+    if step in RELEASE_AFTER:
+        release_free_memory()
 
 
 def drop_mapped_pages(arrays: Iterable[Any]) -> int:
@@ -80,7 +83,7 @@ def drop_mapped_pages(arrays: Iterable[Any]) -> int:
     for a in arrays:
         parts = [getattr(a, k, None) for k in ("data", "indices", "indptr")] if hasattr(a, "indptr") else [a]
         for part in parts:
-            for m in _maps(part):
+            for m in file_maps(part):
                 seen.setdefault(id(m), m)
     if advice is None:
         return 0

@@ -110,7 +110,7 @@ from ..snapshot import HasSnapshot, Snapshot, as_snapshot, make_snapshot
 from ..text import Tokenizer, get_tokenizer
 from .derived_io import DERIVED_FILES, differences, read_derived, write_derived
 from .lexical_io import LEXICAL_NPZ, read_lexical, write_lexical
-from .memory import drop_mapped_pages, state_arrays
+from .memory import after_build_step, drop_mapped_pages, state_arrays
 from .outputs import NO_ROOM
 from .stored_io import (
     SENTENCE_VECTORS,
@@ -865,7 +865,7 @@ def _parse(
     if digest is not None and not rebuild:
         derived = read_derived(folder, stored, dim, config, saved_config=m["config"])
         if verify:
-            differ = differences(derive(stored, config), derived)
+            differ = differences(derive(stored, config, after_step=after_build_step), derived)
             if differ:
                 raise PersistError(
                     f"{folder / 'derived.npz'}: the stored derived state differs from a fresh derive in "
@@ -875,7 +875,9 @@ def _parse(
     bm25 = None
     if derived is not None and LEXICAL_NPZ in _files(m["version"], m["files"]):
         bm25 = read_lexical(folder, len(stored.units), len(derived.terms.words))
-    snap = make_snapshot(stored, cached, config, tok, derived=derived, unit_ann=ann, bm25=bm25)
+    snap = make_snapshot(
+        stored, cached, config, tok, derived=derived, unit_ann=ann, bm25=bm25, after_step=after_build_step
+    )
     drop_mapped_pages([*state_arrays(snap.stored, snap.derived), bm25])  # checked; queries map what they read
     if digest is not None and not rebuild:
         snap = with_origin(snap, Origin(str(folder.resolve()), digest))

@@ -23,7 +23,8 @@ import tempfile
 
 import numpy as np
 
-from .memory import drop_mapped_pages, is_file_backed
+from ..arrays.mapped import is_file_backed
+from .memory import drop_mapped_pages
 
 __all__ = ["SPILL_MIN_BYTES", "in_memory_fs", "kept_rows"]
 

@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..arrays.ones import binary
 from ..arrays.positions import first_mismatch
-from ..build import Stored, binary, freeze
+from ..build import Stored, freeze
 from ..chunks import Chunk, Unit
 from ..errors import PersistError
 from .memory import drop_mapped_pages

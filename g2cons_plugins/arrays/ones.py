@@ -1,18 +1,19 @@
-"""One read-only buffer of ones, shared as the data of every 0/1 sparse matrix a snapshot holds in memory.
+"""0/1 sparse matrices: :func:`binary` makes one, and :func:`share_ones` lets all of them share one read-only buffer
+of ones as their data.
 
-Why: the incidence matrices (sentences, units and chunks x concepts, units x names, their transposes, the sentence
-x unit membership) hold only ones, one per entry. At 80k passages their data arrays are ~76 MB of a snapshot's
-~330 MB of derived arrays. An update builds new matrices while the snapshot it replaces stays whole (readers may
-hold it), so at its peak each is held twice: a removal of 1% peaked 1.2-1.3 GB, of which those arrays were
-~150 MB. As views of one buffer they cost nothing each; the buffer (as long as the largest matrix, per dtype) is
-allocated once and grown by half when a larger matrix comes.
+Why share: the incidence matrices (sentences, units and chunks x concepts, units x names, their transposes, the
+sentence x unit membership) hold only ones, one per entry. At 80k passages their data arrays are ~76 MB of a
+snapshot's ~330 MB of derived arrays. An update builds new matrices while the snapshot it replaces stays whole
+(readers may hold it), so at its peak each is held twice: a removal of 1% peaked 1.2-1.3 GB, of which those arrays
+were ~150 MB. As views of one buffer they cost nothing each; the buffer (as long as the largest matrix, per dtype)
+is allocated once and grown by half when a larger matrix comes.
 
 A matrix whose data is a view of a file map (a loaded index) is left as it is: its pages are the file's, which
 the kernel can drop, and sharing them would add the buffer to a process that only queries.
 
-``freeze`` may share the data of a matrix that an earlier snapshot already holds (a new snapshot keeps unchanged
-arrays). Its readers see no half-updated state: the data attribute is replaced in one step by a view holding the
-same values, and a reader that took the old array keeps it alive.
+``freeze`` (:func:`g2cons_plugins.build.freeze`) may share the data of a matrix that an earlier snapshot already
+holds (a new snapshot keeps unchanged arrays). Its readers see no half-updated state: the data attribute is
+replaced in one step by a view holding the same values, and a reader that took the old array keeps it alive.
 """
 
 from __future__ import annotations
@@ -22,16 +23,25 @@ import weakref
 from typing import Any, TypeVar
 
 import numpy as np
+import scipy.sparse as sp
 
-from .memory import is_file_backed
+from .mapped import is_file_backed
 
-__all__ = ["is_shared_ones", "share_ones"]
+__all__ = ["binary", "is_shared_ones", "share_ones"]
 
 _LOCK = threading.Lock()
 _CURRENT: dict[np.dtype[Any], np.ndarray] = {}  # per dtype: the buffer new views are taken from
 _ALL: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()  # every buffer still viewed
 
 M = TypeVar("M")
+
+
+def binary(M: Any) -> sp.csr_matrix:
+    """``M`` as a 0/1 float32 csr matrix."""
+    M = sp.csr_matrix(M, dtype=np.float32)
+    M.eliminate_zeros()
+    M.data[:] = 1.0
+    return M
 
 
 def _ones(n: int, dtype: np.dtype[Any]) -> np.ndarray:

@@ -1,0 +1,31 @@
+"""Whether an array is a view of a file map: a loaded index's array (``np.load(mmap_mode="r")``, an
+:mod:`~g2cons_plugins.storage.npz_view` member) or one an add grew from it (the ``ctypes`` buffer of
+:func:`~g2cons_plugins.storage.growable.growable`). Read by :func:`~g2cons_plugins.arrays.ones.share_ones` (a
+file's pages are left as they are) and by :mod:`g2cons_plugins.storage.memory` (which unmaps them)."""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+__all__ = ["file_maps", "is_file_backed"]
+
+
+def file_maps(a: Any) -> Iterator[Any]:
+    """The memory map (if any) at the end of the ``base`` chain of array ``a``: an ``mmap.mmap``, or the buffer of
+    a grown loaded array (a ``ctypes`` array)."""
+    while isinstance(a, np.ndarray):
+        a = a.base
+    if isinstance(a, memoryview):  # np.frombuffer's base
+        a = a.obj
+    if isinstance(a, mmap.mmap | ctypes.Array):
+        yield a
+
+
+def is_file_backed(a: Any) -> bool:
+    """Array ``a`` is a view of a file map (a loaded index's array, or one an add grew from it)."""
+    return any(True for _ in file_maps(a))
