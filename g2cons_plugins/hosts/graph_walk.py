@@ -163,7 +163,9 @@ class _Merged:
 
 def _unit_rows(vecs: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-    return np.divide(vecs, norms, out=np.zeros_like(vecs), where=norms > 0)
+    out = np.zeros_like(vecs)
+    np.divide(vecs, norms, out=out, where=norms > 0)
+    return out
 
 
 def _minmax(x: np.ndarray) -> np.ndarray:
@@ -177,7 +179,8 @@ def _minmax(x: np.ndarray) -> np.ndarray:
 def _matvec(mat: np.ndarray, v: np.ndarray) -> np.ndarray:
     """``mat @ v`` in one thread (einsum, no BLAS): a BLAS matrix-vector product wakes its thread pool, which took
     8 ms at the median for the 17,032 facts x 384 of MuSiQue train100 on 2 busy cores, against 1.2 ms here."""
-    return np.einsum("ij,j->i", mat, v).astype(np.float64)
+    out: np.ndarray = np.einsum("ij,j->i", mat, v)
+    return out.astype(np.float64)
 
 
 def _embed(fn: EmbedFn, texts: Sequence[str], what: str) -> np.ndarray:
@@ -488,7 +491,7 @@ class GraphWalk:
         """Personalized PageRank by power iteration; a walker at a node with no edge restarts by ``reset``."""
         s = self.settings
         r = reset / reset.sum()
-        p = r.copy()
+        p: np.ndarray = r.copy()
         d = s.damping
         sinks = np.flatnonzero(self._dangling)
         for _ in range(s.max_iter):

@@ -169,7 +169,8 @@ def _progress(items: Iterable[Any], show: bool, desc: str, total: int | None = N
         return items
     from tqdm.auto import tqdm
 
-    return tqdm(items, desc=desc, total=total, unit="doc", file=sys.stderr)
+    bar: Iterable[Any] = tqdm(items, desc=desc, total=total, unit="doc", file=sys.stderr)
+    return bar
 
 
 def _names(paths: Sequence[Path], base: Path, n: int = 5) -> str:

@@ -407,7 +407,7 @@ def _graphrag_prompt(prompt: Any, root: Path, path: Path, ekey: str) -> tuple[st
         except (OSError, UnicodeDecodeError) as e:
             raise InputError(f"{file}: cannot read the prompt ({e})") from None
     try:  # no prompt file: GraphRAG uses its built-in prompt
-        from graphrag.prompts.index.extract_graph import GRAPH_EXTRACTION_PROMPT  # type: ignore[import-not-found]
+        from graphrag.prompts.index.extract_graph import GRAPH_EXTRACTION_PROMPT
     except ImportError:
         raise InputError(
             f"{path}: {ekey}.prompt is not set, so GraphRAG uses its built-in prompt, and graphrag is not "

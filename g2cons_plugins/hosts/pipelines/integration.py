@@ -252,7 +252,7 @@ def saved_embedder_name(path: str | Path) -> str:
     again on load."""
     from ...storage.persistence import read_manifest
 
-    return str(read_manifest(path)["embedder"]["name"])
+    return str(read_manifest(Path(path))["embedder"]["name"])
 
 
 # ---------------------------------------------------------------------------------------------- token counts
