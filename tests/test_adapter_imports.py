@@ -5,7 +5,8 @@
   ``g2cons_plugins.hosts`` (with ``hosts.pipelines.*``, what the adapters share): never the evaluation harness,
   the fusion's or retrieval's modules, storage or the engine.
 - No import cycle inside either adapter, counting imports inside functions.
-- ``g2cons_plugins.hosts`` never imports the evaluation harness.
+- ``g2cons_plugins.hosts`` never imports the evaluation harness, and the core (all but ``hosts``, ``eval`` and
+  ``cli``) imports neither.
 - ``import g2cons_plugins.hosts.pipelines.integration`` (every adapter does) loads neither the graph walk (scipy)
   nor the extraction readers.
 
@@ -155,6 +156,19 @@ def test_hosts_never_import_the_evaluation_harness() -> None:
             if module == "g2cons_plugins.eval" or module.startswith("g2cons_plugins.eval."):
                 bad.append(f"{path.relative_to(REPO)}:{line}: {module}")
     assert not bad, "hosts -> eval: the harness imports the hosts, never the reverse:\n" + "\n".join(bad)
+
+
+def test_the_core_never_imports_hosts_or_eval() -> None:
+    bad = []
+    for path in sorted(CORE.rglob("*.py")):
+        if path.relative_to(CORE).parts[0] in ("hosts", "eval", "cli"):
+            continue
+        package = ".".join(path.relative_to(CORE.parent).parts[:-1])
+        for module, name, line in _imports(path, package):
+            full = f"{module}.{name}" if module == "g2cons_plugins" and name else module
+            if full.split(".")[:2] in (["g2cons_plugins", "hosts"], ["g2cons_plugins", "eval"]):
+                bad.append(f"{path.relative_to(REPO)}:{line}: {full}")
+    assert not bad, "the core imports hosts or eval:\n" + "\n".join(bad)
 
 
 def test_the_adapters_shared_module_is_light() -> None:
