@@ -33,8 +33,7 @@ from .config import G2ConSConfig
 from .embedders import CachedEmbedder, Embedder, get_embedder
 from .engine.snapshot_updates import refreshed, with_added, with_removed
 from .errors import InputError
-from .fusion import Fusion
-from .fusion.ensemble import FusedItem
+from .fusion import FusedItem, FuseOptions, Fusion, fuse_context
 from .graph import GraphStats
 from .retrieval import RetrievedItem
 from .selection import SelectionReport
@@ -311,9 +310,9 @@ class G2ConSIndex:
         query_vector: np.ndarray | None = None,
     ) -> Fusion:
         """:meth:`fuse` with its report: host items given, contributed, and not placed by reason."""
-        from .fusion import fuse_report
-
-        return fuse_report(self._snapshot, host, query, beta, lambda_, spill, query_vector)
+        snap = self._snapshot
+        options = FuseOptions.of(snap.config, beta=beta, lambda_=lambda_, spill=spill)
+        return fuse_context(snap, host, query, options, query_vector)
 
     # ------------------------------------------------------------------ export
     def to_networkx(self, chunks: bool = False, kept_ids: Iterable[str] | None = None) -> Any:

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.fusion.ensemble import FusedItem, HostItem, fuse
+from g2cons_plugins.fusion import FusedItem, HostItem, fuse
 from g2cons_plugins.retrieval import RetrievedItem
 from g2cons_plugins.text import get_tokenizer
 

@@ -2,25 +2,39 @@
 
 from __future__ import annotations
 
+import ast
 import os
+from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import pytest
 
+import g2cons_plugins.fusion as fusion_pkg
 from g2cons_plugins import G2ConSConfig, G2ConSIndex
 from g2cons_plugins.errors import InputError
 from g2cons_plugins.fusion import (
+    FUSIONS,
     REASON_BELOW,
     REASON_CAP,
     REASON_TOO_LONG,
     REASON_UNKNOWN,
+    RULES,
+    FuseOptions,
+    Fusion,
     chunk_units,
+    fuse,
+    fuse_context,
     fuse_report,
-    score_fuse,
 )
-from g2cons_plugins.fusion.ensemble import fuse
 from g2cons_plugins.retrieval import retrieve
+from g2cons_plugins.snapshot import HasSnapshot, as_snapshot
+
+
+def score_fuse(index: HasSnapshot, host: list, query: str, beta: int | None = None, **kw: object) -> Fusion:
+    """Score fusion with the index's settings (``host_weight`` may be given), through the one entry."""
+    opt = FuseOptions.of(as_snapshot(index).config, rule="score", beta=beta, **kw)  # type: ignore[arg-type]
+    return fuse_context(index, host, query, opt)
 
 FILLER = (
     "The committee met again in the spring and discussed the annual budget, the repairs of the old hall, the "
@@ -185,3 +199,48 @@ def test_the_concept_paths_head_stays_first(corpus: list[dict[str, str]]) -> Non
             assert got == first  # the host's evidence reorders the rest, never the head
         else:
             assert got != first  # unprotected, a heavy host weight takes places after the seeds
+
+
+@pytest.mark.parametrize("strategy", ["paper", "ppr", "e2"])
+def test_score_fusion_without_host_evidence_raises(index: G2ConSIndex, strategy: str) -> None:
+    """Score fusion needs a strategy that takes host evidence: another one is refused, naming both (it used to fall
+    back to the ensemble in silence); share and the ensemble run with any strategy."""
+    q = "Where was Marie Curie born?"
+    with pytest.raises(InputError, match=f"'score'.*'{strategy}'"):
+        fuse_report(index, [{"chunk_id": "c1"}], q, rule="score", strategy=strategy)
+    for rule in ("share", "ensemble"):
+        assert fuse_report(index, [{"chunk_id": "c1"}], q, rule=rule, strategy=strategy).items
+
+
+def test_fuse_options_from_the_config() -> None:
+    paper = FuseOptions.of(G2ConSConfig(mode="paper"))
+    assert (paper.rule, paper.lambda_, paper.spill, paper.strategy) == ("ensemble", 0.6, False, "paper")
+    default = FuseOptions.of(G2ConSConfig(), beta=1000, lambda_=0.5, host_weight=1.0)
+    assert (default.rule, default.beta, default.lambda_, default.spill, default.host_weight) == (
+        "share",
+        1000,
+        0.5,
+        True,
+        1.0,
+    )
+    assert default.with_(rule="score").rule == "score"
+    assert set(RULES) == set(FUSIONS)
+    for bad, name in (({"rule": "mean"}, "fusion rule"), ({"beta": 0}, "beta"), ({"spill": "no"}, "spill")):
+        with pytest.raises(InputError, match=name):
+            FuseOptions(**bad)  # type: ignore[arg-type]
+
+
+def test_fusion_imports_none_of_the_engine_or_tooling() -> None:
+    """fusion/ is a step of the method: it never imports the engine, storage, hosts, eval or the CLI (at module
+    level or inside a function)."""
+    root = Path(fusion_pkg.__file__).parent
+    banned = {"engine", "eval", "cli", "hosts", "storage"}
+    for path in sorted(root.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                parts = (node.module or "").split(".")
+                top = parts[1] if node.level == 0 and parts[0] == "g2cons_plugins" and len(parts) > 1 else parts[0]
+                if node.level >= 2 or (node.level == 0 and parts[0] == "g2cons_plugins"):
+                    assert top not in banned, f"{path.name} imports {node.module}"
+            elif isinstance(node, ast.Import):
+                assert not any(a.name.split(".")[1:2] and a.name.split(".")[1] in banned for a in node.names), path

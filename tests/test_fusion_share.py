@@ -17,8 +17,19 @@ from hypothesis import strategies as st
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex
 from g2cons_plugins.cli import main
-from g2cons_plugins.fusion import REASON_UNKNOWN, _head, fuse_report, share_fuse, share_scale
+from g2cons_plugins.fusion import REASON_UNKNOWN, FuseOptions, Fusion, fuse_context, fuse_report, share_scale
+from g2cons_plugins.fusion.matching import concept_head as _head
 from g2cons_plugins.retrieval import retrieve
+from g2cons_plugins.snapshot import HasSnapshot, as_snapshot
+
+
+def share_fuse(
+    index: HasSnapshot, host: list, query: str, beta: int, lambda_: float | None = None, head: int | None = None
+) -> Fusion:
+    """Share fusion through the one entry (``head``: the concept path's head instead of the config's)."""
+    opt = FuseOptions.of(as_snapshot(index).config, rule="share", beta=beta, lambda_=lambda_)
+    return fuse_context(index, host, query, opt if head is None else opt.with_(host_head=head))
+
 
 FILLER = (
     "The committee met again in the spring and discussed the annual budget, the repairs of the old hall, the "

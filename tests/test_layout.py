@@ -58,8 +58,6 @@ ALLOWED_EDGES: dict[tuple[str, str], str] = {}
 
 # "path/to/module.py:function" -> why it is longer than MAX_LINES.
 LONG_FUNCTIONS = {
-    "fusion/ensemble.py:fuse": "the paper's Weighted Context Ensemble: its rules in their order of priority, in one "
-    "piece so it reads against Section 3.2.1 (mode='paper' must stay the paper)",
     "eval/report.py:write_report": "one Markdown report written top to bottom, section after section",
     "eval/host_eval.py:selection_downstream": "one loop over kappa x selector whose rows are written where they are "
     "measured (each row: the build's cost and the paired hits)",

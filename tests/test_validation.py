@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, InputError, fuse
-from g2cons_plugins.fusion.ensemble import HostItem
+from g2cons_plugins.fusion import HostItem
 from g2cons_plugins.retrieval import RetrievedItem
 
 NAN, INF = float("nan"), float("inf")

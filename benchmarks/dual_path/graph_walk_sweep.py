@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from g2cons_plugins.eval.evaluation import answer_in_context, load_questions, read_jsonl
-from g2cons_plugins.fusion.ensemble import fuse, resolve_host_items
+from g2cons_plugins.fusion import fuse, resolve_host_items
 from g2cons_plugins.hosts.graph_walk import GraphWalkHost, _minmax
 from g2cons_plugins.index import G2ConSIndex
 from g2cons_plugins.storage.outputs import atomic_write_text

@@ -44,7 +44,7 @@ from g2cons_plugins import G2ConSIndex
 from g2cons_plugins import selection as S
 from g2cons_plugins.eval.evaluation import answer_in_context, load_questions, read_jsonl
 from g2cons_plugins.eval.host_eval import _length_matched
-from g2cons_plugins.fusion.ensemble import fuse, resolve_host_items
+from g2cons_plugins.fusion import fuse, resolve_host_items
 from g2cons_plugins.hosts.graph_walk import GraphWalkHost
 
 BUDGETS = (1000, 2000, 4000)

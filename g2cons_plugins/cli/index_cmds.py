@@ -167,28 +167,28 @@ def _resolve_host(args: argparse.Namespace, raw: list[Any], index: Any) -> list[
 
 
 def cmd_fuse(args: argparse.Namespace) -> int:
-    from ..fusion import fuse_report
+    from ..fusion import FuseOptions, check_options, fuse_context
     from ..index import G2ConSIndex
 
     check_text(args.question, "QUESTION", "the question")
     replay = args.host.split(":", 1)[1] if args.host.startswith(REPLAY_PREFIXES) else None
     raw = None if replay is not None else _read_host(Path(args.host))
     index = G2ConSIndex.load(args.graph)
+    options = FuseOptions.of(
+        index.config,
+        rule=args.fusion,
+        beta=args.budget,
+        lambda_=args.lambda_,
+        spill=args.spill,
+        host_weight=args.host_weight,
+    )
+    check_options(options)  # a rule the graph's strategy cannot run is refused before the host is read
     if replay is not None:
         host: list[Any] = _replay_items(index, replay, args)
     else:
         assert raw is not None
         host = _resolve_host(args, raw, index)
-    report = fuse_report(
-        index,
-        host,
-        args.question,
-        beta=args.budget,
-        lambda_=args.lambda_,
-        spill=args.spill,
-        rule=args.fusion,
-        host_weight=args.host_weight,
-    )
+    report = fuse_context(index, host, args.question, options)
     fused = report.items
     used = sum(f.n_tokens for f in fused)
     counts = {s: sum(f.source == s for f in fused) for s in ("both", "host", "concept")}

@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..fusion import score_fuse, share_fuse
-from ..fusion.ensemble import fuse, resolve_host_items
+from ..fusion import FuseOptions, fuse, fuse_context, resolve_host_items
 from ..hosts.protocol import HostKG
 from ..index import G2ConSIndex
 from ..retrieval import retrieve
@@ -216,8 +215,8 @@ def _score_question(
                     contexts.setdefault(("fused", b), []).append("\n".join(f.text for f in fused))
         for lam in run.lambdas:
             t1 = time.perf_counter()
-            sh = share_fuse(index, hitems, q["question"], beta=b, lambda_=lam, query_vector=run.qvecs[i],
-                            concept=run.concept[b][i]).items  # fmt: skip
+            opt = FuseOptions.of(index.config, rule="share", beta=b, lambda_=lam)
+            sh = fuse_context(index, hitems, q["question"], opt, run.qvecs[i], run.concept[b][i]).items
             ms = host_ms + run.concept_ms[b][i] + 1000 * (time.perf_counter() - t1)
             rows.setdefault(("fused-share", b, lam, None), _Score()).add(
                 q, [f.text for f in sh], [f.chunk_id for f in sh], ms
@@ -226,7 +225,8 @@ def _score_question(
                 contexts.setdefault(("fused", b), []).append("\n".join(f.text for f in sh))
         for w, snap in run.snaps.items():
             t1 = time.perf_counter()
-            sf = score_fuse(snap, hitems, q["question"], beta=b, query_vector=run.qvecs[i]).items
+            opt = FuseOptions.of(snap.config, rule="score", beta=b)
+            sf = fuse_context(snap, hitems, q["question"], opt, run.qvecs[i]).items
             ms = host_ms + 1000 * (time.perf_counter() - t1)  # runs the concept path itself
             rows.setdefault(("fused-score", b, w, None), _Score()).add(
                 q, [f.text for f in sf], [f.chunk_id for f in sf], ms
@@ -381,14 +381,11 @@ def selection_downstream(
                 hitems = resolve_host_items(index, host.retrieve(q["question"]))
                 for b in budgets:
                     alone = fuse(hitems, [], b, 1.0, tokenizer=index.tokenizer, spill=False)
-                    if index.config.fusion == "share":
-                        fused = share_fuse(
-                            index, hitems, q["question"], beta=b, query_vector=pairs[i][1], concept=concept[b][i]
-                        ).items
-                    elif index.config.fusion == "score":
-                        fused = score_fuse(index, hitems, q["question"], beta=b, query_vector=pairs[i][1]).items
-                    else:
+                    if index.config.fusion == "ensemble":
                         fused = fuse(hitems, concept[b][i], b, lam, tokenizer=index.tokenizer, spill=spill)
+                    else:  # share or score, with the index's settings
+                        opt = FuseOptions.of(index.config, beta=b)
+                        fused = fuse_context(index, hitems, q["question"], opt, pairs[i][1], concept[b][i]).items
                     hits[b][0].append(int(answer_in_context(q["answers"], "\n".join(f.text for f in alone))))
                     hits[b][1].append(int(answer_in_context(q["answers"], "\n".join(f.text for f in fused))))
             calls = len(report.kept_ids)

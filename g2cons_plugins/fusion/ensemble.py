@@ -1,21 +1,20 @@
 """Weighted Context Ensemble (Section 3.2.1): fuse host-KG results and concept-path results under beta.
 
-Rules, in the paper's order of priority:
-1. the fused context never exceeds beta tokens;
-2. items retrieved by both paths ("both") come first;
-3. host items take at most lambda x beta tokens, concept items at most (1 - lambda) x beta (then, with spill,
-   what one path leaves unused).
+Rules, in the paper's order of priority (:func:`fuse` reads in this order):
+
+1. the fused context never exceeds beta tokens (:class:`_Budget`);
+2. items retrieved by both paths ("both") come first (:meth:`_Ensemble.vote`, :meth:`_Ensemble.place_overlap`);
+3. host items take at most lambda x beta tokens, concept items at most (1 - lambda) x beta
+   (:meth:`_Ensemble.take_hosts`, :meth:`_Ensemble.take_concepts`); then, with spill, what one path leaves unused.
 
 A host result repeating a chunk id already placed (two sub-retrievers returning the same chunk) counts once.
 
-Matching: a host item and a concept item overlap when the host's ``chunk_id`` equals the concept unit's id or
-its parent chunk id; when the host item has no id, when its normalised text equals the unit text, or contains
+Matching (the vote): a host item and a concept item overlap when the host's ``chunk_id`` equals the concept unit's
+id or its parent chunk id; when the host item has no id, when its normalised text equals the unit text, or contains
 it (a host that returns a whole chunk covering our sub-chunk). Never by hash alone.
 
-Host items are validated: ``text`` must be a str (valid Unicode), ``chunk_id`` a str or int, ``score`` a number.
-A host's ``n_tokens`` is never trusted: every text is counted with our tokenizer, so the budget holds whatever the
-host claims. :func:`resolve_host_items` gives an id-only host item the text of that chunk (or unit) from the graph and
-warns about ids the graph does not hold (such an item has no text and cannot be placed).
+Host items are validated (:func:`~g2cons_plugins.fusion.items.as_host_items`); a host's ``n_tokens`` is never
+trusted: every text is counted with our tokenizer, so the budget holds whatever the host claims.
 
 Budget accounting: an overlapping item is charged to the host share when it fits there, else to the concept
 share; its text is the host's (it contains ours), or ours for an id-only host item, and it is charged the tokens
@@ -26,54 +25,68 @@ paper's hard caps) it stays unused; with ``spill=True`` (the default) the other 
 still within beta. Fused score: lambda x host_rank_score + (1 - lambda) x concept_rank_score, where a path's
 rank score is 1 - rank / len(path) (scores from different hosts are not comparable; ranks are). The output
 order: "both" items by fused score, then the remaining items by fused score. Deterministic.
+
+:func:`fuse_ensemble` is the rule ``fusion="ensemble"`` (paper mode) over a snapshot, with the report.
 """
 
 from __future__ import annotations
 
-import re
-import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from functools import lru_cache
+import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, check_text, normalize_id, positive_int, real, unit_interval
-from ..retrieval import RetrievedItem
-from ..snapshot import HasSnapshot, as_snapshot
+from ..errors import InputError, positive_int, unit_interval
+from ..retrieval import RetrievedItem, retrieve
 from ..text import Tokenizer, get_tokenizer
+from .items import FusedItem, HostItem, as_host_items, norm_text, token_counts
+from .matching import host_units
+from .options import FuseOptions, FuseRequest
+from .report import REASON_BELOW, REASON_CAP, REASON_TOO_LONG, Fusion, report
 
-_WS = re.compile(r"\s+")
-
-
-@dataclass(frozen=True)
-class HostItem:
-    """One host-retriever result: a chunk id and/or text, an optional score and token count."""
-
-    chunk_id: str | None = None
-    text: str | None = None
-    score: float | None = None
-    n_tokens: int | None = None
-    metadata: Mapping[str, Any] = field(default_factory=dict)
+__all__ = ["fuse", "fuse_ensemble"]
 
 
-@dataclass(frozen=True)
-class FusedItem:
-    """One item of the fused context."""
+def fuse(
+    host: Sequence[Any],
+    concept: Sequence[RetrievedItem],
+    beta: int,
+    lambda_: float = 0.4,
+    tokenizer: Tokenizer | str | None = None,
+    spill: bool = True,
+) -> list[FusedItem]:
+    """Fuse host and concept results into one context of at most ``beta`` tokens (see module doc). Defaults:
+    lambda 0.4 with spill (the config's default-mode ensemble until share fusion became the default rule); the
+    paper's are ``lambda_=0.6, spill=False``."""
+    beta, lambda_ = _checked_settings(beta, lambda_, spill)
+    tok = get_tokenizer(tokenizer)
+    hosts = _first_per_chunk(as_host_items(host))
+    _check_concept(concept)
+    run = _Ensemble(hosts, concept, token_counts(tok, [h.text or "" for h in hosts]), lambda_, beta)
+    run.vote()  # which host item each concept item is (overlap)
+    both = run.place_overlap()  # 2. overlapping chunks first
+    rest = run.take_hosts(capped=True) + run.take_concepts(capped=True)  # 3. each path within its share
+    if spill:  # one path's unused share to the other path's remaining items, within beta (1.)
+        rest += run.take_concepts(capped=False) + run.take_hosts(capped=False)
+    rest.sort(key=lambda f: -f.score)  # stable: ties keep host-then-concept rank order
+    return both + rest
 
-    source: str  # "host" | "concept" | "both"
-    chunk_id: str | None
-    unit_id: str | None
-    text: str
-    n_tokens: int
-    score: float
-    host: HostItem | None
-    concept: RetrievedItem | None
+
+def _checked_settings(beta: Any, lambda_: Any, spill: Any) -> tuple[int, float]:
+    beta = positive_int("beta", beta)
+    lambda_ = unit_interval("lambda_", lambda_)
+    if not isinstance(spill, (bool, np.bool_)):
+        raise InputError(f"spill must be True or False, got {spill!r}")
+    return beta, lambda_
 
 
-def _norm(text: str) -> str:
-    return _WS.sub(" ", text).strip().lower()
+def _check_concept(concept: Sequence[Any]) -> None:
+    for j, c in enumerate(concept):
+        if not isinstance(c, RetrievedItem):
+            raise InputError(f"concept item #{j}: expected RetrievedItem, got {type(c).__name__}")
+        if isinstance(c.n_tokens, bool) or not isinstance(c.n_tokens, int) or c.n_tokens < 1:
+            raise InputError(f"concept item #{j} ({c.unit_id!r}): n_tokens must be an int >= 1, got {c.n_tokens!r}")
 
 
 def _first_per_chunk(hosts: list[HostItem]) -> list[HostItem]:
@@ -90,211 +103,125 @@ def _first_per_chunk(hosts: list[HostItem]) -> list[HostItem]:
     return out
 
 
-def as_host_items(items: Sequence[Any]) -> list[HostItem]:
-    """Accept HostItem, mappings with chunk_id/id and/or text, or plain strings; validated (see module doc)."""
-    if isinstance(items, (str, bytes)) or not isinstance(items, Sequence):
-        raise InputError(f"host results must be a list of items, got {type(items).__name__}")
-    out = []
-    for pos, it in enumerate(items):
-        if isinstance(it, HostItem):
-            h = it
-        elif isinstance(it, str):
-            h = HostItem(text=it)
-        elif isinstance(it, Mapping):
-            cid = it.get("chunk_id", it.get("id"))
-            meta = it.get("metadata") or {}
-            if not isinstance(meta, Mapping):
-                raise InputError(f"host item #{pos}: metadata must be a mapping, got {type(meta).__name__}")
-            h = HostItem(
-                chunk_id=cid,
-                text=it.get("text"),
-                score=it.get("score"),
-                n_tokens=it.get("n_tokens"),
-                metadata=dict(meta),
-            )
-        else:
-            raise InputError(f"host item #{pos}: expected HostItem, mapping or str, got {type(it).__name__}")
-        out.append(_checked(h, pos))
-    return out
-
-
-def _checked(h: HostItem, pos: int) -> HostItem:
-    what = f"host item #{pos}"
-    cid = None if h.chunk_id is None else normalize_id(h.chunk_id, f"{what} chunk_id")
-    if h.text is not None:
-        check_text(what, h.text)
-    score = None if h.score is None else real(f"{what} score", h.score)
-    if cid is None and not (h.text and h.text.strip()):
-        raise InputError(f"{what} has neither a chunk_id nor text")
-    if cid == h.chunk_id and score == h.score:
-        return h
-    return replace(h, chunk_id=cid, score=score)
-
-
-@lru_cache(maxsize=65_536)
-def _count(tok: Tokenizer, text: str) -> int:
-    return len(tok.encode(text))
-
-
-def _counts(tok: Tokenizer, texts: Sequence[str]) -> list[int]:
-    """Token counts, memoised per (tokenizer, text): hosts return the same chunks query after query."""
-    try:
-        return [_count(tok, t) for t in texts]  # type: ignore[arg-type]
-    except TypeError:  # an unhashable custom tokenizer
-        return [len(tok.encode(t)) for t in texts]
-
-
 def _rank_scores(n: int) -> list[float]:
     return [1.0 - r / n for r in range(n)] if n else []
 
 
-def fuse(
-    host: Sequence[Any],
-    concept: Sequence[RetrievedItem],
-    beta: int,
-    lambda_: float = 0.4,
-    tokenizer: Tokenizer | str | None = None,
-    spill: bool = True,
-) -> list[FusedItem]:
-    """Fuse host and concept results into one context of at most ``beta`` tokens (see module doc). Defaults:
-    lambda 0.4 with spill (the config's default-mode ensemble until share fusion became the default rule); the
-    paper's are ``lambda_=0.6, spill=False``."""
-    beta = positive_int("beta", beta)
-    lambda_ = unit_interval("lambda_", lambda_)
-    if not isinstance(spill, (bool, np.bool_)):
-        raise InputError(f"spill must be True or False, got {spill!r}")
-    tok = get_tokenizer(tokenizer)
-    hosts = _first_per_chunk(as_host_items(host))
-    for j, c in enumerate(concept):
-        if not isinstance(c, RetrievedItem):
-            raise InputError(f"concept item #{j}: expected RetrievedItem, got {type(c).__name__}")
-        if isinstance(c.n_tokens, bool) or not isinstance(c.n_tokens, int) or c.n_tokens < 1:
-            raise InputError(f"concept item #{j} ({c.unit_id!r}): n_tokens must be an int >= 1, got {c.n_tokens!r}")
-    host_tokens = _counts(tok, [h.text or "" for h in hosts])  # never the host's claim: the budget must hold
-    hs, cs = _rank_scores(len(hosts)), _rank_scores(len(concept))
+class _Budget:
+    """Tokens used per path: within beta in all (rule 1), each path within its cap when capped (rule 3)."""
 
-    # match each concept item to the best-ranked host item (id first, then text)
-    by_id: dict[str, int] = {}
-    for pos, h in enumerate(hosts):
-        if h.chunk_id is not None:
-            by_id.setdefault(h.chunk_id, pos)
-    textual = any(h.chunk_id is None and h.text for h in hosts)  # text fallback only for id-less host items
-    host_norm = [_norm(h.text) if h.text and h.chunk_id is None else "" for h in hosts]
-    match: dict[int, int] = {}  # concept position -> host position
-    taken_hosts: set[int] = set()
-    for j, c in enumerate(concept):
-        i: int | None = by_id.get(c.unit_id, by_id.get(c.parent_id))
-        if i is None and textual:
-            cn = _norm(c.text)
+    def __init__(self, beta: int, lambda_: float) -> None:
+        self.beta = beta
+        self.cap = {"host": lambda_ * beta, "concept": (1.0 - lambda_) * beta}
+        self.used = {"host": 0, "concept": 0}
+
+    def fits(self, path: str, n: int, capped: bool = True) -> bool:
+        cap = self.cap[path] if capped else math.inf
+        return self.used[path] + n <= cap and self.used["host"] + self.used["concept"] + n <= self.beta
+
+    def charge(self, path: str, n: int) -> None:
+        self.used[path] += n
+
+
+class _Ensemble:
+    """One fusion's state: both paths in rank order, their rank scores, the vote, and what is placed."""
+
+    def __init__(
+        self, hosts: list[HostItem], concept: Sequence[RetrievedItem], host_tokens: list[int], lam: float, beta: int
+    ) -> None:
+        self.hosts, self.concept, self.host_tokens, self.lam = hosts, concept, host_tokens, lam
+        self.hs, self.cs = _rank_scores(len(hosts)), _rank_scores(len(concept))
+        self.budget = _Budget(beta, lam)
+        self.match: dict[int, int] = {}  # concept position -> host position
+        self.taken_hosts: set[int] = set()  # host positions some concept item matched first
+        self.placed_hosts: set[int] = set()
+        self.covered: set[int] = set()  # concept positions placed, or inside a placed host item
+
+    def _host_of(self, c: RetrievedItem, by_id: dict[str, int], host_norm: list[str]) -> int | None:
+        """The best-ranked host item a concept item is: by id (its unit's, then its chunk's), else by text."""
+        i = by_id.get(c.unit_id, by_id.get(c.parent_id))
+        if i is None and any(host_norm):  # text fallback only for id-less host items
+            cn = norm_text(c.text)
             for k, hn in enumerate(host_norm):
-                if hosts[k].chunk_id is None and hn and (hn == cn or (len(cn) >= 20 and cn in hn)):
-                    i = k
-                    break
-        if i is not None and i not in taken_hosts:
-            match[j] = i
-            taken_hosts.add(i)
-        elif i is not None and hosts[i].text:
-            match[j] = i  # a second sub-chunk of the same host chunk: already covered by that host text
-        # (an id-only host has no text to cover a second sub-chunk: that one stays on the concept path)
-    host_cap, concept_cap = lambda_ * beta, (1.0 - lambda_) * beta
-    used = {"host": 0, "concept": 0}
-    out: list[FusedItem] = []
-    placed_hosts: set[int] = set()
-    covered_concepts: set[int] = set()
+                if hn and (hn == cn or (len(cn) >= 20 and cn in hn)):
+                    return k
+        return i
 
-    def fits(path: str, n: int, cap: float) -> bool:
-        return used[path] + n <= cap and used["host"] + used["concept"] + n <= beta
+    def vote(self) -> None:
+        """Match each concept item to the best-ranked host item (id first, then text): the overlap."""
+        by_id: dict[str, int] = {}
+        for pos, h in enumerate(self.hosts):
+            if h.chunk_id is not None:
+                by_id.setdefault(h.chunk_id, pos)
+        host_norm = [norm_text(h.text) if h.text and h.chunk_id is None else "" for h in self.hosts]
+        for j, c in enumerate(self.concept):
+            i = self._host_of(c, by_id, host_norm)
+            if i is not None and i not in self.taken_hosts:
+                self.match[j] = i
+                self.taken_hosts.add(i)
+            elif i is not None and self.hosts[i].text:
+                self.match[j] = i  # a second sub-chunk of the same host chunk: already covered by that host text
+            # (an id-only host has no text to cover a second sub-chunk: that one stays on the concept path)
 
-    both = sorted(match.items(), key=lambda jc: (-(lambda_ * hs[jc[1]] + (1 - lambda_) * cs[jc[0]]), jc[1], jc[0]))
-    for j, i in both:
-        if i in placed_hosts:
-            covered_concepts.add(j)  # its text is already inside the placed host item
-            continue
-        n = host_tokens[i] if hosts[i].text else concept[j].n_tokens  # the text given is the one charged
-        path = "host" if fits("host", n, host_cap) else "concept" if fits("concept", n, concept_cap) else None
-        if path is None:
-            continue
-        used[path] += n
-        placed_hosts.add(i)
-        covered_concepts.add(j)
-        h, c = hosts[i], concept[j]
-        out.append(
-            FusedItem(
-                "both",
-                h.chunk_id or c.parent_id,
-                c.unit_id,
-                h.text or c.text,
-                n,
-                lambda_ * hs[i] + (1 - lambda_) * cs[j],
-                h,
-                c,
-            )
-        )
-    rest: list[FusedItem] = []
-    for i, h in enumerate(hosts):
-        if i in placed_hosts or i in taken_hosts:
-            continue
-        if h.text is None:
-            continue  # an id-only host item that matched nothing has no text to give
-        if fits("host", host_tokens[i], host_cap):
-            used["host"] += host_tokens[i]
-            placed_hosts.add(i)
-            rest.append(FusedItem("host", h.chunk_id, None, h.text, host_tokens[i], lambda_ * hs[i], h, None))
-    for j, c in enumerate(concept):
-        if j in covered_concepts:  # placed, or inside a placed host item; an unplaced match competes alone
-            continue
-        if fits("concept", c.n_tokens, concept_cap):
-            used["concept"] += c.n_tokens
-            covered_concepts.add(j)
-            rest.append(
-                FusedItem("concept", c.parent_id, c.unit_id, c.text, c.n_tokens, (1 - lambda_) * cs[j], None, c)
-            )
-    if spill:  # give one path's unused share to the other path's remaining items, within beta
-        for j, c in enumerate(concept):
-            if j not in covered_concepts and used["host"] + used["concept"] + c.n_tokens <= beta:
-                used["concept"] += c.n_tokens
-                covered_concepts.add(j)
-                rest.append(
-                    FusedItem("concept", c.parent_id, c.unit_id, c.text, c.n_tokens, (1 - lambda_) * cs[j], None, c)
-                )
-        for i, h in enumerate(hosts):
-            if (
-                i not in placed_hosts
-                and i not in taken_hosts
-                and h.text is not None
-                and used["host"] + used["concept"] + host_tokens[i] <= beta
-            ):
-                used["host"] += host_tokens[i]
-                placed_hosts.add(i)
-                rest.append(FusedItem("host", h.chunk_id, None, h.text, host_tokens[i], lambda_ * hs[i], h, None))
-    rest.sort(key=lambda f: -f.score)  # stable: ties keep host-then-concept rank order
-    return out + rest
+    def fused_score(self, i: int, j: int) -> float:
+        """lambda x host rank score + (1 - lambda) x concept rank score."""
+        return self.lam * self.hs[i] + (1 - self.lam) * self.cs[j]
+
+    def place_overlap(self) -> list[FusedItem]:
+        """Overlapping pairs by fused score, each charged to the host share when it fits there, else the concept's
+        (a pair that fits neither leaves its concept unit to compete alone)."""
+        out = []
+        for j, i in sorted(self.match.items(), key=lambda ji: (-self.fused_score(ji[1], ji[0]), ji[1], ji[0])):
+            if i in self.placed_hosts:
+                self.covered.add(j)  # its text is already inside the placed host item
+                continue
+            h, c = self.hosts[i], self.concept[j]
+            n = self.host_tokens[i] if h.text else c.n_tokens  # the text given is the one charged
+            path = "host" if self.budget.fits("host", n) else "concept" if self.budget.fits("concept", n) else None
+            if path is None:
+                continue
+            self.budget.charge(path, n)
+            self.placed_hosts.add(i)
+            self.covered.add(j)
+            score = self.fused_score(i, j)
+            out.append(FusedItem("both", h.chunk_id or c.parent_id, c.unit_id, h.text or c.text, n, score, h, c))
+        return out
+
+    def take_hosts(self, capped: bool) -> list[FusedItem]:
+        """The host's items not yet placed nor matched, in rank order, within its share (``capped``) or beta."""
+        out = []
+        for i, h in enumerate(self.hosts):
+            if i in self.placed_hosts or i in self.taken_hosts or h.text is None:
+                continue  # (an id-only host item that matched nothing has no text to give)
+            if self.budget.fits("host", self.host_tokens[i], capped):
+                self.budget.charge("host", self.host_tokens[i])
+                self.placed_hosts.add(i)
+                n, score = self.host_tokens[i], self.lam * self.hs[i]
+                out.append(FusedItem("host", h.chunk_id, None, h.text, n, score, h, None))
+        return out
+
+    def take_concepts(self, capped: bool) -> list[FusedItem]:
+        """The concept path's items not yet covered, in rank order, within its share (``capped``) or beta (an
+        unplaced match competes alone)."""
+        out = []
+        for j, c in enumerate(self.concept):
+            if j not in self.covered and self.budget.fits("concept", c.n_tokens, capped):
+                self.budget.charge("concept", c.n_tokens)
+                self.covered.add(j)
+                score = (1 - self.lam) * self.cs[j]
+                out.append(FusedItem("concept", c.parent_id, c.unit_id, c.text, c.n_tokens, score, None, c))
+        return out
 
 
-def context_tokens(items: Sequence[FusedItem]) -> int:
-    """Tokens of a fused context."""
-    return sum(f.n_tokens for f in items)
-
-
-def resolve_host_items(index: HasSnapshot, host: Sequence[Any]) -> list[HostItem]:
-    """Validated host items; an id-only item whose id is a chunk (or unit) of the graph gets that text. Ids the
-    graph does not hold are reported in one warning (they cannot be placed without text)."""
-    snap = as_snapshot(index)
-    out, unknown = [], []
-    for h in as_host_items(host):
-        cid = h.chunk_id
-        if h.text is None and cid is not None:
-            if cid in snap.chunk_pos:
-                h = replace(h, text=snap.stored.chunks[snap.chunk_pos[cid]].text)
-            elif cid in snap.unit_pos:
-                h = replace(h, text=snap.stored.units[snap.unit_pos[cid]].text)
-            else:
-                unknown.append(cid)
-        out.append(h)
-    if unknown:
-        warnings.warn(
-            f"{len(unknown)} id-only host item(s) name chunks this graph does not hold and have no text: "
-            f"{unknown[:5]}",
-            stacklevel=3,
-        )
-    return out
+def fuse_ensemble(req: FuseRequest, opt: FuseOptions) -> Fusion:
+    """The paper's Weighted Context Ensemble (:func:`fuse`) over a snapshot, with the report (a host item not placed
+    did not fit the host share)."""
+    snap, hosts = req.snap, req.hosts
+    concept = req.concept
+    if concept is None:
+        concept = retrieve(snap, req.query, opt.beta, opt.strategy, req.query_vector)
+    items = fuse(hosts, concept, beta=opt.beta, lambda_=opt.lambda_, tokenizer=snap.tokenizer, spill=opt.spill)
+    out = report(snap, items, hosts, [host_units(snap, h) for h in hosts], "ensemble")
+    dropped = {(REASON_CAP if r in (REASON_BELOW, REASON_TOO_LONG) else r): n for r, n in out.dropped.items()}
+    examples = {(REASON_CAP if r in (REASON_BELOW, REASON_TOO_LONG) else r): e for r, e in out.dropped_examples.items()}
+    return Fusion(out.items, out.host_items, out.contributed, dropped, examples, "ensemble")

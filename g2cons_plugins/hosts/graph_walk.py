@@ -63,7 +63,7 @@ from .replay import Extraction, read_extraction
 from .replay_host import align_to_index
 
 if TYPE_CHECKING:
-    from ..fusion.ensemble import HostItem
+    from ..fusion.items import HostItem
     from ..index import G2ConSIndex
     from ..selection import SelectionReport
 
@@ -671,7 +671,7 @@ class GraphWalkHost:
 
     def retrieve(self, query: str) -> list[HostItem]:
         """The best ``limit`` kept chunks for ``query`` (ids of the index's chunks), best first."""
-        from ..fusion.ensemble import HostItem
+        from ..fusion.items import HostItem
 
         if self.walk is None:
             raise InputError("the host KG is not built yet: call build(index, index.select(kappa=...)) first")

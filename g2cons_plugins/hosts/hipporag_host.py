@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError
-from ..fusion.ensemble import HostItem
+from ..fusion.items import HostItem
 from ..snapshot import capped_query
 from .protocol import HostBuildCost
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import InputError
-from ..fusion.ensemble import HostItem
+from ..fusion.items import HostItem
 from ..snapshot import capped_query
 from .protocol import HostBuildCost
 from .replay import Extraction, align, chunk_aliases, read_extraction

@@ -28,7 +28,7 @@ from ...storage.outputs import atomic_write_text
 
 if TYPE_CHECKING:
     from ...embedders import Embedder
-    from ...fusion.ensemble import FusedItem
+    from ...fusion import FusedItem, FuseOptions
     from ...index import G2ConSIndex
     from ...retrieval import RetrievedItem
     from ...selection import SelectionReport
@@ -38,7 +38,6 @@ __all__ = [
     "DEFAULT_EMBEDDER",
     "INDEX_SUBDIR",
     "SETTINGS_FILE",
-    "FusionSettings",
     "InsertDecision",
     "add_and_select",
     "atomic_write_text",
@@ -144,28 +143,18 @@ def add_and_select(
 
 
 # ---------------------------------------------------------------------------------------------- settings
-@dataclass(frozen=True)
-class FusionSettings:
-    """The settings one fused retrieval uses (per-call value, else the retriever's, else the config's)."""
-
-    beta: int
-    lambda_: float
-    spill: bool
-
-
 def resolve_fusion(
     index: G2ConSIndex,
     beta: int | None = None,
     lambda_: float | None = None,
     spill: bool | None = None,
-) -> FusionSettings:
-    """``None`` values fall back to ``index.config`` (beta, fusion_lambda, fusion_spill)."""
-    cfg = index.config
-    return FusionSettings(
-        beta=int(cfg.beta if beta is None else beta),
-        lambda_=float(cfg.fusion_lambda if lambda_ is None else lambda_),
-        spill=bool(cfg.fusion_spill if spill is None else spill),
-    )
+) -> FuseOptions:
+    """The settings one fused retrieval uses (per-call value, else the retriever's, else the config's), validated:
+    ``None`` values fall back to ``index.config`` (beta, fusion_lambda, fusion_spill); see
+    :meth:`g2cons_plugins.fusion.FuseOptions.of`."""
+    from ...fusion import FuseOptions
+
+    return FuseOptions.of(index.config, beta=beta, lambda_=lambda_, spill=spill)
 
 
 def check_beta(value: Any, name: str = "beta") -> int | None:
@@ -177,13 +166,16 @@ def check_beta(value: Any, name: str = "beta") -> int | None:
     return None if value is None else positive_int(name, value)
 
 
-def resolve_rule(index: G2ConSIndex, fusion: str | None) -> str:
-    """A retriever's fusion rule: the one given ("share", "score" or "ensemble"), else the config's."""
-    from ...fusion import FUSIONS
+def resolve_rule(index: G2ConSIndex, fusion: str | None, strategy: str | None = None) -> str:
+    """A retriever's fusion rule: the one given ("share", "score" or "ensemble"), else the config's. A rule that
+    cannot run with the retriever's ``strategy`` (None: the config's) raises now, naming both (score fusion needs a
+    strategy that takes host evidence); nothing falls back to another rule."""
+    from ...fusion import FUSIONS, FuseOptions, check_options
 
     rule = index.config.fusion if fusion is None else fusion
     if rule not in FUSIONS:
         raise InputError(f"fusion must be one of {FUSIONS}, got {rule!r}")
+    check_options(FuseOptions.of(index.config, rule=rule, strategy=strategy))
     return rule
 
 
@@ -259,9 +251,9 @@ def saved_embedder_name(path: str | Path) -> str:
 def token_counts(index: G2ConSIndex, texts: Sequence[str]) -> list[int]:
     """Token counts of ``texts`` with the index's tokenizer, memoised per text like the fusion's own counts (hosts
     and the concept path return the same chunks query after query)."""
-    from ...fusion.ensemble import _counts
+    from ...fusion.items import token_counts as counts
 
-    return _counts(index.tokenizer, texts)
+    return counts(index.tokenizer, texts)
 
 
 def token_length(tokenizer: str | Tokenizer | None = None) -> Callable[[str], int]:

@@ -60,7 +60,7 @@ class G2ConSRetriever(BaseRetriever):
         self._host = host_retriever
         fs = resolve_fusion(g2cons_index, check_beta(beta), lambda_, spill)
         self.lambda_, self.spill = fs.lambda_, fs.spill
-        self.fusion = resolve_rule(g2cons_index, fusion)
+        self.fusion = resolve_rule(g2cons_index, fusion, strategy)
         self.similarity_top_k = _top_k(similarity_top_k)
         super().__init__(callback_manager=callback_manager, object_map=object_map, objects=objects, verbose=verbose)
 
