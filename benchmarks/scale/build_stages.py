@@ -78,8 +78,12 @@ def run_one(n: int, embedder: str) -> dict[str, Any]:
     from g2cons_plugins.concepts import analyze
     from g2cons_plugins.embedders import get_embedder
     from g2cons_plugins.snapshot import make_snapshot
-    from g2cons_plugins.storage.memory import after_build_step
     from g2cons_plugins.text import get_tokenizer
+
+    try:
+        from g2cons_plugins.storage.memory import after_build_step
+    except ImportError:  # an older tree: the releases are lines inside its derive
+        after_build_step = None
 
     config, tok = G2ConSConfig(), get_tokenizer("cl100k_base")
     emb = get_embedder(embedder)
@@ -116,7 +120,8 @@ def run_one(n: int, embedder: str) -> dict[str, Any]:
     with stage("terms", st):
         terms = analyze(stored.sentences, config)
     with stage("derive", st):
-        derived = state.derive(stored, config, terms, after_step=after_build_step)  # the index's memory hook
+        hook = {} if after_build_step is None else {"after_step": after_build_step}  # the index's memory hook
+        derived = state.derive(stored, config, terms, **hook)
     with stage("unit_index", st):
         snap = make_snapshot(stored, emb, config, tok, derived)
     index = G2ConSIndex.from_snapshot(snap)
