@@ -152,13 +152,13 @@ def derive(
         inc = concept_incidences(terms, cols, extracted, st.sent_unit, unit_chunk, config)
         step("incidences")
         vecs = concept_vectors(
-            config.vector_level, inc.sentences, inc.units, st.sent_unit, st.sent_vecs, st.unit_vecs
+            config.graph.vector_level, inc.sentences, inc.units, st.sent_unit, st.sent_vecs, st.unit_vecs
         )
         step("vectors")
         edges = _edges(inc, vecs.vectors, config, step)
         step("edges")
         A = adjacency(edges, len(cols))
-        pr = pagerank(A, damping=config.pagerank_damping)
+        pr = pagerank(A, damping=config.graph.pagerank_damping)
         step("pagerank")
         names = names_job.result()
         step("names")
@@ -190,9 +190,9 @@ def _unit_chunk(st: Stored) -> sp.csr_matrix:
 def _edges(inc: Incidences, vectors: np.ndarray, config: G2ConSConfig, step: Callable[[str], None]) -> EdgeSet:
     """The edge step: co-occurrence over chunks (or sentences: ablation A) filtered by cosine; near pairs kept for
     trickle updates except in ``mode="paper"`` (the paper has none)."""
-    co_inc = inc.sentences if config.cooccurrence == "sentence" else inc.chunks
+    co_inc = inc.sentences if config.graph.cooccurrence == "sentence" else inc.chunks
     margin = 0.0 if config.mode == "paper" else NEAR_MARGIN
-    percentile = config.theta_sem_percentile
+    percentile = config.graph.theta_sem_percentile
     return build_edges(co_inc, vectors, config.theta_co, config.theta_sem, percentile, margin=margin, after_step=step)
 
 
@@ -271,7 +271,7 @@ def store(
     Chunks are sorted by id first. With ``previous``, a chunk id already there keeps its units and token count,
     and a sentence or unit text already there keeps its vector (nothing known is split, counted or embedded
     again). The units are always embedded (dense scores); the sentences only where the concept vectors need them
-    (``config.vector_level == "sentence"``: Eq. 1) or ``previous`` holds sentence vectors (kept complete).
+    (``config.graph.vector_level == "sentence"``: Eq. 1) or ``previous`` holds sentence vectors (kept complete).
     ``engine``: None (here, in this process) or an object with ``split(chunks, tokenizer_name, unit_tokens) ->
     list[list[Unit]]``, ``count(texts, tokenizer_name) -> list[int]`` and ``embed(texts, embedder_spec) -> array``
     that runs those stages elsewhere (e.g. on Ray); the result is the same."""
@@ -309,7 +309,7 @@ def store(
 def needs_sentence_vectors(config: G2ConSConfig) -> bool:
     """Whether the concept vectors of ``config`` are made from sentence vectors (Eq. 1: ``vector_level ==
     "sentence"``, paper mode's unless an ablation sets another); otherwise only the retrieval units are embedded."""
-    return config.vector_level == "sentence"
+    return config.graph.vector_level == "sentence"
 
 
 def with_vectors(st: Stored, emb: Embedder, config: G2ConSConfig, show_progress: bool = False) -> Stored:
@@ -362,10 +362,10 @@ def _split(
     split_by_engine: dict[str, list[Unit]] = {}
     if engine is not None:
         todo = [c for c in chunks if c.id not in old_units]
-        split = engine.split(todo, tok.name, config.unit_tokens)
+        split = engine.split(todo, tok.name, config.graph.unit_tokens)
         split_by_engine = dict(zip((c.id for c in todo), split, strict=True))
     for i, ch in iterator:
-        us = old_units.get(ch.id) or split_by_engine.get(ch.id) or split_units(ch, tok, config.unit_tokens)
+        us = old_units.get(ch.id) or split_by_engine.get(ch.id) or split_units(ch, tok, config.graph.unit_tokens)
         units.extend(us)
         parents.extend([i] * len(us))
     check_unit_ids(units, {c.id for c in chunks})

@@ -78,17 +78,17 @@ _WORD = re.compile(TOKEN_PATTERN)
 
 
 def _vectorizer_kwargs(config: G2ConSConfig) -> dict[str, object]:
-    if config.language != "english":  # language-aware (g2cons_plugins.text.analysis); same words for English text
+    if config.graph.language != "english":  # language-aware (g2cons_plugins.text.analysis); same words for English text
         from .text.analysis import analyzer
 
-        g = config
+        g = config.graph
         stop = g.stop_words is not None
         return {"analyzer": analyzer(g.language, g.segmenter, stop, g.ngram_max), "dtype": np.float32}
     return {
         "lowercase": True,
         "token_pattern": TOKEN_PATTERN,
-        "stop_words": sorted(english_stopwords()) if config.stop_words == "english" else None,
-        "ngram_range": (1, config.ngram_max),
+        "stop_words": sorted(english_stopwords()) if config.graph.stop_words == "english" else None,
+        "ngram_range": (1, config.graph.ngram_max),
         "dtype": np.float32,
     }
 
@@ -239,13 +239,13 @@ def top_concepts(chunk_counts: sp.csr_matrix, config: G2ConSConfig) -> tuple[np.
     present = chunk_counts.copy()
     present.data[:] = 1
     df = np.asarray(present.sum(axis=0)).ravel()
-    max_count = config.max_df * n if n * config.max_df >= max(config.min_df, 1) else n
-    keep = np.flatnonzero((df >= max(config.min_df, 1)) & (df <= max_count))
+    max_count = config.graph.max_df * n if n * config.graph.max_df >= max(config.graph.min_df, 1) else n
+    keep = np.flatnonzero((df >= max(config.graph.min_df, 1)) & (df <= max_count))
     if len(keep) == 0:
         raise InputError(
             "no concepts could be extracted from the corpus: every word is a stop word or fails min_df/max_df"
         )
-    if config.concept_mode == "all_words":
+    if config.graph.concept_mode == "all_words":
         mask = present[:, keep].tocsr().astype(np.float32)
         return keep, mask
     T = TfidfTransformer().fit_transform(chunk_counts[:, keep].astype(np.float32)).tocsr()
@@ -259,7 +259,7 @@ def top_concepts(chunk_counts: sp.csr_matrix, config: G2ConSConfig) -> tuple[np.
     key = (row_of.astype(np.uint64) << np.uint64(32)) | (np.uint64(0xFFFFFFFF) - bits)
     order = np.argsort(key, kind="stable")
     rank = np.arange(len(order)) - T.indptr[row_of[order]]
-    sel = order[rank < config.top_n]
+    sel = order[rank < config.graph.top_n]
     rows, local = row_of[sel], T.indices[sel]
     used = np.unique(local)
     remap = np.full(len(keep), -1, dtype=np.int64)
@@ -285,13 +285,13 @@ def concept_incidences(
     unit_chunk: sp.csr_matrix,
     config: G2ConSConfig,
 ) -> Incidences:
-    """The incidence step of a derive (see module doc): with ``config.incidence == "contains"`` every sentence,
+    """The incidence step of a derive (see module doc): with ``config.graph.incidence == "contains"`` every sentence,
     unit and chunk whose text holds the concept (columns ``cols`` of ``terms``); with ``"extracted"`` only those of
     the chunks it was extracted from (``extracted``: chunks x concepts)."""
     sent_inc = binary(terms.counts[:, cols])
     unit_inc = binary(sent_unit.T @ sent_inc)
     chunk_inc = binary(unit_chunk.T @ unit_inc)
-    if config.incidence == "extracted":
+    if config.graph.incidence == "extracted":
         chunk_inc = binary(chunk_inc.multiply(extracted))
         unit_inc = binary(unit_inc.multiply(unit_chunk @ extracted))
         sent_chunk = binary(sent_unit @ unit_chunk)
@@ -320,7 +320,7 @@ def bridge_names(
     U = binary(sent_unit.T @ terms.counts[:, words])
     df = np.asarray(binary(unit_chunk.T @ U).sum(axis=0)).ravel().astype(np.int64)
     is_name = share(terms, words) >= 0.5
-    if config.language != "english":  # scripts without case: every word is a candidate, rare ones bridge
+    if config.graph.language != "english":  # scripts without case: every word is a candidate, rare ones bridge
         from .text.analysis import mark_caseless
 
         is_name |= np.asarray(mark_caseless([terms.words[j] for j in words.tolist()]), dtype=bool)
@@ -333,7 +333,7 @@ def incidence(texts: Sequence[str], vocab: Sequence[str], config: G2ConSConfig) 
     kw = _vectorizer_kwargs(config)
     if "analyzer" not in kw:
         kw["stop_words"] = None  # the vocabulary has none; n-grams must match the extraction analyzer
-        if config.stop_words == "english" and config.ngram_max > 1:
+        if config.graph.stop_words == "english" and config.graph.ngram_max > 1:
             kw["stop_words"] = sorted(english_stopwords())
     cv = CountVectorizer(vocabulary=list(vocab), binary=True, **kw)
     M = cv.transform(texts).tocsr().astype(np.float32)

@@ -263,11 +263,11 @@ def select(
     index = _snapshot_of(index)
     cfg, st = index.config, index.stored
     kappa = cfg.kappa if kappa is None else unit_interval("kappa", kappa)
-    by = kappa_by or cfg.kappa_by
+    by = kappa_by or cfg.selection.kappa_by
     price_per_mtok = non_negative_float("price_per_mtok", price_per_mtok)
     prompt_tokens_per_call = non_negative_int("prompt_tokens_per_call", prompt_tokens_per_call)
-    seed = cfg.seed if seed is None else non_negative_int("seed", seed)
-    order = rank_chunks(index, selector or cfg.selector, chunk_score or cfg.chunk_score, seed)
+    seed = cfg.selection.seed if seed is None else non_negative_int("seed", seed)
+    order = rank_chunks(index, selector or cfg.selector, chunk_score or cfg.selection.chunk_score, seed)
     # kappa by tokens is a share of the extraction's input: each kept chunk costs its tokens plus the prompt
     kept = take(order, st.chunk_tokens + int(prompt_tokens_per_call), kappa, by)
     keep_set = set(kept)

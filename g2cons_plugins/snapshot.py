@@ -230,7 +230,7 @@ def _unit_ann(
     loaded: Any = None,
     old_units: np.ndarray | None = None,
 ) -> Any:
-    """The index over the unit vectors from ``config.ann_threshold`` units on (extra ``[ann]``): a product-quantised
+    """The index over the unit vectors from ``engine.ann_threshold`` units on (extra ``[ann]``): a product-quantised
     scan (:mod:`~g2cons_plugins.arrays.unit_pq`) or an HNSW graph (:mod:`~g2cons_plugins.arrays.unit_hnsw`), as
     :meth:`~g2cons_plugins.config.G2ConSConfig.unit_index_kind` says; None below it, or when the library is not
     installed (then every query scans exactly, with a warning). ``loaded``: the index read with the snapshot (used
@@ -246,7 +246,7 @@ def _unit_ann(
             try:
                 return _unit_pq(stored, config, previous, loaded, old_units)
             except ImportError as e:
-                if config.ann_kind != "auto":
+                if config.engine.ann_kind != "auto":
                     raise
                 warnings.warn(f"{e}; the unit index is the HNSW graph instead", stacklevel=3)
         from .arrays.unit_hnsw import unit_ann_for

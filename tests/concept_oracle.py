@@ -18,16 +18,16 @@ from g2cons_plugins.errors import InputError
 def extract_vocabulary(chunk_texts: Sequence[str], config: G2ConSConfig) -> tuple[list[str], sp.csr_matrix]:
     """Concept vocabulary W (sorted) and the chunk x concept 'extracted' mask (csr, 0/1)."""
     n = len(chunk_texts)
-    max_df: float | int = config.max_df if n * config.max_df >= max(config.min_df, 1) else n
+    max_df: float | int = config.graph.max_df if n * config.graph.max_df >= max(config.graph.min_df, 1) else n
     kw = _vectorizer_kwargs(config)
     try:
-        if config.concept_mode == "all_words":
-            cv = CountVectorizer(binary=True, min_df=config.min_df, max_df=max_df, **kw)  # type: ignore[arg-type]
+        if config.graph.concept_mode == "all_words":
+            cv = CountVectorizer(binary=True, min_df=config.graph.min_df, max_df=max_df, **kw)  # type: ignore[arg-type]
             X = cv.fit_transform(chunk_texts).tocsr()
             vocab = list(cv.get_feature_names_out())
             X.data[:] = 1
             return vocab, X.astype(np.float32)
-        tv = TfidfVectorizer(min_df=config.min_df, max_df=max_df, **kw)  # type: ignore[arg-type]
+        tv = TfidfVectorizer(min_df=config.graph.min_df, max_df=max_df, **kw)  # type: ignore[arg-type]
         T = tv.fit_transform(chunk_texts).tocsr()
     except ValueError as e:  # sklearn: "empty vocabulary; perhaps the documents only contain stop words"
         raise InputError(f"no concepts could be extracted from the corpus: {e}") from e
@@ -38,7 +38,7 @@ def extract_vocabulary(chunk_texts: Sequence[str], config: G2ConSConfig) -> tupl
         if hi == lo:
             continue
         idx, val = T.indices[lo:hi], T.data[lo:hi]
-        order = np.lexsort((idx, -val))[: config.top_n]  # score desc, then term index (alphabetical)
+        order = np.lexsort((idx, -val))[: config.graph.top_n]  # score desc, then term index (alphabetical)
         rows.extend([i] * len(order))
         cols.extend(idx[order].tolist())
     keep = np.unique(np.asarray(cols, dtype=np.int64))

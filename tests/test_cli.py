@@ -183,8 +183,8 @@ def test_table4_ablations_are_eval_methods(corpus: list[dict[str, str]]) -> None
     assert paper("Marie Curie radium Paris", qv, 300)
     cfg = {k: v.config for k, v in cache.items()}  # type: ignore[attr-defined]
     assert all(c.mode == "paper" and c.strategy == "paper" for c in cfg.values())
-    assert cfg["ablation-A"].cooccurrence == "sentence" and cfg["ablation-B"].theta_sem == -1.0
-    assert cfg["ablation-C"].vector_level == "chunk" and cfg["ablation-D"].rerank == "naive"
+    assert cfg["ablation-A"].graph.cooccurrence == "sentence" and cfg["ablation-B"].theta_sem == -1.0
+    assert cfg["ablation-C"].graph.vector_level == "chunk" and cfg["ablation-D"].retrieval.rerank == "naive"
     # B keeps every co-occurring pair: at least as many edges as the paper walk's graph
     assert cache["ablation-B"].stats.n_edges >= cache["paper"].stats.n_edges  # type: ignore[attr-defined]
     items = _method_fn("ablation-D", index, cache)("Marie Curie radium Paris", qv, 300)

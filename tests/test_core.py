@@ -166,16 +166,16 @@ def test_theta_sem_percentile_and_fixed(corpus: list[dict[str, str]]) -> None:
     paper = G2ConSConfig(mode="paper")
     assert paper.theta_sem == 0.65 and paper.strategy == "paper" and paper.selector == "pagerank"
     # fusion: measured defaults (lambda 0.4, spill) vs the paper's (0.6, hard caps); explicit values win
-    assert (G2ConSConfig().lambda_, G2ConSConfig().spill) == (0.2, True)
-    assert (paper.lambda_, paper.spill) == (0.6, False)
+    assert (G2ConSConfig().lambda_, G2ConSConfig().fusion_options.spill) == (0.2, True)
+    assert (paper.lambda_, paper.fusion_options.spill) == (0.6, False)
     explicit = G2ConSConfig(mode="paper", lambda_=0.3, spill=True)
     assert (explicit.fusion_lambda, explicit.fusion_spill) == (0.3, True)
     assert G2ConSConfig.from_dict(paper.to_dict()) == paper
-    assert (G2ConSConfig().with_(mode="paper").lambda_, G2ConSConfig().with_(mode="paper").spill) == (0.6, False)
+    assert (G2ConSConfig().with_(mode="paper").lambda_, G2ConSConfig().with_(mode="paper").fusion_spill) == (0.6, False)
     assert G2ConSConfig().with_(mode="paper", lambda_=0.2).lambda_ == 0.2
     # a config saved before ``spill`` existed fused with hard caps: it still does
     old = G2ConSConfig.from_dict({"lambda_": 0.6, "kappa": 0.8})
-    assert (old.lambda_, old.spill) == (0.6, False)
+    assert (old.lambda_, old.fusion_options.spill) == (0.6, False)
     with pytest.raises(InputError, match="spill"):
         G2ConSConfig(spill="false")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="lambda_"):
@@ -297,8 +297,8 @@ def test_bridge_mode_seeds_first_then_bridges(index: G2ConSIndex) -> None:
     cos = index.stored.unit_vecs @ qv
     # seeds by the hybrid score: cos + lexical_weight x (std of cos / 0.1) x BM25 / max BM25 (score_scale "spread")
     lex = index.snapshot.lexical.scores(q)
-    seed_score = cos + index.config.lexical_weight * (np.std(cos) / 0.1) * lex / lex.max()
-    dense_order = np.argsort(-seed_score, kind="stable")[: index.config.n_seed_units]
+    seed_score = cos + index.config.retrieval.lexical_weight * (np.std(cos) / 0.1) * lex / lex.max()
+    dense_order = np.argsort(-seed_score, kind="stable")[: index.config.retrieval.n_seed_units]
     assert [x.unit_id for x in items[: len(dense_order)]] == [index.units[i].id for i in dense_order]
     bridged = [x for x in items if x.reason["via"] == "bridge"]
     assert bridged

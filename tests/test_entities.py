@@ -80,14 +80,14 @@ def test_bonus_prefers_the_title_and_rare_names(index: G2ConSIndex) -> None:
 
 def test_named_entities_take_the_first_two_places(index: G2ConSIndex) -> None:
     q = "What role did Ed Roland and Adam Duritz perform in their bands?"
-    assert index.config.entity_weight > 0  # on by default
+    assert index.config.retrieval.entity_weight > 0  # on by default
     on = retrieve(index, q, beta=10_000)
     head = list(dict.fromkeys(x.parent_id for x in on))[:2]
     assert sorted(head) == ["adam", "ed"]  # one passage per named entity, not two about Ed Roland
     assert [x.reason.get("source") for x in on[:2]] == ["name", "name"]
     off = retrieve(G2ConSIndex(index.stored, index.embedder, index.config.with_(entity_weight=0.0), index.tokenizer),
                    q, beta=10_000)
-    picked = {x.unit_id for x in on[: index.config.n_seed_units]}
+    picked = {x.unit_id for x in on[: index.config.retrieval.n_seed_units]}
     # only the head changes: the other units keep their order
     assert [x.unit_id for x in on if x.unit_id not in picked] == [x.unit_id for x in off if x.unit_id not in picked]
 

@@ -141,6 +141,6 @@ def test_concept_dense_is_the_bridge_without_lexical_scores(index: G2ConSIndex) 
     qv = index.embedder.embed([q])[0]
     _method_fn("concept-dense", index, cache)(q, qv, 300)
     cfg = cache["concept-dense"].config
-    assert cfg.lexical_weight == 0.0 and cfg.lexical_seeds == 0 and cfg.strategy == "bridge"
-    assert index.config.lexical_seeds == 1  # the default: one BM25 seed
+    assert cfg.retrieval.lexical_weight == 0.0 and cfg.retrieval.lexical_seeds == 0 and cfg.strategy == "bridge"
+    assert index.config.retrieval.lexical_seeds == 1  # the default: one BM25 seed
 

@@ -353,7 +353,7 @@ def test_an_index_saved_before_newer_retrieval_knobs_loads_its_derived_state(
     monkeypatch.setattr(persistence, "derive", no_derive)
     monkeypatch.setattr(snapshot, "derive", no_derive)
     idx = G2ConSIndex.load(copy)
-    assert idx.config.score_scale == G2ConSConfig().score_scale
+    assert idx.config.retrieval.score_scale == G2ConSConfig().retrieval.score_scale
     assert idx.stats == stats
     assert idx.retrieve("Where is it?")  # usable
 

@@ -93,9 +93,9 @@ def test_a_large_document_through_the_core_and_both_adapters() -> None:
     the core and selected by both adapters' selectors."""
     doc = _big()
     cfg = G2ConSConfig()
-    units = split_units(Chunk("big", doc), get_tokenizer(), cfg.unit_tokens)
+    units = split_units(Chunk("big", doc), get_tokenizer(), cfg.graph.unit_tokens)
     assert _no_space("".join(u.text for u in units)) == _no_space(doc)
-    assert all(u.n_tokens <= cfg.unit_tokens for u in units) and len(units) > 1
+    assert all(u.n_tokens <= cfg.graph.unit_tokens for u in units) and len(units) > 1
     others = [{"id": f"o{i}", "text": f"Bob Jones {i} lives in Rome. He met Alice Smith."} for i in range(5)]
     index = G2ConSIndex.build([{"id": "big", "text": doc}, *others], embedder="hash")
     assert {u.parent_id for u in index.units} == {"big", *(o["id"] for o in others)}

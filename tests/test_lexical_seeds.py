@@ -49,8 +49,8 @@ def test_lexical_seeds_reach_the_bm25_best_unit(index: G2ConSIndex) -> None:
     seeds = [x.unit_id for x in seeded if x.reason.get("via") == "seed"]
     assert index.stored.units[best].id in seeds
     lexical = [x for x in seeded if x.reason.get("source") == "bm25"]
-    assert all(x.reason["seed_rank"] >= index.config.n_seed_units for x in lexical)
-    assert len(seeds) <= index.config.n_seed_units + 2
+    assert all(x.reason["seed_rank"] >= index.config.retrieval.n_seed_units for x in lexical)
+    assert len(seeds) <= index.config.retrieval.n_seed_units + 2
     assert {x.unit_id for x in plain} == {x.unit_id for x in seeded}  # same units, another order
 
 

@@ -90,7 +90,7 @@ def test_vector_index_path_keeps_the_hybrid_term_without_a_full_scan(
 
     pytest.importorskip("usearch")
     index = G2ConSIndex.build(corpus, embedder="hash", config=G2ConSConfig(unit_tokens=None, ann_threshold=1))
-    assert index.snapshot.unit_ann is not None and index.config.lexical_weight > 0
+    assert index.snapshot.unit_ann is not None and index.config.retrieval.lexical_weight > 0
     exact = G2ConSIndex.build(corpus, embedder="hash", config=G2ConSConfig(unit_tokens=None))
     built: list[int] = []
     scans: list[int] = []

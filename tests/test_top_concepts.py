@@ -35,4 +35,4 @@ def test_top_concepts_equals_a_per_row_sort(seed: int) -> None:
     df = (dense > 0).sum(axis=0)
     keep = np.flatnonzero((df >= 1) & (df <= 0.9 * n_chunks))
     got = {(int(i), int(cols[j])) for i, j in zip(*mask.nonzero(), strict=True)}
-    assert got == _reference(counts, keep, config.top_n)
+    assert got == _reference(counts, keep, config.graph.top_n)

@@ -122,13 +122,13 @@ def test_drift_before_refresh_is_bounded(docs: list[dict[str, str]], monkeypatch
     assert (a.unit_inc[:, ia] != b.unit_inc[:, ib]).nnz == 0
     assert (a.chunk_inc[:, ia] != b.chunk_inc[:, ib]).nnz == 0
     assert _edges_on(a, words) == _edges_on(b, words)
-    again = build_edges(a.chunk_inc, a.concept_vecs, CFG.theta_co, a.edges.theta_sem, CFG.theta_sem_percentile)
+    again = build_edges(a.chunk_inc, a.concept_vecs, CFG.theta_co, a.edges.theta_sem, CFG.graph.theta_sem_percentile)
     for f in ("rows", "cols", "co", "dice"):
         np.testing.assert_array_equal(getattr(a.edges, f), getattr(again, f))
     np.testing.assert_allclose(a.edges.cosine, again.cosine, atol=1e-6)
-    cold = pagerank(a.A, damping=CFG.pagerank_damping)
+    cold = pagerank(a.A, damping=CFG.graph.pagerank_damping)
     # both stop when a step moves < n * tol (L1): each is within n * tol * damping / (1 - damping) of the fixed point
-    bound = 2 * len(a.vocab) * 1e-10 * CFG.pagerank_damping / (1 - CFG.pagerank_damping)
+    bound = 2 * len(a.vocab) * 1e-10 * CFG.graph.pagerank_damping / (1 - CFG.graph.pagerank_damping)
     assert 0 < np.abs(a.pagerank - cold).sum() < bound
     names = sorted(set(a.names) & set(b.names))
     na = {w: i for i, w in enumerate(a.names)}
@@ -151,7 +151,7 @@ def test_near_pairs_keep_the_edges_exact_without_redoing_every_moved_concept(
     a = idx.derived
     assert idx.snapshot.pending is not None and idx.snapshot.pending.stale.max() > 0  # some were not redone
     again = build_edges(
-        a.chunk_inc, a.concept_vecs, cfg.theta_co, a.edges.theta_sem, cfg.theta_sem_percentile, margin=0.3
+        a.chunk_inc, a.concept_vecs, cfg.theta_co, a.edges.theta_sem, cfg.graph.theta_sem_percentile, margin=0.3
     )
     for f in ("rows", "cols", "co", "dice"):
         np.testing.assert_array_equal(getattr(a.edges, f), getattr(again, f))
@@ -175,7 +175,7 @@ def test_vector_slack_bounds_the_edge_drift(docs: list[dict[str, str]], monkeypa
     for i in range(100, 124, 3):  # small steps: some concepts move less than the slack
         idx.add(docs[i : i + 3], exact=False)
     a = idx.derived
-    again = build_edges(a.chunk_inc, a.concept_vecs, CFG.theta_co, a.edges.theta_sem, CFG.theta_sem_percentile)
+    again = build_edges(a.chunk_inc, a.concept_vecs, CFG.theta_co, a.edges.theta_sem, CFG.graph.theta_sem_percentile)
     mine = dict(
         zip(zip(a.edges.rows.tolist(), a.edges.cols.tolist(), strict=True), a.edges.cosine.tolist(), strict=True)
     )

@@ -67,7 +67,7 @@ def test_ann_path_equals_the_exact_path_with_the_hybrid_term(
     unit), budgets above it take every unit."""
     exact, ann = pair
     assert exact.snapshot.unit_ann is None and isinstance(ann.snapshot.unit_ann, UnitANN)
-    assert ann.config.lexical_weight > 0 and ann.config.lexical_seeds > 0
+    assert ann.config.retrieval.lexical_weight > 0 and ann.config.retrieval.lexical_seeds > 0
     scans: list[int] = []
     real_full = DenseScores.full
 

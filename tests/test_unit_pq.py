@@ -99,7 +99,7 @@ def test_the_kind_follows_the_size_and_the_config() -> None:
     assert cfg.unit_index_kind(999, "pq") == "pq" and cfg.unit_index_kind(1000, "pq") == "hnsw"
     # a config a user writes without ann_kind gets the default
     mine = {k: v for k, v in G2ConSConfig().to_dict().items() if not k.startswith("ann_pq") and k != "ann_kind"}
-    assert G2ConSConfig.from_dict(mine).ann_kind == "auto"
+    assert G2ConSConfig.from_dict(mine).engine.ann_kind == "auto"
 
 
 def test_an_index_saved_before_ann_kind_keeps_its_graph(
@@ -126,7 +126,7 @@ def test_an_index_saved_before_ann_kind_keeps_its_graph(
     monkeypatch.setattr(vector_index, "build_unit_ann", no_build)
     monkeypatch.setattr(unit_pq, "build_unit_pq", no_build)
     idx = G2ConSIndex.load(tmp_path / "ix")
-    assert idx.config.ann_kind == "hnsw" and isinstance(idx.snapshot.unit_ann, UnitANN)
+    assert idx.config.engine.ann_kind == "hnsw" and isinstance(idx.snapshot.unit_ann, UnitANN)
     idx.add(docs[200:203])
     assert isinstance(idx.snapshot.unit_ann, UnitANN)
 

@@ -60,7 +60,7 @@ def version(path: Path) -> Path:
 def test_default_build_embeds_only_the_units() -> None:
     emb = Counting()
     idx = build(G2ConSConfig(theta_co=1), emb)
-    assert idx.config.vector_level == "unit"
+    assert idx.config.graph.vector_level == "unit"
     assert sorted(emb.seen) == sorted({u.text for u in idx.units})  # each unit once, no sentence
     assert idx.stored.sent_vecs is None
     assert len(idx.stored.sentences) > len(idx.units)  # sentences there were to embed
@@ -71,7 +71,7 @@ def test_paper_mode_embeds_sentences_and_its_concept_vectors_are_eq_1() -> None:
     emb = Counting()
     idx = build(G2ConSConfig(mode="paper", theta_co=1), emb)
     st, dv = idx.stored, idx.derived
-    assert idx.config.vector_level == "sentence"
+    assert idx.config.graph.vector_level == "sentence"
     assert sorted(emb.seen) == sorted(set(st.sentences) | {u.text for u in st.units})
     assert st.sent_vecs is not None
     for j, w in enumerate(dv.vocab):  # Eq. 1, concept by concept, from the sentence texts
@@ -93,10 +93,10 @@ def test_unit_level_concept_vectors_weight_units_by_their_sentences_holding_the_
 
 
 def test_mode_change_re_resolves_the_vector_level() -> None:
-    assert G2ConSConfig().vector_level == "unit"
-    assert G2ConSConfig().with_(mode="paper").vector_level == "sentence"
-    assert G2ConSConfig(mode="paper").with_(mode="default").vector_level == "unit"
-    assert G2ConSConfig(mode="paper", vector_level="chunk").vector_level == "chunk"  # ablation C
+    assert G2ConSConfig().graph.vector_level == "unit"
+    assert G2ConSConfig().with_(mode="paper").graph.vector_level == "sentence"
+    assert G2ConSConfig(mode="paper").with_(mode="default").graph.vector_level == "unit"
+    assert G2ConSConfig(mode="paper", vector_level="chunk").graph.vector_level == "chunk"  # ablation C
     with pytest.raises(InputError, match="vector_level"):
         G2ConSConfig(vector_level="word")  # type: ignore[arg-type]
 
@@ -201,7 +201,7 @@ def test_format_version_3_index_loads_adds_and_saves_as_version_4(tmp_path: Path
     shutil.copytree(V3, path)
     assert json.loads((path / POINTER).read_text(encoding="utf-8"))["version"] == 3
     old = G2ConSIndex.load(path, verify=True)
-    assert old.config.vector_level == "sentence" and old.stored.sent_vecs is not None
+    assert old.config.graph.vector_level == "sentence" and old.stored.sent_vecs is not None
     assert [i.unit_id for i in old.retrieve(QUERY, beta=200)] == ["d2", "d4", "d5", "d1", "d6", "d3"]
     eq1 = G2ConSIndex.build(DOCS, embedder="hash:16", config=G2ConSConfig(theta_co=1, vector_level="sentence"))
     np.testing.assert_allclose(old.derived.concept_vecs, eq1.derived.concept_vecs, atol=1e-6)
@@ -219,6 +219,6 @@ def test_a_saved_config_without_vector_level_is_eq_1() -> None:
     default."""
     saved = G2ConSConfig().to_dict()
     del saved["vector_level"]
-    assert G2ConSConfig.from_dict(saved).vector_level == "sentence"
-    assert G2ConSConfig.from_dict({"beta": 4000}).vector_level == "unit"
-    assert G2ConSConfig.from_dict(G2ConSConfig(vector_level="chunk").to_dict()).vector_level == "chunk"
+    assert G2ConSConfig.from_dict(saved).graph.vector_level == "sentence"
+    assert G2ConSConfig.from_dict({"beta": 4000}).graph.vector_level == "unit"
+    assert G2ConSConfig.from_dict(G2ConSConfig(vector_level="chunk").to_dict()).graph.vector_level == "chunk"

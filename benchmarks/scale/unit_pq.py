@@ -80,7 +80,7 @@ def main() -> None:
     runs = {name: G2ConSIndex.from_snapshot(dataclasses.replace(snap, unit_ann=ann)) for name, ann in indexes.items()}
 
     # candidate recall of one search for the default query's first ask
-    first = rt._first(snap, snap.config.beta) + snap.config.n_seed_units * 2 + snap.config.lexical_seeds
+    first = rt._first(snap, snap.config.beta) + snap.config.retrieval.n_seed_units * 2 + snap.config.retrieval.lexical_seeds
     ask = first + max(32, first // 8)  # what HybridScores.expect reserves for the bridge strategy's first search
     qvecs = np.stack([np.asarray(snap.embed_query(q), np.float32) for q in timed])
     truth = np.argsort(-(qvecs @ vecs.T), axis=1, kind="stable")[:, :400]

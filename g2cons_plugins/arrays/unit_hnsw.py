@@ -680,10 +680,10 @@ def read_unit_ann(folder: Path, entry: Any, n_units: int, dim: int, mmap: bool =
 def unit_ann_params(config: Any) -> UnitANNParams:
     """The unit index parameters of a :class:`~g2cons_plugins.config.G2ConSConfig` (its ``ann_*`` fields)."""
     return UnitANNParams(
-        quantization=config.ann_quantization,
-        connectivity=config.ann_connectivity,
-        expansion_add=config.ann_expansion_add,
-        expansion_search=config.ann_expansion_search,
+        quantization=config.engine.ann_quantization,
+        connectivity=config.engine.ann_connectivity,
+        expansion_add=config.engine.ann_expansion_add,
+        expansion_search=config.engine.ann_expansion_search,
     )
 
 

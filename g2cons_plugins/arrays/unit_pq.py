@@ -240,4 +240,4 @@ def read_unit_pq(folder: Path, entry: Any, n_units: int, dim: int, mmap: bool = 
 
 def unit_pq_params(config: Any) -> UnitPQParams:
     """The product-quantised index's parameters of a :class:`~g2cons_plugins.config.G2ConSConfig` (``ann_pq_*``)."""
-    return UnitPQParams(dims_per_code=config.ann_pq_dims_per_code, rerank=float(config.ann_pq_rerank))
+    return UnitPQParams(dims_per_code=config.engine.ann_pq_dims_per_code, rerank=float(config.engine.ann_pq_rerank))

@@ -249,10 +249,10 @@ def _eval_host(
         price_out_per_mtok=args.price_out,
         show_progress=not args.quiet,
         keep=(args.host_kappa, lam, spill),
-        host_weights=sorted(set(args.host_weights or []) | {index.config.host_weight}),
+        host_weights=sorted(set(args.host_weights or []) | {index.config.fusion_options.host_weight}),
     )
     contexts = res.pop("contexts")
-    rule, weight = index.config.fusion, index.config.host_weight
+    rule, weight = index.config.fusion, index.config.fusion_options.host_weight
     res["main"] = {"kappa": args.host_kappa, "lambda": lam, "spill": spill, "fusion": rule, "host_weight": weight}
     out["host"] = res
     for r in res["sweep"]:

@@ -215,7 +215,7 @@ def _split_new(
 ) -> list[list[Unit]]:
     """The units of each new chunk; unit ids must not collide with known chunks or units (as ``store`` checks)."""
     new_ids = {c.id for c in new}
-    per_chunk = [split_units(c, tok, config.unit_tokens) for c in new]
+    per_chunk = [split_units(c, tok, config.graph.unit_tokens) for c in new]
     seen: set[str] = set()
     for us in per_chunk:
         for u in us:

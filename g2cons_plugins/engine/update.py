@@ -164,15 +164,15 @@ class Pending:
 def supports(config: G2ConSConfig) -> str | None:
     """Why ``config`` cannot be trickle-updated (None when it can): unigram TF-IDF or all-words concepts,
     "contains" incidence, sentence vectors and chunk co-occurrence (the defaults) only."""
-    if config.mode == "paper":
+    if not config.near_pairs:
         return "mode='paper' (the paper's rebuild semantics)"
     for name, want in (("ngram_max", 1), ("incidence", "contains")):
-        if getattr(config, name) != want:
-            return f"{name}={getattr(config, name)!r}"
-    if config.vector_level not in ("sentence", "unit"):
-        return f"vector_level={config.vector_level!r}"
-    if config.cooccurrence != "chunk":
-        return f"cooccurrence={config.cooccurrence!r}"
+        if getattr(config.graph, name) != want:
+            return f"{name}={getattr(config.graph, name)!r}"
+    if config.graph.vector_level not in ("sentence", "unit"):
+        return f"vector_level={config.graph.vector_level!r}"
+    if config.graph.cooccurrence != "chunk":
+        return f"cooccurrence={config.graph.cooccurrence!r}"
     return None
 
 
@@ -280,7 +280,7 @@ def derive_added(
     N_new = _mapped(X, _inverse(pd.name_cols, width), len(dv.names))
     out = replace(
         dv,
-        extracted=insert_rows(dv.extracted, ins.chunk_ins, _top_n(tf, df, len(st.chunks), config.top_n)),
+        extracted=insert_rows(dv.extracted, ins.chunk_ins, _top_n(tf, df, len(st.chunks), config.graph.top_n)),
         sent_inc=sent_inc,
         unit_inc=insert_rows(dv.unit_inc, ins.unit_ins, U_new),
         chunk_inc=chunk_inc,
@@ -297,7 +297,7 @@ def derive_added(
     )
     pd = replace(pd, n_changed=pd.n_changed + k_c)
     moved = _moved(sent_inc[changed], U_new, config)
-    if config.vector_level == "unit":  # each new unit's vector, once per sentence of it holding the concept
+    if config.graph.vector_level == "unit":  # each new unit's vector, once per sentence of it holding the concept
         rows: Rows = (sp.csr_matrix(S @ sent_inc), st.unit_vecs[ins.unit_at], 1)
     else:  # each new or revived sentence's vector
         rows = (sent_inc[changed], _rows_of(st.sent_vecs, changed), 1)
@@ -352,7 +352,7 @@ def _moved(sentences: sp.csr_matrix, units: sp.csr_matrix, config: G2ConSConfig)
     """The concepts whose vector a change moves: those of the ``sentences`` rows that came or went, and with
     unit-level vectors (each sentence's vector is its unit's) those of the ``units`` that came or went, even where
     their sentences are known."""
-    cols = [sentences.indices] + ([units.indices] if config.vector_level == "unit" else [])
+    cols = [sentences.indices] + ([units.indices] if config.graph.vector_level == "unit" else [])
     return np.unique(np.concatenate(cols).astype(np.int64))
 
 
@@ -395,7 +395,7 @@ def derive_removed(
     drop_mapped_pages(state_arrays(dv))  # the file pages those copies read (at 1M: 1.2 GB), before the graph update
     pd = replace(pd, n_changed=pd.n_changed + len(gone_c))
     moved = _moved(dv.sent_inc[died], dv.unit_inc[gone_u], config)
-    if config.vector_level == "unit":  # what the removed units added (their sentences' rows as they were)
+    if config.graph.vector_level == "unit":  # what the removed units added (their sentences' rows as they were)
         rows: Rows = (sp.csr_matrix(prev.sent_unit[:, gone_u].T @ dv.sent_inc), prev.unit_vecs[gone_u], -1)
     else:  # the sentences that died
         rows = (dv.sent_inc[died], _rows_of(prev.sent_vecs, died), -1)
@@ -488,7 +488,7 @@ def _regraph(
             c = np.bincount(out.sent_inc.indices, minlength=len(vecs))[moved].astype(counts.dtype)
             V, sum_norms[moved] = _summed(vecs, sum_norms, moved, rows, c)
         else:
-            level, S, U = config.vector_level, out.sent_inc[:, moved], out.unit_inc[:, moved]
+            level, S, U = config.graph.vector_level, out.sent_inc[:, moved], out.unit_inc[:, moved]
             cv = concept_vectors(level, S, U, st.sent_unit, st.sent_vecs, st.unit_vecs)
             V, c = cv.vectors, cv.counts
         stale[moved] += np.linalg.norm(V.astype(np.float64) - vecs[moved], axis=1)
@@ -519,7 +519,7 @@ def _regraph(
             name_share=shares,
             edges=edges,
             A=A,
-            pagerank=pagerank(A, damping=config.pagerank_damping, x0=dv.pagerank, symmetric=True),
+            pagerank=pagerank(A, damping=config.graph.pagerank_damping, x0=dv.pagerank, symmetric=True),
             stats=stats,
             sum_norms=sum_norms,
         )

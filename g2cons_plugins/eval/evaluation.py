@@ -119,7 +119,7 @@ class BM25Units:
         from rank_bm25 import BM25Okapi
 
         self.index = index
-        self._lang, self._seg = index.config.language, index.config.segmenter
+        self._lang, self._seg = index.config.graph.language, index.config.graph.segmenter
         self.bm25 = BM25Okapi([self._tok(u.text) for u in index.stored.units])
 
     def _tok(self, text: str) -> list[str]:
@@ -224,14 +224,14 @@ def _method_fn(
             cache["paper"] = G2ConSIndex(
                 index.stored,
                 index.embedder,
-                G2ConSConfig(mode="paper", unit_tokens=index.config.unit_tokens),
+                G2ConSConfig(mode="paper", unit_tokens=index.config.graph.unit_tokens),
                 index.tokenizer,
             )
         paper = cache["paper"]
         return lambda q, v, b: retrieve(paper, q, beta=b, query_vector=v)
     if method in ABLATIONS:
         if method not in cache:
-            cfg = G2ConSConfig(mode="paper", unit_tokens=index.config.unit_tokens, **ABLATIONS[method])
+            cfg = G2ConSConfig(mode="paper", unit_tokens=index.config.graph.unit_tokens, **ABLATIONS[method])
             cache[method] = G2ConSIndex(index.stored, index.embedder, cfg, index.tokenizer)
         ab = cache[method]
         return lambda q, v, b: retrieve(ab, q, beta=b, query_vector=v)

@@ -129,7 +129,7 @@ def evaluate_host(
     bad = [x for x in (*kappas, *lambdas) if not 0.0 <= x <= 1.0]
     if bad:
         raise InputError(f"kappas and lambdas must be in [0, 1], got {bad}")
-    weights = [index.config.host_weight] if host_weights is None else list(host_weights)
+    weights = [index.config.fusion_options.host_weight] if host_weights is None else list(host_weights)
     snaps = {w: replace(index.snapshot, config=index.config.with_(host_weight=w)) for w in weights}
     qvecs = embed_queries(index, [q["question"] for q in questions])
     concept, concept_ms = _concept_paths(index, questions, qvecs, budgets)
@@ -231,7 +231,8 @@ def _score_question(
             rows.setdefault(("fused-score", b, w, None), _Score()).add(
                 q, [f.text for f in sf], [f.chunk_id for f in sf], ms
             )
-            if keep is not None and keep[0] == kappa and rule == "score" and w == index.config.host_weight:
+            main_weight = index.config.fusion_options.host_weight
+            if keep is not None and keep[0] == kappa and rule == "score" and w == main_weight:
                 contexts.setdefault(("fused", b), []).append("\n".join(f.text for f in sf))
 
 

@@ -72,9 +72,9 @@ class FuseOptions:
             beta=config.beta if beta is None else beta,
             lambda_=config.fusion_lambda if lambda_ is None else lambda_,
             spill=config.fusion_spill if spill is None else spill,
-            host_weight=config.host_weight if host_weight is None else host_weight,
-            host_head=config.host_head,
-            host_agreement=config.host_agreement,
+            host_weight=config.fusion_options.host_weight if host_weight is None else host_weight,
+            host_head=config.fusion_options.host_head,
+            host_agreement=config.fusion_options.host_agreement,
             strategy=strategy or config.strategy,
         )
 

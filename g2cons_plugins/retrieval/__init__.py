@@ -441,21 +441,22 @@ def retrieve(
     if strategy == "paper":
         return _paper(index, qv, sc.full(), beta)
     if strategy == "dense":
-        ev = _evidence(evidence, score_spread(sc) / SPREAD_REF if cfg.score_scale == "spread" else 1.0)
+        ev = _evidence(evidence, score_spread(sc) / SPREAD_REF if cfg.retrieval.score_scale == "spread" else 1.0)
         return _ranked(index, sc, ev, [], beta, lambda u: {"via": "host" if u in ev else "dense"})
     if strategy == "ppr":
         return _ppr(index, query, sc.full(), beta)
     if strategy == "e2":
         return _e2(index, query, sc.full(), beta)
-    scale = score_spread(sc) / SPREAD_REF if cfg.score_scale == "spread" else 1.0
+    scale = score_spread(sc) / SPREAD_REF if cfg.retrieval.score_scale == "spread" else 1.0
     # with a vector index the hybrid term is computed on candidates only (HybridScores), so a query stays a search
-    lw = cfg.lexical_weight
-    if strategy == "bridge" and (lw > 0 or cfg.lexical_seeds > 0):
+    lw = cfg.retrieval.lexical_weight
+    if strategy == "bridge" and (lw > 0 or cfg.retrieval.lexical_seeds > 0):
         lex = index.lexical.query(query)  # BM25 read from the query words' postings as far as needed
         try:
             hyb = HybridScores(sc, lex, lw * scale) if lw > 0 else sc
             return _bridge(
-                index, hyb, beta, lex, seed_sc=hyb if cfg.hybrid_seeds else sc, scale=scale, evidence=evidence,
+                index, hyb, beta, lex, seed_sc=hyb if cfg.retrieval.hybrid_seeds else sc, scale=scale,
+                evidence=evidence,
                 query=query,
             )
         finally:
@@ -562,7 +563,7 @@ def _paper(index: Snapshot, qv: np.ndarray, dense: np.ndarray, beta: int) -> lis
     sims = dv.concept_vecs @ qv
     seeds = _top_desc(sims, cfg.k)
     f = _Filler(index, beta, stop_on_overflow=True)
-    if cfg.rerank == "naive":  # ablation D: seed and expanded concepts' units pooled and reranked together
+    if cfg.retrieval.rerank == "naive":  # ablation D: seed and expanded concepts' units pooled and reranked together
         pool = _units_of(dv.unit_concepts, list(_bfs(dv.A, seeds, cfg.n_hops)))
         for u in pool[_stable_desc(dense[pool])]:
             f.add(int(u), dense[u], {"via": "naive", "hop": 0})
@@ -617,19 +618,20 @@ def _bridge(
     query: str = "",
 ) -> list[RetrievedItem]:
     cfg, dv = index.config, index.derived
-    if cfg.bridge_vocab == "all_words":
+    if cfg.retrieval.bridge_vocab == "all_words":
         vocab, unit_x, x_units, df = dv.names, dv.unit_names, dv.name_units, dv.name_df
         is_name = None
     else:
         vocab, unit_x, x_units, df = dv.vocab, dv.unit_inc, dv.unit_concepts, dv.df
         is_name = dv.name_share >= 0.5
     # the ranking (_ranked) asks for at most this many best units later: one search of a vector index serves both
-    n_first = cfg.n_seed_units * (2 if cfg.entity_weight > 0 and query else 1) + cfg.lexical_seeds
+    opt = cfg.retrieval
+    n_first = opt.n_seed_units * (2 if opt.entity_weight > 0 and query else 1) + opt.lexical_seeds
     sc.expect(_first(index, beta) + n_first)
-    seeds = (seed_sc or sc).top(cfg.n_seed_units).tolist()
+    seeds = (seed_sc or sc).top(cfg.retrieval.n_seed_units).tolist()
     n_dense = len(seeds)
-    if lexical is not None and cfg.lexical_seeds > 0:  # the best BM25 units seed bridges too
-        seeds += _lexical_seeds(lexical, seeds, cfg.lexical_seeds)
+    if lexical is not None and cfg.retrieval.lexical_seeds > 0:  # the best BM25 units seed bridges too
+        seeds += _lexical_seeds(lexical, seeds, cfg.retrieval.lexical_seeds)
     seed_scores = sc.of(np.asarray(seeds, dtype=np.int64))
     ref = max(float(seed_scores.max()), 1e-6) if seeds else 1.0
     score_of: dict[int, float] = dict(zip(seeds, seed_scores.tolist(), strict=True))
@@ -638,12 +640,12 @@ def _bridge(
     round_bridges: list[set[int]] = []
     frontier = seeds
     taken = set(seeds)
-    for rnd in range(1, cfg.bridge_rounds + 1):
+    for rnd in range(1, cfg.retrieval.bridge_rounds + 1):
         bw: dict[int, float] = {}  # bridge concept -> weight of the best frontier unit holding it
         for u in frontier:
-            w = score_of[u] / ref if cfg.bridge_link == "seed_score" else 1.0
+            w = score_of[u] / ref if cfg.retrieval.bridge_link == "seed_score" else 1.0
             for c in _row(unit_x, u).tolist():
-                if 2 <= df[c] <= cfg.bridge_max_df and (is_name is None or is_name[c]) and w > bw.get(c, 0.0):
+                if 2 <= df[c] <= cfg.retrieval.bridge_max_df and (is_name is None or is_name[c]) and w > bw.get(c, 0.0):
                     bw[c] = w
         if not bw:
             break
@@ -656,10 +658,10 @@ def _bridge(
         new = [u for u in reached if u not in taken and u not in bonus and reached[u] > 0]
         score_of.update(zip(new, sc.of(np.asarray(new, dtype=np.int64)).tolist(), strict=True))
         for u in new:
-            bonus[u] = cfg.bridge_bonus * scale * reached[u]
+            bonus[u] = cfg.retrieval.bridge_bonus * scale * reached[u]
             hop_of[u] = rnd
         new.sort(key=lambda u: (-(score_of[u] + bonus[u]), u))
-        frontier = new[: cfg.n_seed_units]
+        frontier = new[: cfg.retrieval.n_seed_units]
         taken.update(frontier)
 
     ev = _evidence(evidence, scale)
@@ -677,7 +679,7 @@ def _bridge(
         (u, score_of[u], {"via": "seed", "seed_rank": rank, "hop": 0, "source": "dense" if rank < n_dense else "bm25"})
         for rank, u in enumerate(seeds)
     ]
-    if cfg.entity_weight > 0 and query:
+    if cfg.retrieval.entity_weight > 0 and query:
         first = _name_head(index, seed_sc or sc, query, scale, first, score_of)
     return _ranked(index, sc, bonus, first, beta, reason)
 
@@ -694,10 +696,11 @@ def _name_head(
     units chosen one at a time by score + the bonus of the names no chosen unit holds yet, then the seeds not
     chosen. The seeds (and so the bridges) stay those of the scores alone; the rest of the ranking is unchanged."""
     cfg = index.config
-    per_name = name_bonus(index, query, cfg.entity_weight * cfg.bridge_bonus * scale, cfg.entity_head_share)
+    opt = cfg.retrieval
+    per_name = name_bonus(index, query, opt.entity_weight * opt.bridge_bonus * scale, opt.entity_head_share)
     if not per_name:
         return first
-    picks = _covering(sc, cfg.n_seed_units, per_name)
+    picks = _covering(sc, cfg.retrieval.n_seed_units, per_name)
     score_of.update(zip(picks, sc.of(np.asarray(picks, dtype=np.int64)).tolist(), strict=True))
     named = {u for per in per_name.values() for u in per}
     head = [
@@ -754,7 +757,7 @@ def _ppr(index: Snapshot, query: str, dense: np.ndarray, beta: int) -> list[Retr
         p[qc] = 0.5 * w / w.sum()
     top = _top_desc(dense, 10)
     p[n_c + top] += (0.5 if qc else 1.0) / len(top)
-    pr = pagerank(H, damping=cfg.ppr_damping, personalization=p)[n_c:]
+    pr = pagerank(H, damping=cfg.retrieval.ppr_damping, personalization=p)[n_c:]
     rr = 1.0 / (60 + np.argsort(_stable_desc(pr))) + 1.0 / (60 + np.argsort(_stable_desc(dense)))
     f = _Filler(index, beta, stop_on_overflow=False)
     for u in _iter_desc(rr, _first(index, beta)):
@@ -786,10 +789,10 @@ def _e2(index: Snapshot, query: str, dense: np.ndarray, beta: int) -> list[Retri
     if len(eq) >= 2:
         from scipy.sparse.csgraph import dijkstra
 
-        dist = dijkstra(dv.A, unweighted=True, indices=eq, limit=cfg.e2_hops + 0.5)[:, eq]
+        dist = dijkstra(dv.A, unweighted=True, indices=eq, limit=cfg.retrieval.e2_hops + 0.5)[:, eq]
         units_of = {c: set(_row(dv.unit_concepts, c).tolist()) for c in eq}
         prev: set[int] = set()
-        for h in range(cfg.e2_hops, 0, -1):
+        for h in range(cfg.retrieval.e2_hops, 0, -1):
             cand: set[int] = set()
             for a in range(len(eq)):
                 for b in range(a + 1, len(eq)):
@@ -798,17 +801,17 @@ def _e2(index: Snapshot, query: str, dense: np.ndarray, beta: int) -> list[Retri
             if not cand:
                 break
             prev = cand
-            if len(cand) <= cfg.e2_max_units:
+            if len(cand) <= cfg.retrieval.e2_max_units:
                 break
         if prev:
             mode = "local"
             eq_set = set(eq)
             count = {u: len(eq_set.intersection(_row(dv.unit_inc, u).tolist())) for u in prev}
-            local = sorted(prev, key=lambda u: (-count[u], -dense[u], u))[: cfg.e2_max_units]
+            local = sorted(prev, key=lambda u: (-count[u], -dense[u], u))[: cfg.retrieval.e2_max_units]
     if eq and not local:
         mode = "global_occurrence"
         eq_set = set(eq)
-        top = _top_desc(dense, 2 * cfg.e2_max_units)
+        top = _top_desc(dense, 2 * cfg.retrieval.e2_max_units)
         held = {int(u): len(eq_set.intersection(_row(dv.unit_inc, int(u)).tolist())) for u in top}
         local = sorted((u for u in held if held[u] > 0), key=lambda u: (-held[u], -dense[u], u))
     for u in local:

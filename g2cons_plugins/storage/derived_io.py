@@ -288,8 +288,8 @@ def _read(r: _Reader, st: Stored, dim: int, config: G2ConSConfig) -> Derived:
             ("unit_names", (n_u, n_n)),
         )
     }
-    level = "unit_inc" if config.vector_level == "chunk" else "sent_inc"  # what Eq. 1 averages over
-    co_level = "chunk_inc" if config.cooccurrence == "chunk" else "sent_inc"  # what co-occurrence counts
+    level = "unit_inc" if config.graph.vector_level == "chunk" else "sent_inc"  # what Eq. 1 averages over
+    co_level = "chunk_inc" if config.graph.cooccurrence == "chunk" else "sent_inc"  # what co-occurrence counts
     per_concept = {k: _column_counts(inc[k]) for k in {"chunk_inc", level, co_level}}  # each counted once
     df = r.array("df", (n_v,), "iu")
     r.check("df", np.array_equal(df, per_concept["chunk_inc"]), "differs from the chunks of each concept")

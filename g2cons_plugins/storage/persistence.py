@@ -92,7 +92,6 @@ import stat
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +100,7 @@ import numpy as np
 from ..arrays.unit_hnsw import UNIT_ANN_FILES, UnitANN, read_unit_ann, write_unit_ann
 from ..arrays.unit_pq import UNIT_PQ_FILES, UnitPQ, read_unit_pq, write_unit_pq
 from ..build import Stored, derive, needs_sentence_vectors
-from ..config import G2ConSConfig
+from ..config import SAVED_KEYS, G2ConSConfig
 from ..embedders import CachedEmbedder, Embedder, get_embedder
 from ..engine.snapshot_updates import refreshed, replayed, with_origin
 from ..engine.trickle_log import Origin
@@ -620,7 +619,7 @@ def _manifest(folder: Path, digest: str | None) -> dict[str, Any]:
         raise PersistError(f"{mf}: field 'embedder.dim' must be an integer in [1, 65536], got {dim!r}")
     if ("tokenizer" in m or digest is not None) and not isinstance(m.get("tokenizer"), str):
         raise PersistError(f"{mf}: field 'tokenizer' missing or not a string")
-    unknown = sorted(set(m["config"]) - {f.name for f in fields(G2ConSConfig)})
+    unknown = sorted(set(m["config"]) - SAVED_KEYS)
     if digest is not None and unknown:
         raise PersistError(f"{mf}: field 'config' has keys this library does not know: {unknown[:5]} (newer version?)")
     files = need("files", dict)
@@ -852,7 +851,7 @@ def _parse(
         stored = read_stored(folder, dim, columns=m["version"] >= 3, sentence_vectors=with_sentences)
     if stored.sent_vecs is None and needs_sentence_vectors(config):
         raise PersistError(
-            f"{mf}: field 'config' has vector_level {config.vector_level!r} (Eq. 1 on sentence vectors) but the "
+            f"{mf}: field 'config' has vector_level {config.graph.vector_level!r} (Eq. 1 on sentence vectors) but the "
             f"index holds no {SENTENCE_VECTORS}"
         )
     counts = m.get("counts") or {}
