@@ -60,7 +60,7 @@ def concept_vectors(
     sent_vecs: np.ndarray | None,
     unit_vecs: np.ndarray,
 ) -> ConceptVectors:
-    """The concept vector step, by ``level`` (``config.vector_level``): "sentence" = Eq. 1 (mean of the vectors
+    """The concept vector step, by ``level`` (``config.graph.vector_level``): "sentence" = Eq. 1 (mean of the vectors
     of the sentences holding the concept, |S_w|; ``sent_vecs`` needed); "chunk" = ablation C (mean of the vectors
     of the units holding it, the unit count); "unit" = Eq. 1 with each sentence's vector replaced by its unit's:
     the unit vectors weighted by how many of their sentences hold the concept (|S_w|), so no sentence is embedded
