@@ -104,7 +104,8 @@ def _merge_foreign(
     score; the merged list is cut to beta again (an item that does not fit is skipped, the next tried)."""
     texts = [h.text or "" for _, h in foreign]
     vecs = snap.embedder.embed(texts)
-    scale = score_spread(DenseScores(snap, qv)) / SPREAD_REF if snap.config.retrieval.score_scale == "spread" else 1.0
+    spread = snap.config.retrieval.score_scale == "spread"
+    scale = score_spread(DenseScores(snap, qv)) / SPREAD_REF if spread else 1.0
     f_scores = [float(v @ qv) + w * scale / (1.0 + r) for v, (r, _) in zip(vecs, foreign, strict=True)]
     f_tokens = snap.count_tokens(texts)
     merged: list[tuple[float, int, Any]] = [(c.score, 0, (c, None)) for c in concept]
