@@ -13,9 +13,11 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from g2cons_plugins import retrieval
-from g2cons_plugins.retrieval import DenseScores, _covering, _lexical_seeds, _stable_desc, _top_desc
+from g2cons_plugins.retrieval import DenseScores, filling
+from g2cons_plugins.retrieval.bridge import lexical_seeds
 from g2cons_plugins.retrieval.lexical import LexicalIndex
+from g2cons_plugins.retrieval.name_head import covering
+from g2cons_plugins.retrieval.order import stable_desc, top_desc
 
 
 def _lexical(n_units: int, n_words: int, seed: int, density: float) -> LexicalIndex:
@@ -48,7 +50,7 @@ def _old_lexical_seeds(lexical: np.ndarray, seeds: list[int], n: int) -> list[in
     """The lexical seeds as computed from the BM25 array of every unit."""
     have = set(seeds)
     hit = np.flatnonzero(lexical > 0)
-    lex_top = hit[_top_desc(lexical[hit], n + len(seeds))].tolist()
+    lex_top = hit[top_desc(lexical[hit], n + len(seeds))].tolist()
     return [u for u in lex_top if u not in have][:n]
 
 
@@ -64,7 +66,7 @@ def test_lexical_seeds_from_postings_equal_those_from_the_full_array(
     full = np.asarray(values, dtype=np.float64) / 2.0
     seeds = [s for s in seeds if s < len(full)]
     units = np.flatnonzero(full).astype(np.int64)
-    assert _lexical_seeds((units, full[units]), seeds, n) == _old_lexical_seeds(full, seeds, n)
+    assert lexical_seeds((units, full[units]), seeds, n) == _old_lexical_seeds(full, seeds, n)
 
 
 def _old_covering(sc: Any, n: int, per_name: dict[str, dict[int, float]]) -> list[int]:
@@ -101,7 +103,7 @@ def _exact_scores(values: list[int]) -> DenseScores:
 )
 def test_covering_equals_the_per_unit_sum(values: list[int], per_name: dict[str, dict[int, float]], n: int) -> None:
     per_name = {nm: {u: w for u, w in per.items() if u < len(values)} for nm, per in per_name.items()}
-    assert _covering(_exact_scores(values), n, per_name) == _old_covering(_exact_scores(values), n, per_name)
+    assert covering(_exact_scores(values), n, per_name) == _old_covering(_exact_scores(values), n, per_name)
 
 
 class _FakeANN:
@@ -146,7 +148,7 @@ def test_one_search_serves_every_ask_up_to_the_expected_size(
         if k > len(cache):  # a fresh search for max(k, expected) units, or every unit exactly
             w = n if k >= n else min(max(k, expected), n)
             cand = np.arange(n) if k >= n else np.unique(ann.order[: 2 * w])
-            cache = cand[_stable_desc(cos[cand])][:w].tolist()
+            cache = cand[stable_desc(cos[cand])][:w].tolist()
         assert sc.top(k).tolist() == cache[:k]
     if max(asks) <= expected and max(asks) < n:  # one search served every ask
         assert ann.asks == [min(expected, n)]
@@ -163,12 +165,12 @@ def test_the_smallest_unit_is_measured_once_per_snapshot() -> None:
     snap = idx.snapshot
     want = int(snap.stored.unit_tokens.min())
     assert want > 1
-    assert retrieval._min_tokens(snap) == want
+    assert filling.min_tokens(snap) == want
     other = dataclasses.replace(snap)  # a new snapshot: its memo starts empty
     other.memo("retrieval.min_tokens", lambda: want + 5)  # a cached value is used as is
-    assert retrieval._Filler(other, 100, stop_on_overflow=False).min_tokens == want + 5
-    assert retrieval._Filler(snap, 100, stop_on_overflow=False).min_tokens == want
-    assert retrieval._Filler(dataclasses.replace(snap), 100, stop_on_overflow=False).min_tokens == want
+    assert filling.Filler(other, 100, stop_on_overflow=False).min_tokens == want + 5
+    assert filling.Filler(snap, 100, stop_on_overflow=False).min_tokens == want
+    assert filling.Filler(dataclasses.replace(snap), 100, stop_on_overflow=False).min_tokens == want
 
 
 _TEXT_CHARS = st.sampled_from(list("abAB  \n\n_.-,é É1'\"(") + ["ab", "Ab", "ba"])
@@ -340,8 +342,8 @@ def test_stopping_at_the_smallest_unit_keeps_the_items(tokens: list[int], beta: 
     trying (the smallest unit was measured as at most 1 before): no unit could have fitted."""
     order = np.random.default_rng(seed).permutation(len(tokens)).tolist()
     idx = _Index(tokens)
-    new = retrieval._Filler(idx, beta, stop_on_overflow=False)  # type: ignore[arg-type]
-    old = retrieval._Filler(idx, beta, stop_on_overflow=False, max_misses=None)  # type: ignore[arg-type]
+    new = filling.Filler(idx, beta, stop_on_overflow=False)  # type: ignore[arg-type]
+    old = filling.Filler(idx, beta, stop_on_overflow=False, max_misses=None)  # type: ignore[arg-type]
     old.min_tokens = 1
     assert new.min_tokens == min(tokens)
     for u in order:

@@ -120,13 +120,13 @@ def test_spread_with_a_vector_index_is_the_std_of_the_strided_sample(
     """With a unit index the spread comes from the sample's covariance (one d x d product a query): it equals the
     std of the sample's cosines, and for a sample of every unit the exact path's spread."""
     pytest.importorskip("usearch")
-    import g2cons_plugins.retrieval as retrieval
+    from g2cons_plugins.retrieval import scores
 
     cfg = G2ConSConfig(unit_tokens=None, ann_threshold=1)
     index = G2ConSIndex.build(corpus, embedder="hash", config=cfg)
     exact = G2ConSIndex.build(corpus, embedder="hash", config=G2ConSConfig(unit_tokens=None))
     vecs = np.asarray(index.snapshot.stored.unit_vecs, dtype=np.float64)
-    monkeypatch.setattr(retrieval, "SPREAD_SAMPLE", 3)  # a strided sample of about 3 units
+    monkeypatch.setattr(scores, "SPREAD_SAMPLE", 3)  # a strided sample of about 3 units
     step = max(1, len(vecs) // 3)
     for q in QUERIES:
         sc = _dense(index, q)
@@ -134,6 +134,6 @@ def test_spread_with_a_vector_index_is_the_std_of_the_strided_sample(
         qv = np.asarray(sc.qv, dtype=np.float64)  # type: ignore[attr-defined]
         assert score_spread(sc) == pytest.approx(float(np.std(vecs[::step] @ qv)), rel=1e-6)  # type: ignore[arg-type]
     index = G2ConSIndex.from_snapshot(dataclasses.replace(index.snapshot))  # a new snapshot: its memo starts empty
-    monkeypatch.setattr(retrieval, "SPREAD_SAMPLE", len(vecs))  # every unit: the exact path's value
+    monkeypatch.setattr(scores, "SPREAD_SAMPLE", len(vecs))  # every unit: the exact path's value
     for q in QUERIES:
         assert score_spread(_dense(index, q)) == pytest.approx(score_spread(_dense(exact, q)), rel=1e-5)  # type: ignore[arg-type]

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from g2cons_plugins.retrieval import _stable_desc, _top_desc
+from g2cons_plugins.retrieval.order import stable_desc, top_desc
 
 
 @settings(max_examples=300, deadline=None)
@@ -16,14 +16,14 @@ from g2cons_plugins.retrieval import _stable_desc, _top_desc
 )
 def test_top_desc_equals_the_full_stable_sort(values: list[int], k: int) -> None:
     scores = np.asarray(values, dtype=np.float64) / 2.0
-    got = _top_desc(scores, k)
-    assert got.tolist() == _stable_desc(scores)[:k].tolist()
+    got = top_desc(scores, k)
+    assert got.tolist() == stable_desc(scores)[:k].tolist()
 
 
 def test_top_desc_breaks_ties_at_the_cut_off_by_position() -> None:
     scores = np.array([0.0, 1.0, 0.5, 1.0, 0.5, 0.5])
-    assert _top_desc(scores, 3).tolist() == [1, 3, 2]
-    assert _top_desc(scores, 4).tolist() == [1, 3, 2, 4]
+    assert top_desc(scores, 3).tolist() == [1, 3, 2]
+    assert top_desc(scores, 4).tolist() == [1, 3, 2, 4]
 
 
 @settings(max_examples=200, deadline=None)
@@ -42,7 +42,7 @@ def test_cached_top_units_answer_any_sequence_of_asks_like_a_fresh_sort(values: 
     snap = SimpleNamespace(stored=SimpleNamespace(unit_vecs=vecs), unit_ann=None)
     sc = DenseScores(snap, np.ones(1, dtype=np.float32))  # type: ignore[arg-type]
     sc.TOP_MIN = 8  # small, so that asks fall on both sides of the cache
-    full = _stable_desc(vecs[:, 0])
+    full = stable_desc(vecs[:, 0])
     for k in asks:
         got = sc.top(k)
         assert got.tolist() == full[:k].tolist()

@@ -3,7 +3,8 @@
     OPENBLAS_NUM_THREADS=1 nice -n 10 python benchmarks/scale/ann_rank_depth.py --index /tmp/mem/idx_100000 \\
         --exact IDS.json --out benchmarks/scale/results/ann_rank_depth_100k.json
 
-``_first`` (units sorted eagerly for a budget: ``factor`` x beta / median unit tokens + 32) sets how many candidates
+``retrieval.filling.eager_depth`` (units sorted eagerly for a budget: ``factor`` x beta / median unit tokens + 32)
+sets how many candidates
 one search of the unit index asks for (x 2 by ``UnitANN.OVERFETCH``). For each factor, 200 MuSiQue questions with
 the default ``retrieve`` (10 warm-up): the query thread's CPU ms (p50 / p95) and the mean share of the exact path's
 units (``IDS.json``, written by ``query_parts.py --exact --check``) that the result holds.
@@ -30,16 +31,17 @@ def main() -> None:
     ap.add_argument("--factors", default="3,2,1.5")
     ap.add_argument("--out")
     args = ap.parse_args()
-    from g2cons_plugins import G2ConSIndex, retrieval
+    from g2cons_plugins import G2ConSIndex
+    from g2cons_plugins.retrieval import filling
 
     idx = G2ConSIndex.load(args.index)
     exact = json.loads(Path(args.exact).read_text(encoding="utf-8"))
     with open(DATA / "musique/ketrag500_questions.jsonl", encoding="utf-8") as f:
         questions = [json.loads(line)["question"] for line in f if line.strip()][:210]
-    real = retrieval._first
+    real = filling.EAGER_FACTOR
     rows = []
     for factor in [float(x) for x in args.factors.split(",")]:
-        retrieval._first = lambda index, beta, f=factor: int(f * beta / index.stored.median_unit_tokens) + 32
+        filling.EAGER_FACTOR = factor  # type: ignore[assignment]  # eager_depth: factor x beta / median + 32
         for q in questions[:10]:
             idx.retrieve(q)
         cpu, share = [], []
@@ -52,7 +54,7 @@ def main() -> None:
                      "cpu_p95_ms": round(float(np.percentile(cpu, 95)), 2),
                      "share_of_exact": round(float(np.mean(share)), 4)})
         print(json.dumps(rows[-1]), flush=True)
-    retrieval._first = real
+    filling.EAGER_FACTOR = real
     out = {"index": args.index, "n_units": len(idx.units), "rows": rows, "load_avg_1min": round(os.getloadavg()[0], 2)}
     if args.out:
         Path(args.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")

@@ -43,17 +43,17 @@ import numpy as np  # noqa: E402
 PARTS: dict[str, tuple[str, str]] = {  # part -> (module, attribute path)
     "embed": ("g2cons_plugins.snapshot", "Snapshot.embed_query"),
     "check_query": ("g2cons_plugins.retrieval", "check_query"),
-    "spread": ("g2cons_plugins.retrieval", "score_spread"),
+    "spread": ("g2cons_plugins.retrieval.scores", "score_spread"),
     "bm25_scores": ("g2cons_plugins.retrieval.lexical", "LexicalIndex.scores"),
     "bm25_postings": ("g2cons_plugins.retrieval.lexical", "LexicalIndex.postings"),
-    "hybrid_init": ("g2cons_plugins.retrieval", "HybridScores.__init__"),
+    "hybrid_init": ("g2cons_plugins.retrieval.scores", "HybridScores.__init__"),
     "ann_search": ("g2cons_plugins.arrays.unit_hnsw", "UnitANN.search"),
-    "dense_top": ("g2cons_plugins.retrieval", "DenseScores.top"),
-    "hybrid_top": ("g2cons_plugins.retrieval", "HybridScores.top"),
-    "bridge": ("g2cons_plugins.retrieval", "_bridge"),
-    "names": ("g2cons_plugins.retrieval", "_name_head"),
+    "dense_top": ("g2cons_plugins.retrieval.scores", "DenseScores.top"),
+    "hybrid_top": ("g2cons_plugins.retrieval.scores", "HybridScores.top"),
+    "bridge": ("g2cons_plugins.retrieval.bridge", "walk"),
+    "names": ("g2cons_plugins.retrieval.bridge", "name_head"),
     "name_matches": ("g2cons_plugins.retrieval.entities", "_found"),
-    "ranked": ("g2cons_plugins.retrieval", "_ranked"),
+    "ranked": ("g2cons_plugins.retrieval.bridge", "ranked"),
 }
 
 

@@ -48,9 +48,9 @@ def main() -> None:
     args = ap.parse_args()
 
     from g2cons_plugins import G2ConSIndex
-    from g2cons_plugins import retrieval as rt
     from g2cons_plugins.arrays import unit_hnsw as vi
     from g2cons_plugins.arrays import unit_pq as upq
+    from g2cons_plugins.retrieval.filling import eager_depth
     from g2cons_plugins.storage.outputs import atomic_write_text
 
     idx = G2ConSIndex.load(args.index)
@@ -80,7 +80,8 @@ def main() -> None:
     runs = {name: G2ConSIndex.from_snapshot(dataclasses.replace(snap, unit_ann=ann)) for name, ann in indexes.items()}
 
     # candidate recall of one search for the default query's first ask
-    first = rt._first(snap, snap.config.beta) + snap.config.retrieval.n_seed_units * 2 + snap.config.retrieval.lexical_seeds
+    opt = snap.config.retrieval
+    first = eager_depth(snap, snap.config.beta) + opt.n_seed_units * 2 + opt.lexical_seeds
     ask = first + max(32, first // 8)  # what HybridScores.expect reserves for the bridge strategy's first search
     qvecs = np.stack([np.asarray(snap.embed_query(q), np.float32) for q in timed])
     truth = np.argsort(-(qvecs @ vecs.T), axis=1, kind="stable")[:, :400]

@@ -170,7 +170,8 @@ def _holding(cand: np.ndarray, column: np.ndarray, column_sorted: bool) -> np.nd
     if not len(column) or not len(cand):
         return cand[:0]
     at = np.minimum(np.searchsorted(column, cand), len(column) - 1)
-    return cand[column[at] == cand]
+    out: np.ndarray = cand[column[at] == cand]
+    return out
 
 
 def _heaviest(cand: np.ndarray, w: np.ndarray, k: int) -> np.ndarray:
@@ -181,7 +182,8 @@ def _heaviest(cand: np.ndarray, w: np.ndarray, k: int) -> np.ndarray:
     cut = np.partition(w, len(w) - k)[len(w) - k]  # the k-th largest weight
     keep = w > cut  # fewer than k
     keep[np.flatnonzero(w == cut)[: k - int(keep.sum())]] = True  # the first of the ties at the cut
-    return cand[keep]
+    out: np.ndarray = cand[keep]
+    return out
 
 
 def _found(index: Snapshot, name: str) -> tuple[np.ndarray, float, list[float]]:

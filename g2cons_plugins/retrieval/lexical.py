@@ -64,7 +64,7 @@ class LexicalIndex:
 
         from ..concepts import _vectorizer_kwargs
 
-        analyze = CountVectorizer(**_vectorizer_kwargs(config.with_(ngram_max=1))).build_analyzer()  # type: ignore[arg-type]
+        analyze = CountVectorizer(**_vectorizer_kwargs(config.with_(ngram_max=1))).build_analyzer()  # type: ignore[arg-type,unused-ignore]
         words = terms.words  # sorted after a derive; a trickle update appends its new words after the known ones
         ordered = all(a < b for a, b in zip(words, words[1:], strict=False))
         return cls(weights, SortedColumns(words) if ordered else {w: j for j, w in enumerate(words)}, analyze)
@@ -185,7 +185,8 @@ class QueryBM25:
         if not len(units) or not self.cols:
             return np.zeros(len(units))
         if not self._merged():
-            return self._accumulated()[units]
+            acc: np.ndarray = self._accumulated()[units]
+            return acc
         hit, vals = self.postings()
         out = np.zeros(len(units))
         if len(hit):
@@ -249,7 +250,7 @@ _SCRATCH = threading.local()
 
 def _take_scratch(n: int) -> np.ndarray:
     """The thread's zeroed array of ``n`` float64 (a new one when it is in use or of another size)."""
-    free = getattr(_SCRATCH, "free", None)
+    free: np.ndarray | None = getattr(_SCRATCH, "free", None)
     if free is not None and len(free) == n:
         _SCRATCH.free = None
         return free
