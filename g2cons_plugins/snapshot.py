@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 
-from .arrays.positions import ChunkPositions, UnitPositions, positions_of
+from .arrays.positions import ChunkPositions, UnitPositions
 from .arrays.tables import ChunkTable
+from .arrays.unit_index import UnitIndex, unit_index_for
 from .build import Derived, Stored, derive, store
 from .chunks import Chunk, Unit
 from .concepts import TermIndex
@@ -76,11 +77,10 @@ class Snapshot:
     tokenizer: Tokenizer
     embedder: Embedder
     derive_s: float = 0.0
-    unit_ann: Any = None  # approximate nearest-neighbour index over unit vectors (large corpora), else None
+    unit_ann: UnitIndex | None = None  # the unit index over the unit vectors (large corpora; arrays.unit_index)
     pending: Any = None  # the update engine's trickle state since the last exact derive (engine.update.Pending)
     bm25: Any = field(default=None, repr=False)  # the units' BM25 weights read with a saved index, else None
     origin: Any = None  # where it is saved (engine.trickle_log.Origin), when exact and loaded or saved as is
-
     # per-snapshot values computed on first use (see memo); a new snapshot (made, replaced, unpickled) starts empty
     _memo: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -180,7 +180,8 @@ class Snapshot:
         query = capped_query(query, warn=False)  # the caller that reads the rest of it warns
         embed_q = getattr(self.embedder, "embed_queries", None)
         raw = embed_q([query]) if callable(embed_q) else self.embedder.embed([query])
-        return validate_embeddings(raw, 1, self.embedder.dim, self.embedder.name)[0]
+        vec: np.ndarray = validate_embeddings(raw, 1, self.embedder.dim, self.embedder.name)[0]
+        return vec
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Token counts with the index's tokenizer."""
@@ -195,7 +196,7 @@ def make_snapshot(
     derived: Derived | None = None,
     terms: TermIndex | None = None,
     previous: Snapshot | None = None,
-    unit_ann: Any = None,
+    unit_ann: UnitIndex | None = None,
     bm25: Any = None,
     after_step: Callable[[str], None] | None = None,
 ) -> Snapshot:
@@ -218,69 +219,9 @@ def make_snapshot(
         tokenizer=tokenizer,
         embedder=embedder,
         derive_s=derive_s,
-        unit_ann=_unit_ann(stored, config, previous, unit_ann),
+        unit_ann=unit_index_for(stored, config, previous, unit_ann),
         bm25=bm25 if derived is not None else None,
     )
-
-
-def _unit_ann(
-    stored: Stored,
-    config: G2ConSConfig,
-    previous: Snapshot | None = None,
-    loaded: Any = None,
-    old_units: np.ndarray | None = None,
-) -> Any:
-    """The index over the unit vectors from ``engine.ann_threshold`` units on (extra ``[ann]``): a product-quantised
-    scan (:mod:`~g2cons_plugins.arrays.unit_pq`) or an HNSW graph (:mod:`~g2cons_plugins.arrays.unit_hnsw`), as
-    :meth:`~g2cons_plugins.config.G2ConSConfig.unit_index_kind` says; None below it, or when the library is not
-    installed (then every query scans exactly, with a warning). ``loaded``: the index read with the snapshot (used
-    as is when it is of that kind with the config's parameters); ``previous``: the snapshot this one was made from,
-    whose index is updated by the changed units instead of rebuilt; ``old_units``: per unit, its position in
-    ``previous`` (-1: new), where the caller knows them."""
-    n = len(stored.units)
-    kind = config.unit_index_kind(n, _kind_of(loaded) or _kind_of(getattr(previous, "unit_ann", None)))
-    if kind is None:
-        return None
-    try:
-        if kind == "pq":
-            try:
-                return _unit_pq(stored, config, previous, loaded, old_units)
-            except ImportError as e:
-                if config.engine.ann_kind != "auto":
-                    raise
-                warnings.warn(f"{e}; the unit index is the HNSW graph instead", stacklevel=3)
-        from .arrays.unit_hnsw import unit_ann_for
-
-        return unit_ann_for(stored, config, previous, loaded)
-    except ImportError as e:
-        warnings.warn(f"{n:,} units but no ANN library ({e}); queries scan every unit", stacklevel=3)
-        return None
-
-
-def _kind_of(index: Any) -> str | None:
-    """``"pq"`` / ``"hnsw"`` for a unit index of that kind, else None."""
-    from .arrays.unit_hnsw import UnitANN
-    from .arrays.unit_pq import UnitPQ
-
-    return "pq" if isinstance(index, UnitPQ) else "hnsw" if isinstance(index, UnitANN) else None
-
-
-def _unit_pq(
-    stored: Stored, config: G2ConSConfig, previous: Snapshot | None, loaded: Any, old_units: np.ndarray | None
-) -> Any:
-    from .arrays.unit_pq import UnitPQ, unit_pq_for, unit_pq_params
-
-    params = unit_pq_params(config)
-    if isinstance(loaded, UnitPQ) and len(loaded) == len(stored.units):
-        if loaded.params == params:
-            return loaded
-        if loaded.params.dims_per_code == params.dims_per_code:  # the codes hold: only the search differs
-            return UnitPQ(loaded.centroids, loaded.codes, params)
-    prev = getattr(previous, "unit_ann", None)
-    if isinstance(prev, UnitPQ) and old_units is None:
-        assert previous is not None
-        old_units = positions_of(previous.unit_pos, [u.id for u in stored.units])
-    return unit_pq_for(stored.unit_vecs, params, prev, old_units)
 
 
 def _read_only(seq: Sequence[Any]) -> Sequence[Any]:

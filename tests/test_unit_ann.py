@@ -17,6 +17,7 @@ from g2cons_plugins.arrays.unit_hnsw import UnitANN
 from g2cons_plugins.engine.snapshot_updates import with_added, with_removed
 from g2cons_plugins.errors import PersistError
 from g2cons_plugins.retrieval import DenseScores, retrieve
+from g2cons_plugins.storage import unit_index_io
 
 pytest.importorskip("usearch")
 
@@ -225,13 +226,13 @@ def test_a_wrong_format_is_named(pair: tuple[G2ConSIndex, G2ConSIndex], tmp_path
         with path.open("xb") as fh:
             fn(fh)  # type: ignore[operator]
 
-    entry = vector_index.write_unit_ann(snap.unit_ann, folder, write)
+    entry = unit_index_io.write_unit_ann(snap.unit_ann, folder, write)
     n, dim = len(snap.units), snap.embedder.dim
-    assert len(vector_index.read_unit_ann(folder, entry, n, dim)) == n
+    assert len(unit_index_io.read_unit_ann(folder, entry, n, dim)) == n
     with pytest.raises(PersistError, match="g2cons-unit-ann/1"):
-        vector_index.read_unit_ann(folder, {**entry, "format": "g2cons-unit-ann/9"}, n, dim)
+        unit_index_io.read_unit_ann(folder, {**entry, "format": "g2cons-unit-ann/9"}, n, dim)
     with pytest.raises(PersistError, match="unit_ann.n"):
-        vector_index.read_unit_ann(folder, entry, n + 1, dim)
+        unit_index_io.read_unit_ann(folder, entry, n + 1, dim)
 
 
 def test_pickle_and_deepcopy_keep_the_index(pair: tuple[G2ConSIndex, G2ConSIndex]) -> None:

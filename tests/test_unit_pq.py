@@ -18,6 +18,7 @@ from g2cons_plugins.arrays.unit_hnsw import UnitANN
 from g2cons_plugins.arrays.unit_pq import UnitPQ, UnitPQParams, build_unit_pq
 from g2cons_plugins.engine.snapshot_updates import with_added, with_removed
 from g2cons_plugins.errors import InputError, PersistError
+from g2cons_plugins.storage import unit_index_io
 
 PQ = G2ConSConfig(ann_threshold=1, ann_kind="pq")
 
@@ -257,19 +258,19 @@ def test_a_wrong_entry_or_file_is_named(pair: tuple[G2ConSIndex, G2ConSIndex], t
         with path.open("xb") as fh:
             fn(fh)  # type: ignore[operator]
 
-    entry = unit_pq.write_unit_pq(snap.unit_ann, folder, write)
+    entry = unit_index_io.write_unit_pq(snap.unit_ann, folder, write)
     n, dim = len(snap.units), snap.embedder.dim
-    assert len(unit_pq.read_unit_pq(folder, entry, n, dim)) == n
+    assert len(unit_index_io.read_unit_pq(folder, entry, n, dim)) == n
     with pytest.raises(PersistError, match="g2cons-unit-pq/1"):
-        unit_pq.read_unit_pq(folder, {**entry, "format": "g2cons-unit-pq/9"}, n, dim)
+        unit_index_io.read_unit_pq(folder, {**entry, "format": "g2cons-unit-pq/9"}, n, dim)
     with pytest.raises(PersistError, match="unit_pq.n"):
-        unit_pq.read_unit_pq(folder, entry, n + 1, dim)
+        unit_index_io.read_unit_pq(folder, entry, n + 1, dim)
     with pytest.raises(PersistError, match="unit_pq.params"):
-        unit_pq.read_unit_pq(folder, {**entry, "params": {"rerank": 0}}, n, dim)
+        unit_index_io.read_unit_pq(folder, {**entry, "params": {"rerank": 0}}, n, dim)
     with pytest.raises(PersistError, match="centroids"):
-        unit_pq.read_unit_pq(folder, entry, n, dim + 2)
+        unit_index_io.read_unit_pq(folder, entry, n, dim + 2)
     with pytest.raises(PersistError, match="exists"):
-        unit_pq.write_unit_pq(snap.unit_ann, folder, write)
+        unit_index_io.write_unit_pq(snap.unit_ann, folder, write)
 
 
 def test_pickle_and_deepcopy_keep_the_index(pair: tuple[G2ConSIndex, G2ConSIndex]) -> None:

@@ -57,7 +57,7 @@ PARTS = (
     ("update", "graph_stats"),
     ("update", "freeze"),
     ("snapshot", "_trickled"),
-    ("snapshot", "_unit_ann"),
+    ("arrays.unit_index", "unit_index_for"),
     ("snapshot", "store"),
     ("snapshot", "make_snapshot"),
     ("lexical", "LexicalIndex.build"),

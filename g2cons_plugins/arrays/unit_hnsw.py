@@ -5,9 +5,11 @@ Two things live here:
 - :class:`UnitANN`, a snapshot's index over its unit vectors (``G2ConSConfig.ann_threshold`` units on): every
   unit has a stable 64-bit key, so ``add`` / ``remove`` update the previous snapshot's graph by the changed units
   (:func:`updated_unit_ann`) instead of rebuilding it, and a save writes the graph next to the other files
-  (:func:`write_unit_ann`: usearch's own format + the keys as ``.npy``, format ``g2cons-unit-ann/1``) so a load
-  memory-maps it (:func:`read_unit_ann`). Candidates are always re-scored exactly on the float32 unit vectors;
-  the class doc states what readers of an older snapshot see while a newer one updates the shared graph.
+  (:func:`~g2cons_plugins.storage.unit_index_io.write_unit_ann`: usearch's own format + the keys as ``.npy``,
+  format ``g2cons-unit-ann/1``) so a load memory-maps it
+  (:func:`~g2cons_plugins.storage.unit_index_io.read_unit_ann`). Candidates are always re-scored exactly on the
+  float32 unit vectors; the class doc states what readers of an older snapshot see while a newer one updates the
+  shared graph.
 - :class:`VectorIndex`, a stand-alone read-only top-k index over a matrix, described below.
 
 **VectorIndex.** Top-k inner-product search over unit-length vectors: exact below a size threshold, HNSW above.
@@ -49,8 +51,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError, PersistError
-from ..storage.index_entry import entry_params
-from ..storage.npy_file import load_npy
+from .npy_file import load_npy
 from .positions import positions_of
 
 FORMAT = "g2cons-vector-index/1"
@@ -148,7 +149,7 @@ class VectorIndex:
     @property
     def vectors(self) -> np.ndarray:
         """The stored matrix (read-only view; memory-mapped after ``load(mmap=True)``)."""
-        view = self._vecs.view()
+        view: np.ndarray = self._vecs.view()
         view.flags.writeable = False
         return view
 
@@ -183,9 +184,11 @@ class VectorIndex:
         """Exact float32 dot products of ``query`` with all rows (or with ``rows``)."""
         q = self._check_query(query)
         if rows is not None:
-            return np.asarray(self._vecs[rows], dtype=np.float32) @ q
+            of_rows: np.ndarray = np.asarray(self._vecs[rows], dtype=np.float32) @ q
+            return of_rows
         if self._vecs.dtype == np.float32:
-            return self._vecs @ q
+            every: np.ndarray = self._vecs @ q
+            return every
         out = np.empty(self.size, dtype=np.float32)
         for s in range(0, self.size, _BLOCK):
             out[s : s + _BLOCK] = self._vecs[s : s + _BLOCK].astype(np.float32) @ q
@@ -469,7 +472,8 @@ class UnitANN:
         sorted_keys, order = self._by_key
         at = np.minimum(np.searchsorted(sorted_keys, keys), max(len(sorted_keys) - 1, 0))
         hit = sorted_keys[at] == keys if len(sorted_keys) else np.zeros(len(keys), bool)
-        return order[at[hit]].astype(np.int64)
+        out: np.ndarray = order[at[hit]].astype(np.int64)
+        return out
 
     def search(self, query: np.ndarray, k: int) -> np.ndarray | None:
         """Positions of the candidate units near ``query``: at least ``k`` where the snapshot has them, up to
@@ -643,33 +647,24 @@ def _pending_after(
 
 
 # ---------------------------------------------------------------------------------------------- persistence
-def write_unit_ann(ann: UnitANN, folder: Path, write: Callable[[Path, Callable[[Any], Any]], None]) -> dict[str, Any]:
-    """Write ``ann`` into an index version folder (``write(path, fn)`` creates, fills and fsyncs a file): the
-    graph in usearch's own format and the keys as ``.npy``. Returns the manifest entry (format, count, params)."""
-    path = folder / UNIT_ANN_GRAPH
-    if path.exists():
-        raise PersistError(f"{path} exists; a unit index is only written into a new version folder")
+def save_unit_graph(ann: UnitANN, path: Path) -> None:
+    """Write the graph holding exactly ``ann``'s keys to ``path`` in usearch's own format (no update runs while it
+    is written). The keys, the manifest entry and the checks are :mod:`g2cons_plugins.storage.unit_index_io`'s."""
     with ann._shared.reading(wait=True):  # no update runs while the graph is written
         ann._own_graph().save(str(path))
-    with path.open("rb+") as fh:
-        os.fsync(fh.fileno())
-    write(folder / UNIT_ANN_KEYS, lambda fh: np.save(fh, np.asarray(ann.keys), allow_pickle=False))
-    return {"format": UNIT_ANN_FORMAT, "n": len(ann), "params": asdict(ann.params)}
 
 
-def read_unit_ann(folder: Path, entry: Any, n_units: int, dim: int, mmap: bool = True) -> UnitANN:
-    """The unit index saved by :func:`write_unit_ann` (checksums are checked by the caller), memory-mapped unless
-    ``mmap=False``; every mismatch with the manifest entry or the snapshot raises :class:`PersistError`."""
-    params = entry_params(folder, entry, "unit_ann", UNIT_ANN_FORMAT, n_units, UnitANNParams)
-    keys = load_npy(folder / UNIT_ANN_KEYS, np.uint64, (n_units,), "keys")  # header and size checked first
-    if len(np.unique(keys)) != n_units:
-        raise PersistError(f"{folder / UNIT_ANN_KEYS}: expected {n_units} distinct uint64 keys")
+def restored_unit_ann(path: Path, keys: np.ndarray, params: UnitANNParams, dim: int, mmap: bool = True) -> UnitANN:
+    """The unit index over the graph saved at ``path`` (by :func:`save_unit_graph`) with the units' ``keys``
+    (distinct, checked by the caller), memory-mapped unless ``mmap=False``; :class:`PersistError` when the file is
+    not a usearch index of these keys x ``dim``."""
+    n_units = len(keys)
     try:
-        graph = _usearch().restore(str(folder / UNIT_ANN_GRAPH), view=mmap)
+        graph = _usearch().restore(str(path), view=mmap)
     except (RuntimeError, ValueError) as e:
-        raise PersistError(f"{folder / UNIT_ANN_GRAPH}: not a usearch index ({e})") from None
+        raise PersistError(f"{path}: not a usearch index ({e})") from None
     if graph is None or len(graph) != n_units or graph.ndim != dim or not graph.contains(keys).all():
-        raise PersistError(f"{folder / UNIT_ANN_GRAPH}: not a usearch index of these {n_units} units x {dim}")
+        raise PersistError(f"{path}: not a usearch index of these {n_units} units x {dim}")
     graph.expansion_search = params.expansion_search
     shared = _Shared(graph, int(keys.max(initial=0)) + 1, view=mmap)
     ann = UnitANN(shared, keys, params)

@@ -13,26 +13,21 @@ A :class:`UnitPQ` is immutable: its codes are row-aligned with the snapshot's un
 gives the next snapshot a new one (:func:`moved_unit_pq`): the kept units' codes are copied, only the new units are
 encoded (with the codebook trained at the last build), and the scan's packed layout is made again (the whole update
 of the index: 0.01-0.05 s at 123k units, ``benchmarks/scale/results/update_parts_80k_pq.md``). Older snapshots keep
-their own. A save writes the codes and the codebook as ``.npy`` files (:func:`write_unit_pq`); a load memory-maps
-the codes and packs them (:func:`read_unit_pq`). The codebook is trained by a build; updates and ``refresh()`` keep
-it, as they keep the graph.
+their own. A save writes the codes and the codebook as ``.npy`` files
+(:func:`~g2cons_plugins.storage.unit_index_io.write_unit_pq`); a load memory-maps the codes and packs them
+(:func:`~g2cons_plugins.storage.unit_index_io.read_unit_pq`). The codebook is trained by a build; updates and
+``refresh()`` keep it, as they keep the graph.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..errors import InputError, PersistError
-from ..storage.index_entry import entry_params
-from ..storage.memory import drop_mapped_pages
-from ..storage.npy_file import load_npy
+from ..errors import InputError
 
 UNIT_PQ_FORMAT = "g2cons-unit-pq/1"
 UNIT_PQ_CODES = "unit_pq_codes.npy"
@@ -145,8 +140,9 @@ class UnitPQ:
             return np.arange(n, dtype=np.int64)
         q = np.ascontiguousarray(np.asarray(query, dtype=np.float32).reshape(1, -1))
         _, ids = self._scan.search(q, want)
-        found = ids[0]
-        return found[found >= 0].astype(np.int64)
+        found = np.asarray(ids[0])
+        out: np.ndarray = found[found >= 0].astype(np.int64)
+        return out
 
     def encode(self, vectors: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
         """Codes of ``vectors`` (or of its ``rows``) with this index's codebook."""
@@ -203,39 +199,6 @@ def unit_pq_for(vectors: np.ndarray, params: UnitPQParams, previous: Any, old: n
     if isinstance(previous, UnitPQ) and old is not None:
         return moved_unit_pq(previous, old, vectors, params)
     return build_unit_pq(vectors, params)
-
-
-# ---------------------------------------------------------------------------------------------- persistence
-def write_unit_pq(pq: UnitPQ, folder: Path, write: Callable[[Path, Callable[[Any], Any]], None]) -> dict[str, Any]:
-    """Write ``pq`` into an index version folder (``write(path, fn)`` creates, fills and fsyncs a file): its codes
-    and codebook as ``.npy``. Returns the manifest entry (format, count, params)."""
-    for name, arr in ((UNIT_PQ_CODES, pq.codes), (UNIT_PQ_CENTROIDS, pq.centroids)):
-        path = folder / name
-        if path.exists():
-            raise PersistError(f"{path} exists; a unit index is only written into a new version folder")
-        write(path, functools.partial(_save_npy, arr))
-    return {"format": UNIT_PQ_FORMAT, "n": len(pq), "params": asdict(pq.params)}
-
-
-def _save_npy(arr: np.ndarray, fh: Any) -> None:
-    np.save(fh, np.asarray(arr), allow_pickle=False)
-
-
-def read_unit_pq(folder: Path, entry: Any, n_units: int, dim: int, mmap: bool = True) -> UnitPQ:
-    """The unit index saved by :func:`write_unit_pq` (checksums are checked by the caller), its codes
-    memory-mapped unless ``mmap=False``; every mismatch with the manifest entry or the snapshot raises
-    :class:`PersistError`."""
-    params = entry_params(folder, entry, "unit_pq", UNIT_PQ_FORMAT, n_units, UnitPQParams)
-    m = subspaces(dim, params)
-    want = (m, 2**NBITS, dim // m)
-    # headers and sizes checked against the manifest's count and the dimension before anything is read or mapped
-    centroids = load_npy(folder / UNIT_PQ_CENTROIDS, np.float32, want, "centroids")
-    if not np.isfinite(centroids).all():
-        raise PersistError(f"{folder / UNIT_PQ_CENTROIDS}: expected finite float32 centroids of shape {want}")
-    codes = load_npy(folder / UNIT_PQ_CODES, np.uint8, (n_units, (m * NBITS + 7) // 8), "codes", mmap=mmap)
-    pq = UnitPQ(np.array(centroids), codes, params)
-    drop_mapped_pages([codes])  # read once into the scan's packed copy; an update maps back what it copies
-    return pq
 
 
 def unit_pq_params(config: Any) -> UnitPQParams:

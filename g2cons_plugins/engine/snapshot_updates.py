@@ -11,12 +11,13 @@ from typing import Any
 
 import numpy as np
 
+from ..arrays.unit_index import UnitIndex, unit_index_for
 from ..build import Derived, Stored, store
 from ..chunks import Chunk
 from ..concepts import TermIndex
 from ..concepts import update as update_terms
 from ..errors import InputError, PersistError, normalize_id
-from ..snapshot import Snapshot, _unit_ann, make_snapshot
+from ..snapshot import Snapshot, make_snapshot
 from ..storage.memory import after_build_step, drop_mapped_pages, release_free_memory, state_arrays
 from .trickle_log import Origin, RecordingEmbedder, ReplayEmbedder, TrickleOp
 from .trickle_store import drop_stored, insert_stored
@@ -196,13 +197,13 @@ def _trickled(
     )
 
 
-def _trickled_ann(snap: Snapshot, st: Stored, old_units: np.ndarray) -> Any:
+def _trickled_ann(snap: Snapshot, st: Stored, old_units: np.ndarray) -> UnitIndex | None:
     """``snap``'s unit index updated by the changed units (their old positions known: no pass over the ids)."""
     from ..arrays.unit_hnsw import UnitANN, moved_unit_ann, unit_ann_params
 
     if isinstance(snap.unit_ann, UnitANN) and snap.config.unit_index_kind(len(st.units), "hnsw") == "hnsw":
         return moved_unit_ann(snap.unit_ann, old_units, st.unit_vecs, unit_ann_params(snap.config))
-    return _unit_ann(st, snap.config, previous=snap, old_units=old_units)
+    return unit_index_for(st, snap.config, previous=snap, old_units=old_units)
 
 
 def _terms(snap: Snapshot, st: Stored) -> TermIndex:

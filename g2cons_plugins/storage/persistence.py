@@ -97,8 +97,8 @@ from typing import Any
 
 import numpy as np
 
-from ..arrays.unit_hnsw import UNIT_ANN_FILES, UnitANN, read_unit_ann, write_unit_ann
-from ..arrays.unit_pq import UNIT_PQ_FILES, UnitPQ, read_unit_pq, write_unit_pq
+from ..arrays.unit_hnsw import UNIT_ANN_FILES, UnitANN
+from ..arrays.unit_pq import UNIT_PQ_FILES, UnitPQ
 from ..build import Stored, derive, needs_sentence_vectors
 from ..config import SAVED_KEYS, G2ConSConfig
 from ..embedders import CachedEmbedder, Embedder, get_embedder
@@ -123,6 +123,7 @@ from .stored_io import (
 )
 from .stored_npz import STORED_NPZ, read_stored_npz, write_stored_npz
 from .trickle_io import LOG_FILES, read_log, write_log
+from .unit_index_io import read_unit_ann, read_unit_pq, write_unit_ann, write_unit_pq
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "load_snapshot", "read_manifest", "save_index"]
 

@@ -34,7 +34,7 @@ from ..build import Stored, freeze
 from ..chunks import Chunk, Unit
 from ..errors import PersistError
 from .memory import drop_mapped_pages
-from .npy_file import load_npy
+from ..arrays.npy_file import load_npy
 
 __all__ = [
     "SENTENCE_VECTORS",

@@ -15,7 +15,7 @@ import numpy as np
 from ..chunks import Chunk
 from ..engine.trickle_log import TrickleOp
 from ..errors import PersistError
-from .npy_file import load_npy
+from ..arrays.npy_file import load_npy
 
 __all__ = ["LOG_FILES", "LOG_JSON", "LOG_VECTORS", "read_log", "write_log"]
 
