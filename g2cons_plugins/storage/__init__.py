@@ -8,6 +8,7 @@
 - :mod:`.spill` -- the rows a removal keeps of a file-backed array, written to an unlinked file and mapped.
 - :mod:`.ones` -- one read-only buffer of ones, shared as the data of every 0/1 sparse matrix in memory.
 - :mod:`.index_entry` -- the manifest entry of a saved unit index, checked on load.
+- :mod:`.unit_index_io` -- a snapshot's unit index (HNSW graph or PQ codes) saved and loaded.
 - :mod:`.trickle_io` -- the trickle log's files (the updates a save writes beside a saved exact snapshot).
 
 - :mod:`.outputs` -- atomic single-file outputs and their stamps (what g2cons wrote, and may replace).
