@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..retrieval import SPREAD_REF, DenseScores, RetrievedItem, retrieve, score_spread
+from ..retrieval.strategies import EVIDENCE_STRATEGIES, lookup
 from ..snapshot import Snapshot
 from .items import FusedItem, HostItem
 from .matching import BothPaths, both_paths, concept_head, cut
@@ -28,15 +29,17 @@ from .report import Fusion, report
 
 __all__ = ["STRATEGIES", "check_strategy", "fuse_score"]
 
-STRATEGIES = ("bridge", "dense")
-"""The concept-path strategies that rank with host evidence (``retrieval.retrieve``'s ``evidence``)."""
+STRATEGIES = EVIDENCE_STRATEGIES
+"""The concept-path strategies that rank with host evidence (their ``evidence`` flag in
+:data:`g2cons_plugins.retrieval.strategies.TABLE`)."""
 
 _Placed = tuple[RetrievedItem | None, tuple[int, HostItem] | None]  # a concept unit, or (host rank, host item)
 
 
 def check_strategy(opt: FuseOptions) -> None:
-    """Score fusion needs a strategy that takes host evidence: an ``InputError`` naming both otherwise."""
-    if opt.strategy not in STRATEGIES:
+    """Score fusion needs a strategy that takes host evidence: an ``InputError`` naming both otherwise (an unknown
+    strategy: the retrieval table's own error)."""
+    if not lookup(opt.strategy).evidence:
         raise InputError(
             f"fusion rule 'score' does not work with strategy {opt.strategy!r} (it needs one that takes host "
             f"evidence: {STRATEGIES}); choose fusion 'share' or 'ensemble', or another strategy"
