@@ -57,12 +57,7 @@ ARRAYS_MAY_IMPORT = ("errors", "chunks")
 ALLOWED_EDGES: dict[tuple[str, str], str] = {}
 
 # "path/to/module.py:function" -> why it is longer than MAX_LINES.
-LONG_FUNCTIONS = {
-    "eval/report.py:write_report": "one Markdown report written top to bottom, section after section",
-    "eval/host_eval.py:selection_downstream": "one loop over kappa x selector whose rows are written where they are "
-    "measured (each row: the build's cost and the paired hits)",
-    "cli/eval.py:register": "argparse declarations of the eval subcommand, one option after another",
-}
+LONG_FUNCTIONS: dict[str, str] = {}
 
 
 def _modules() -> dict[str, Path]:

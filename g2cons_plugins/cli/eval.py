@@ -306,16 +306,8 @@ def _eval_answers(
     out["answers"] = {"model": args.answer_model, "budget": beta, "rows": rows}
 
 
-def register(sub: Any) -> None:
-    """Add the ``eval`` subcommand."""
-    e = sub.add_parser(
-        "eval",
-        help="Context Recall of several methods side by side",
-        epilog="example (corpus: JSONL of id/text/title; questions: JSONL with answers and supporting ids):\n"
-        "  g2cons eval --corpus corpus.jsonl --questions questions.jsonl --methods dense,concept "
-        "--budgets 2000,4000 --limit 5 --out results.json",
-        formatter_class=FMT,
-    )
+def _data_opts(e: argparse.ArgumentParser) -> None:
+    """Inputs, methods, budgets and the result files."""
     e.add_argument("--corpus", required=True, type=Path)
     e.add_argument("--questions", required=True, type=Path)
     e.add_argument("--methods", default="dense,bm25,keyword,concept,concept-paper")
@@ -330,6 +322,10 @@ def register(sub: Any) -> None:
         help="also write one JSONL record per question, method and budget (hit, support share, recall@k) for "
         "paired comparisons",
     )
+
+
+def _selection_opts(e: argparse.ArgumentParser) -> None:
+    """Core-chunk selection against random controls, and selection judged downstream by a host KG."""
     e.add_argument("--selection", action="store_true", help="also measure core-chunk selection vs random")
     e.add_argument("--kappas", type=shares, default=[0.2, 0.8])
     e.add_argument(
@@ -345,7 +341,10 @@ def register(sub: Any) -> None:
         help="selectors judged by --selection-downstream: default (the index's), length-matched-random, or any "
         "selector name (coverage, concept_coverage, pagerank, shortest, uniform, knn_pagerank)",
     )
-    e.add_argument("--report", type=Path, default=None, help="write a Markdown report with PNG plots to this folder")
+
+
+def _host_opts(e: argparse.ArgumentParser) -> None:
+    """The host KG path and fused G2ConS: the host, its kappa / lambda / host-weight sweeps, fusion, prices."""
     e.add_argument(
         "--host",
         default=None,
@@ -376,6 +375,10 @@ def register(sub: Any) -> None:
     fusion_opts(e, "of the fused row of the main table")
     e.add_argument("--price-in", type=price, default=0.15, help="USD per 1M LLM input tokens (default 0.15)")
     e.add_argument("--price-out", type=price, default=0.60, help="USD per 1M LLM output tokens (default 0.60)")
+
+
+def _answer_opts(e: argparse.ArgumentParser) -> None:
+    """EM / F1 with an answering model."""
     e.add_argument(
         "--answer-model",
         default=None,
@@ -388,6 +391,23 @@ def register(sub: Any) -> None:
         default=None,
         help="budget of the EM/F1 contexts (one of --budgets; default: smallest)",
     )
+
+
+def register(sub: Any) -> None:
+    """Add the ``eval`` subcommand."""
+    e = sub.add_parser(
+        "eval",
+        help="Context Recall of several methods side by side",
+        epilog="example (corpus: JSONL of id/text/title; questions: JSONL with answers and supporting ids):\n"
+        "  g2cons eval --corpus corpus.jsonl --questions questions.jsonl --methods dense,concept "
+        "--budgets 2000,4000 --limit 5 --out results.json",
+        formatter_class=FMT,
+    )
+    _data_opts(e)
+    _selection_opts(e)
+    e.add_argument("--report", type=Path, default=None, help="write a Markdown report with PNG plots to this folder")
+    _host_opts(e)
+    _answer_opts(e)
     e.add_argument(
         "--pack-tokens",
         type=count,

@@ -23,6 +23,7 @@ from ..fusion import FuseOptions, fuse, fuse_context, resolve_host_items
 from ..hosts.protocol import HostKG
 from ..index import G2ConSIndex
 from ..retrieval import retrieve
+from ..selection import SELECTORS, SelectionReport
 from .evaluation import answer_in_context, embed_queries
 
 HOST_BUILD_COLUMNS = (
@@ -319,6 +320,120 @@ def _length_matched(index: G2ConSIndex, kept_ids: Sequence[str], seed: int) -> l
     return [st.chunks[i].id for i in sorted(pick)]
 
 
+@dataclass(frozen=True)
+class _Downstream:
+    """What every (kappa, selector) cell of :func:`selection_downstream` shares: the questions with their query
+    vectors, the concept path's items per budget (once; they do not depend on kappa), chunk tokens and the host's
+    prompt tokens per call."""
+
+    index: G2ConSIndex
+    questions: Sequence[dict[str, Any]]
+    pairs: list[tuple[dict[str, Any], Any]]
+    concept: dict[int, list[Any]]
+    budgets: Sequence[int]
+    prompt: int
+    tokens: dict[str, int]
+    total: int
+    full_input: int
+    seed: int
+
+
+def _check_selectors(selectors: Sequence[str]) -> None:
+    """Raise :class:`InputError` for a name that is neither a downstream selector nor in ``SELECTORS``."""
+    bad = [s for s in selectors if s not in ("default", "length-matched-random", *SELECTORS)]
+    if bad:
+        raise InputError(
+            f"unknown downstream selectors {bad}; choose from {('default', 'length-matched-random', *SELECTORS)}"
+        )
+
+
+def _downstream_setup(
+    index: G2ConSIndex, questions: Sequence[dict[str, Any]], host: HostKG, budgets: Sequence[int], seed: int
+) -> _Downstream:
+    """Embed the questions once, retrieve the concept path once per budget, count chunk tokens."""
+    qvecs = embed_queries(index, [q["question"] for q in questions])
+    pairs = list(zip(questions, qvecs, strict=True))
+    concept = {b: [retrieve(index, q["question"], beta=b, query_vector=v) for q, v in pairs] for b in budgets}
+    prompt = int(host.prompt_tokens_per_call)
+    tokens = {c.id: int(t) for c, t in zip(index.stored.chunks, index.stored.chunk_tokens, strict=True)}
+    total = sum(tokens.values())
+    return _Downstream(
+        index, questions, pairs, concept, budgets, prompt, tokens, total, total + prompt * len(tokens), seed
+    )
+
+
+def _selector_report(ctx: _Downstream, kappa: float, sel: str, default: SelectionReport) -> SelectionReport:
+    """The kept chunks of selector ``sel`` at ``kappa`` (``default``: the index's selector's report)."""
+    from dataclasses import replace
+
+    if sel == "default":
+        return default
+    if sel == "length-matched-random":
+        kept = _length_matched(ctx.index, default.kept_ids, ctx.seed)
+        kept_set = set(kept)
+        dropped = [c for c in ctx.tokens if c not in kept_set]
+        kt = sum(ctx.tokens[c] for c in kept)
+        return replace(
+            default, selector=sel, kept_ids=kept, dropped_ids=dropped, kept_tokens=kt, dropped_tokens=ctx.total - kt
+        )
+    return ctx.index.select(kappa=kappa, selector=sel, prompt_tokens_per_call=ctx.prompt, seed=ctx.seed)
+
+
+def _downstream_hits(
+    ctx: _Downstream, host: HostKG, desc: str, show_progress: bool
+) -> dict[int, tuple[list[int], list[int]]]:
+    """Per budget, the per-question answer hits of the host alone and of the fused context (host KG built)."""
+    from tqdm.auto import tqdm
+
+    index = ctx.index
+    lam, spill = index.config.fusion_lambda, index.config.fusion_spill
+    hits: dict[int, tuple[list[int], list[int]]] = {b: ([], []) for b in ctx.budgets}
+    for i, q in enumerate(tqdm(ctx.questions, desc=desc, disable=not show_progress)):
+        hitems = resolve_host_items(index, host.retrieve(q["question"]))
+        for b in ctx.budgets:
+            alone = fuse(hitems, [], b, 1.0, tokenizer=index.tokenizer, spill=False)
+            if index.config.fusion == "ensemble":
+                fused = fuse(hitems, ctx.concept[b][i], b, lam, tokenizer=index.tokenizer, spill=spill)
+            else:  # share or score, with the index's settings
+                opt = FuseOptions.of(index.config, beta=b)
+                fused = fuse_context(index, hitems, q["question"], opt, ctx.pairs[i][1], ctx.concept[b][i]).items
+            hits[b][0].append(int(answer_in_context(q["answers"], "\n".join(f.text for f in alone))))
+            hits[b][1].append(int(answer_in_context(q["answers"], "\n".join(f.text for f in fused))))
+    return hits
+
+
+def _downstream_row(
+    ctx: _Downstream,
+    kappa: float,
+    selector: str,
+    report: SelectionReport,
+    budget: int,
+    build_s: float,
+    hits: tuple[list[int], list[int]],
+) -> dict[str, Any]:
+    """One row of :data:`DOWNSTREAM_COLUMNS` (+ the per-question hits)."""
+    host_hits, fused_hits = hits
+    calls = len(report.kept_ids)
+    n = len(ctx.questions)
+    return {
+        "kappa": kappa,
+        "selector": selector,
+        "kept_chunks": calls,
+        "kept_token_share": round(report.kept_tokens / max(ctx.total, 1), 4),
+        "calls": calls,
+        "input_tokens": report.kept_tokens + ctx.prompt * calls,
+        "input_share": round((report.kept_tokens + ctx.prompt * calls) / max(ctx.full_input, 1), 4),
+        "prompt_tokens_per_call": ctx.prompt,
+        "budget": budget,
+        "host_cr": round(100.0 * sum(host_hits) / n, 2),
+        "fused_cr": round(100.0 * sum(fused_hits) / n, 2),
+        "n_questions": n,
+        "build_s": round(build_s, 3),
+        "host_hits": "".join(map(str, host_hits)),
+        "fused_hits": "".join(map(str, fused_hits)),
+    }
+
+
 def selection_downstream(
     index: G2ConSIndex,
     questions: Sequence[dict[str, Any]],
@@ -339,76 +454,17 @@ def selection_downstream(
     chunk tokens + the host's prompt per call; with ``kappa_by="tokens"`` every selector is held to about the same
     input tokens at one kappa) and ``build_s``; and the per-question hits, ``host_hits`` / ``fused_hits``, as
     strings of 0/1 in question order, for paired tests between selectors."""
-    from dataclasses import replace
-
-    from tqdm.auto import tqdm
-
-    from ..selection import SELECTORS
-
-    bad = [s for s in selectors if s not in ("default", "length-matched-random", *SELECTORS)]
-    if bad:
-        raise InputError(
-            f"unknown downstream selectors {bad}; choose from {('default', 'length-matched-random', *SELECTORS)}"
-        )
-    qvecs = embed_queries(index, [q["question"] for q in questions])
-    pairs = list(zip(questions, qvecs, strict=True))
-    concept = {b: [retrieve(index, q["question"], beta=b, query_vector=v) for q, v in pairs] for b in budgets}
-    prompt = int(host.prompt_tokens_per_call)
-    lam, spill = index.config.fusion_lambda, index.config.fusion_spill
-    tokens = {c.id: int(t) for c, t in zip(index.stored.chunks, index.stored.chunk_tokens, strict=True)}
-    total = sum(tokens.values())
-    full_input = total + prompt * len(tokens)
+    _check_selectors(selectors)
+    ctx = _downstream_setup(index, questions, host, budgets, seed)
     rows: list[dict[str, Any]] = []
     for kappa in kappas:
-        default = index.select(kappa=kappa, prompt_tokens_per_call=prompt)
+        default = index.select(kappa=kappa, prompt_tokens_per_call=ctx.prompt)
         for sel in selectors:
-            if sel == "default":
-                report = default
-            elif sel == "length-matched-random":
-                kept = _length_matched(index, default.kept_ids, seed)
-                kept_set = set(kept)
-                dropped = [c for c in tokens if c not in kept_set]
-                kt = sum(tokens[c] for c in kept)
-                report = replace(
-                    default, selector=sel, kept_ids=kept, dropped_ids=dropped, kept_tokens=kt, dropped_tokens=total - kt
-                )
-            else:
-                report = index.select(kappa=kappa, selector=sel, prompt_tokens_per_call=prompt, seed=seed)
+            report = _selector_report(ctx, kappa, sel, default)
             t0 = time.perf_counter()
             host.build(index, report, show_progress=False)
             build_s = time.perf_counter() - t0
-            hits: dict[int, tuple[list[int], list[int]]] = {b: ([], []) for b in budgets}
-            for i, q in enumerate(tqdm(questions, desc=f"{sel} kappa={kappa:g}", disable=not show_progress)):
-                hitems = resolve_host_items(index, host.retrieve(q["question"]))
-                for b in budgets:
-                    alone = fuse(hitems, [], b, 1.0, tokenizer=index.tokenizer, spill=False)
-                    if index.config.fusion == "ensemble":
-                        fused = fuse(hitems, concept[b][i], b, lam, tokenizer=index.tokenizer, spill=spill)
-                    else:  # share or score, with the index's settings
-                        opt = FuseOptions.of(index.config, beta=b)
-                        fused = fuse_context(index, hitems, q["question"], opt, pairs[i][1], concept[b][i]).items
-                    hits[b][0].append(int(answer_in_context(q["answers"], "\n".join(f.text for f in alone))))
-                    hits[b][1].append(int(answer_in_context(q["answers"], "\n".join(f.text for f in fused))))
-            calls = len(report.kept_ids)
-            for b in budgets:
-                host_hits, fused_hits = hits[b]
-                rows.append(
-                    {
-                        "kappa": kappa,
-                        "selector": sel if sel != "default" else f"default ({default.selector})",
-                        "kept_chunks": calls,
-                        "kept_token_share": round(report.kept_tokens / max(total, 1), 4),
-                        "calls": calls,
-                        "input_tokens": report.kept_tokens + prompt * calls,
-                        "input_share": round((report.kept_tokens + prompt * calls) / max(full_input, 1), 4),
-                        "prompt_tokens_per_call": prompt,
-                        "budget": b,
-                        "host_cr": round(100.0 * sum(host_hits) / len(questions), 2),
-                        "fused_cr": round(100.0 * sum(fused_hits) / len(questions), 2),
-                        "n_questions": len(questions),
-                        "build_s": round(build_s, 3),
-                        "host_hits": "".join(map(str, host_hits)),
-                        "fused_hits": "".join(map(str, fused_hits)),
-                    }
-                )
+            hits = _downstream_hits(ctx, host, f"{sel} kappa={kappa:g}", show_progress)
+            name = sel if sel != "default" else f"default ({default.selector})"
+            rows.extend(_downstream_row(ctx, kappa, name, report, b, build_s, hits[b]) for b in budgets)
     return rows

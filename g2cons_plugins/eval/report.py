@@ -319,13 +319,8 @@ def verdicts(data: dict[str, Any]) -> list[str]:
     return out
 
 
-def write_report(data: dict[str, Any], directory: Path, command: str = "") -> Path:
-    """Write ``report.md`` (+ ``results.json``, ``cr.png``, ``latency.png``, ``selection.png``, and with a host
-    ``kappa_frontier.png`` / ``lambda_curve.png``) into ``directory``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(directory / "results.json", json.dumps(data, indent=2))
-    plot_cr([data], directory / "cr.png")
-    s = data["settings"]
+def _head_lines(s: dict[str, Any], command: str) -> list[str]:
+    """Title, corpus and settings line, and the command that produced the report."""
     lines = [
         "# g2cons eval report",
         "",
@@ -335,8 +330,13 @@ def write_report(data: dict[str, Any], directory: Path, command: str = "") -> Pa
     ]
     if command:
         lines += ["Command:", "", f"    {command}", ""]
+    return lines
+
+
+def _cr_lines(data: dict[str, Any]) -> list[str]:
+    """The verdicts, the CR pivot per method and budget, every row, and supporting-passage recall if measured."""
     pivot_cr, cols_cr = cr_pivot(data["results"])
-    lines += ["## Verdicts (computed from the rows below)", "", *verdicts(data), ""]
+    lines = ["## Verdicts (computed from the rows below)", "", *verdicts(data), ""]
     lines += [
         "## Context Recall (%) per method and budget beta",
         "",
@@ -354,98 +354,129 @@ def write_report(data: dict[str, Any], directory: Path, command: str = "") -> Pa
         lines += ["Supporting-passage recall (%):", "", format_table(pivot_sp, cols_sp), ""]
         pivot_all, cols_all = cr_pivot(data["results"], "support_all_found")
         lines += ["All gold passages found (% of questions):", "", format_table(pivot_all, cols_all), ""]
-    if data.get("recall"):
-        lines += [
-            "## Passage recall@k (%, HippoRAG 2 protocol: first k distinct passages of each method's ranking)",
-            "",
-            format_table(data["recall"], RECALL_COLUMNS),
-            "",
-        ]
-    if data.get("paired"):
-        lines += [
-            "## Paired comparisons (concept vs each method, same questions; exact sign test on discordant pairs)",
-            "",
-            "`mean_diff`: concept minus the other, points (CR hits per budget, or recall@5 at `rank`).",
-            "",
-            format_table(data["paired"], ("a", "b", "budget", "key", "n", "mean_diff", "wins", "losses", "p_value")),
-            "",
-        ]
-    plot_latency(data["results"], directory / "latency.png")
-    lines += ["![latency](latency.png)", ""]
-    if data.get("host"):
-        from .host_eval import HOST_BUILD_COLUMNS
+    return lines
 
-        host = data["host"]
-        frontier, curve = plot_host(host, directory)
-        fb = host["full_build"]
-        m = host["main"]
-        pivot, cols = host_pivot(host)
-        lines += [
-            f"## Host KG path and fused G2ConS: {host['host']['name']}",
-            "",
-            f"**{host['host']['label']}.** The main table's `host-kg` and `fused` rows are kappa {m['kappa']:g}, "
-            f"lambda {m['lambda']:g}, {'spill' if m['spill'] else 'hard caps'}. Latency: `host-kg` is the host "
-            "retrieval; `fused` is host retrieval + concept path + fusion (query embedding excluded, as for every "
-            "row). The host returns at most its retriever's limit of chunks, which can leave large budgets unfilled.",
-            "",
-            f"Full build (kappa 1): {fb['calls']:,} extraction calls, {fb['input_tokens']:,} input tokens. USD at "
-            f"{host['prices_usd_per_mtok']['input']} / {host['prices_usd_per_mtok']['output']} per 1M input / "
-            "output tokens.",
-            "",
-            format_table(host["builds"], HOST_BUILD_COLUMNS),
-            "",
-            "Context Recall (%) per kappa, budget and budget rule (hard caps: the paper's; spill: unused share "
-            "goes to the other path, so a spill context holds the hard-caps context and more). `fused@L`: lambda L "
-            "(host share of beta; items both paths found come first, with the host's text, at any lambda).",
-            "",
-            format_table(pivot, cols),
-            "",
-        ]
-        if host.get("complementarity"):
-            lines += [
-                f"What each path adds at kappa {m['kappa']:g} (questions hit, complete recall): `host_only` / "
-                "`concept_only`: hit by that path alone; `union`: by either (what a fusion of the two could reach); "
-                "`fused`: by the fused context; `fused_missed`: union questions the fused context misses; "
-                "`fused_beyond`: fused hits neither path has alone.",
-                "",
-                complementarity_table(host["complementarity"]),
-                "",
-            ]
-        lines += [
-            f"![kappa frontier]({frontier.name})",
-            "",
-            f"![lambda curve]({curve.name})",
-            "",
-        ]
-    if data.get("answers"):
-        a = data["answers"]
-        lines += [
-            f"## EM / F1 (answering model `{a['model']}`, budget {a['budget']})",
-            "",
-            format_table(a["rows"], ("method", "budget", "em", "f1", "n", "calls", "input_tokens", "output_tokens")),
-            "",
-        ]
-    if data.get("selection_downstream"):
-        from .host_eval import DOWNSTREAM_COLUMNS
 
+def _recall_lines(data: dict[str, Any]) -> list[str]:
+    """Passage recall@k (HippoRAG 2 protocol), if measured."""
+    if not data.get("recall"):
+        return []
+    return [
+        "## Passage recall@k (%, HippoRAG 2 protocol: first k distinct passages of each method's ranking)",
+        "",
+        format_table(data["recall"], RECALL_COLUMNS),
+        "",
+    ]
+
+
+def _paired_lines(data: dict[str, Any]) -> list[str]:
+    """Paired comparisons of concept against each method (exact sign test), if measured."""
+    if not data.get("paired"):
+        return []
+    return [
+        "## Paired comparisons (concept vs each method, same questions; exact sign test on discordant pairs)",
+        "",
+        "`mean_diff`: concept minus the other, points (CR hits per budget, or recall@5 at `rank`).",
+        "",
+        format_table(data["paired"], ("a", "b", "budget", "key", "n", "mean_diff", "wins", "losses", "p_value")),
+        "",
+    ]
+
+
+def _host_lines(host: dict[str, Any], directory: Path) -> list[str]:
+    """The host KG path and fused G2ConS: build costs, CR per kappa / budget / rule, what each path adds, plots."""
+    from .host_eval import HOST_BUILD_COLUMNS
+
+    frontier, curve = plot_host(host, directory)
+    fb = host["full_build"]
+    m = host["main"]
+    pivot, cols = host_pivot(host)
+    lines = [
+        f"## Host KG path and fused G2ConS: {host['host']['name']}",
+        "",
+        f"**{host['host']['label']}.** The main table's `host-kg` and `fused` rows are kappa {m['kappa']:g}, "
+        f"lambda {m['lambda']:g}, {'spill' if m['spill'] else 'hard caps'}. Latency: `host-kg` is the host "
+        "retrieval; `fused` is host retrieval + concept path + fusion (query embedding excluded, as for every "
+        "row). The host returns at most its retriever's limit of chunks, which can leave large budgets unfilled.",
+        "",
+        f"Full build (kappa 1): {fb['calls']:,} extraction calls, {fb['input_tokens']:,} input tokens. USD at "
+        f"{host['prices_usd_per_mtok']['input']} / {host['prices_usd_per_mtok']['output']} per 1M input / "
+        "output tokens.",
+        "",
+        format_table(host["builds"], HOST_BUILD_COLUMNS),
+        "",
+        "Context Recall (%) per kappa, budget and budget rule (hard caps: the paper's; spill: unused share "
+        "goes to the other path, so a spill context holds the hard-caps context and more). `fused@L`: lambda L "
+        "(host share of beta; items both paths found come first, with the host's text, at any lambda).",
+        "",
+        format_table(pivot, cols),
+        "",
+    ]
+    if host.get("complementarity"):
         lines += [
-            "## Selection judged downstream (host KG built from each selector's kept chunks; fused with the concept"
-            " path at the index's lambda and spill)",
+            f"What each path adds at kappa {m['kappa']:g} (questions hit, complete recall): `host_only` / "
+            "`concept_only`: hit by that path alone; `union`: by either (what a fusion of the two could reach); "
+            "`fused`: by the fused context; `fused_missed`: union questions the fused context misses; "
+            "`fused_beyond`: fused hits neither path has alone.",
             "",
-            format_table(data["selection_downstream"], DOWNSTREAM_COLUMNS),
-            "",
-        ]
-    if data.get("selection"):
-        plot_selection(data["selection"], directory / "selection.png")
-        lines += [
-            "## Core-chunk selection (answer coverage of the kept chunks, kappa by tokens)",
-            "",
-            format_table(data["selection"], SELECTION_COLUMNS),
-            "",
-            "![selection vs random](selection.png)",
+            complementarity_table(host["complementarity"]),
             "",
         ]
     lines += [
+        f"![kappa frontier]({frontier.name})",
+        "",
+        f"![lambda curve]({curve.name})",
+        "",
+    ]
+    return lines
+
+
+def _answer_lines(data: dict[str, Any]) -> list[str]:
+    """EM / F1 of the answering model, if measured."""
+    if not data.get("answers"):
+        return []
+    a = data["answers"]
+    return [
+        f"## EM / F1 (answering model `{a['model']}`, budget {a['budget']})",
+        "",
+        format_table(a["rows"], ("method", "budget", "em", "f1", "n", "calls", "input_tokens", "output_tokens")),
+        "",
+    ]
+
+
+def _downstream_lines(data: dict[str, Any]) -> list[str]:
+    """Selection judged downstream (host KG over each selector's kept chunks), if measured."""
+    if not data.get("selection_downstream"):
+        return []
+    from .host_eval import DOWNSTREAM_COLUMNS
+
+    return [
+        "## Selection judged downstream (host KG built from each selector's kept chunks; fused with the concept"
+        " path at the index's lambda and spill)",
+        "",
+        format_table(data["selection_downstream"], DOWNSTREAM_COLUMNS),
+        "",
+    ]
+
+
+def _selection_lines(data: dict[str, Any], directory: Path) -> list[str]:
+    """Core-chunk selection against random controls (table and ``selection.png``), if measured."""
+    if not data.get("selection"):
+        return []
+    plot_selection(data["selection"], directory / "selection.png")
+    return [
+        "## Core-chunk selection (answer coverage of the kept chunks, kappa by tokens)",
+        "",
+        format_table(data["selection"], SELECTION_COLUMNS),
+        "",
+        "![selection vs random](selection.png)",
+        "",
+    ]
+
+
+def _settings_lines(s: dict[str, Any]) -> list[str]:
+    """The graph, config, build timings, peak RSS and host settings as JSON."""
+    return [
         "## Graph and settings",
         "",
         "```json",
@@ -453,6 +484,21 @@ def write_report(data: dict[str, Any], directory: Path, command: str = "") -> Pa
         "```",
         "",
     ]
+
+
+def write_report(data: dict[str, Any], directory: Path, command: str = "") -> Path:
+    """Write ``report.md`` (+ ``results.json``, ``cr.png``, ``latency.png``, ``selection.png``, and with a host
+    ``kappa_frontier.png`` / ``lambda_curve.png``) into ``directory``: one section after another."""
+    directory.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(directory / "results.json", json.dumps(data, indent=2))
+    plot_cr([data], directory / "cr.png")
+    s = data["settings"]
+    lines = _head_lines(s, command) + _cr_lines(data) + _recall_lines(data) + _paired_lines(data)
+    plot_latency(data["results"], directory / "latency.png")
+    lines += ["![latency](latency.png)", ""]
+    if data.get("host"):
+        lines += _host_lines(data["host"], directory)
+    lines += _answer_lines(data) + _downstream_lines(data) + _selection_lines(data, directory) + _settings_lines(s)
     path = directory / "report.md"
     atomic_write_text(path, "\n".join(lines))
     return path
