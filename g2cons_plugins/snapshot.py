@@ -21,16 +21,16 @@ import numpy as np
 from .arrays.positions import ChunkPositions, UnitPositions
 from .arrays.tables import ChunkTable
 from .arrays.unit_index import UnitIndex, unit_index_for
-from .build import Derived, Stored, derive, store
-from .chunks import Chunk, Unit
-from .concepts import TermIndex
-from .config import G2ConSConfig
 from .embedders import Embedder, validate_embeddings
 from .errors import InputError, check_text, normalize_id
-from .graph import GraphStats
 from .text import Tokenizer, count_tokens_batch
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the build is imported by make_snapshot: a query path that only reads a snapshot never loads it
+    from .build import Derived, Stored
+    from .chunks import Chunk, Unit
+    from .concepts import TermIndex
+    from .config import G2ConSConfig
+    from .graph import GraphStats
     from .retrieval.lexical import LexicalIndex
 
 __all__ = [
@@ -205,6 +205,8 @@ def make_snapshot(
     ``stored`` whose chunks are not sorted by id (saved by an older version, or made by hand) is re-sorted
     first, reusing its units and vectors. ``previous``: the snapshot ``stored`` was made from (its unit index is
     updated, not rebuilt); ``unit_ann``: a unit index loaded with ``stored``."""
+    from .build import derive, store
+
     ids = stored.chunks.ids if isinstance(stored.chunks, ChunkTable) else [c.id for c in stored.chunks]
     if not isinstance(stored.chunks, ChunkTable) and any(a >= b for a, b in zip(ids, ids[1:], strict=False)):
         stored = store(stored.chunks, embedder, tokenizer, config, False, previous=stored)

@@ -457,3 +457,28 @@ def test_e2_router_occurrence_mode_for_a_single_query_concept(index: G2ConSIndex
     assert occ and items[: len(occ)] == occ
     assert all(c in x.text.lower() for x in occ)
     assert all(x.reason["via"] == "e2_global_occurrence_dense" for x in items[len(occ) :])
+
+
+def test_every_strategy_is_one_function_of_the_table(index: G2ConSIndex) -> None:
+    """``retrieve`` runs the strategy chosen by name from ``retrieval.strategies.TABLE`` (every ``Strategy`` of the
+    config, no other); only the ones the table marks take host evidence, the others refuse it naming both."""
+    from typing import get_args
+
+    from g2cons_plugins.config import Strategy
+    from g2cons_plugins.retrieval import EVIDENCE_STRATEGIES, STRATEGIES, retrieve
+    from g2cons_plugins.retrieval.strategies import TABLE, lookup
+
+    assert set(TABLE) == set(get_args(Strategy)) and tuple(TABLE) == STRATEGIES
+    assert EVIDENCE_STRATEGIES == tuple(n for n, s in TABLE.items() if s.evidence) == ("bridge", "dense")
+    q = "Where did the river flood?"
+    for name, s in TABLE.items():
+        assert lookup(name) is s and s.name == name
+        items = retrieve(index, q, beta=300, strategy=name)
+        assert items and sum(x.n_tokens for x in items) <= 300
+        if s.evidence:
+            assert retrieve(index, q, beta=300, strategy=name, evidence={0: 0.5})
+        else:
+            with pytest.raises(InputError, match=rf"needs strategy 'bridge' or 'dense', not '{name}'"):
+                retrieve(index, q, beta=300, strategy=name, evidence={0: 0.5})
+    with pytest.raises(InputError, match="unknown strategy 'nope'"):
+        retrieve(index, q, strategy="nope")

@@ -331,7 +331,7 @@ def test_an_index_saved_before_newer_retrieval_knobs_loads_its_derived_state(
 ) -> None:
     """An older save: its manifest's config lacks the newer retrieval knobs and its derived.json holds the
     whole-config digest of that config. It must load without re-deriving, with the knobs at their defaults."""
-    import g2cons_plugins.snapshot as snapshot
+    import g2cons_plugins.build as build  # make_snapshot reads build.derive when it runs
     import g2cons_plugins.storage.persistence as persistence
 
     old_keys = ("score_scale", "lexical_weight", "lexical_seeds", "hybrid_seeds")
@@ -351,7 +351,7 @@ def test_an_index_saved_before_newer_retrieval_knobs_loads_its_derived_state(
 
     stats = G2ConSIndex.load(copy, rebuild=True).stats
     monkeypatch.setattr(persistence, "derive", no_derive)
-    monkeypatch.setattr(snapshot, "derive", no_derive)
+    monkeypatch.setattr(build, "derive", no_derive)
     idx = G2ConSIndex.load(copy)
     assert idx.config.retrieval.score_scale == G2ConSConfig().retrieval.score_scale
     assert idx.stats == stats

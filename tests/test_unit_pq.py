@@ -348,3 +348,24 @@ def test_a_log_save_whose_unit_index_changed_kind_is_written_whole(
 
     monkeypatch.setattr(vector_index, "build_unit_ann", no_build)
     assert isinstance(G2ConSIndex.load(tmp_path / "ix").snapshot.unit_ann, UnitANN)
+
+
+def test_both_unit_indexes_satisfy_the_unit_index_protocol() -> None:
+    """``arrays.unit_index``: the PQ scan and the HNSW graph answer the same protocol (``len``, ``params``,
+    ``search`` -> candidate positions), and ``kind_of`` names each."""
+    pytest.importorskip("faiss")
+    pytest.importorskip("usearch")
+    from g2cons_plugins.arrays.unit_hnsw import UnitANNParams, build_unit_ann
+    from g2cons_plugins.arrays.unit_index import UnitIndex, kind_of
+
+    vecs = np.random.default_rng(0).standard_normal((300, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    indexes: dict[str, UnitIndex] = {
+        "pq": build_unit_pq(vecs, UnitPQParams(dims_per_code=2)),
+        "hnsw": build_unit_ann(vecs, UnitANNParams(), threads=1),
+    }
+    for kind, index in indexes.items():
+        assert kind_of(index) == kind and len(index) == len(vecs) and index.params is not None
+        found = index.search(vecs[7], 10)
+        assert found is not None and len(found) >= 10 and 7 in set(np.asarray(found).tolist())
+    assert kind_of(None) is None and kind_of(object()) is None

@@ -58,7 +58,7 @@ PARTS = (
     ("update", "freeze"),
     ("snapshot", "_trickled"),
     ("arrays.unit_index", "unit_index_for"),
-    ("snapshot", "store"),
+    ("build", "store"),
     ("snapshot", "make_snapshot"),
     ("lexical", "LexicalIndex.build"),
 )

@@ -27,12 +27,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from ..arrays.wide_rows import Matrix, row
-from ..config import RetrievalOptions
 from ..snapshot import Snapshot
 from .filling import Head, RetrievedItem, eager_depth, evidence_bonus, ranked
 from .lexical import QueryBM25
@@ -40,6 +39,9 @@ from .name_head import name_head
 from .order import top_desc
 from .query import Query
 from .scores import DenseScores, HybridScores, spread_scale
+
+if TYPE_CHECKING:
+    from ..config import RetrievalOptions
 
 __all__ = [
     "Reach",

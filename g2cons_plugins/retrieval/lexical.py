@@ -14,13 +14,15 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..build import Stored
-from ..concepts import TermIndex
-from ..config import G2ConSConfig
+if TYPE_CHECKING:
+    from ..build import Stored
+    from ..concepts import TermIndex
+    from ..config import G2ConSConfig
 
 __all__ = ["LexicalIndex", "QueryBM25", "SortedColumns", "sorted_unique"]
 
