@@ -35,7 +35,7 @@ from __future__ import annotations
 import heapq
 import math
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -125,7 +125,7 @@ def chunk_scores(index: HasSnapshot, how: str = "sum") -> np.ndarray:
         return np.asarray(C @ pr).ravel()
     if how == "mean":
         cnt = np.asarray(C.sum(axis=1)).ravel()
-        return np.asarray(C @ pr).ravel() / np.maximum(cnt, 1)
+        return cast(np.ndarray, np.asarray(C @ pr).ravel() / np.maximum(cnt, 1))
     if how == "max":
         W = C.multiply(pr[None, :]).tocsr()
         return np.asarray(W.max(axis=1).todense()).ravel()
@@ -133,7 +133,7 @@ def chunk_scores(index: HasSnapshot, how: str = "sum") -> np.ndarray:
 
 
 def _desc(scores: np.ndarray) -> list[int]:
-    return np.lexsort((np.arange(len(scores)), -scores)).tolist()
+    return cast(list[int], np.lexsort((np.arange(len(scores)), -scores)).tolist())
 
 
 def coverage_order(C: sp.csr_matrix, weights: np.ndarray, tokens: np.ndarray) -> list[int]:
@@ -144,7 +144,7 @@ def coverage_order(C: sp.csr_matrix, weights: np.ndarray, tokens: np.ndarray) ->
 
     def gain(i: int) -> float:
         idx = C.indices[C.indptr[i] : C.indptr[i + 1]]
-        return float(weights[idx[~covered[idx]]].sum()) / tok[i]
+        return cast(float, float(weights[idx[~covered[idx]]].sum()) / tok[i])
 
     heap = [(-gain(i), i) for i in range(n)]
     heapq.heapify(heap)
@@ -215,9 +215,9 @@ def rank_chunks(index: HasSnapshot, selector: str, chunk_score: str = "sum", see
     if selector == "concept_coverage":
         return coverage_order(dv.chunk_inc, dv.pagerank, st.chunk_tokens)
     if selector == "shortest":
-        return np.lexsort((np.arange(n), st.chunk_tokens)).tolist()
+        return cast(list[int], np.lexsort((np.arange(n), st.chunk_tokens)).tolist())
     if selector == "uniform":
-        return np.random.default_rng(seed).permutation(n).tolist()
+        return cast(list[int], np.random.default_rng(seed).permutation(n).tolist())
     if selector == "knn_pagerank":
         return knn_pagerank_order(index)
     raise InputError(f"unknown selector {selector!r}; choose one of {SELECTORS}")

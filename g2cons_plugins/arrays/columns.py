@@ -229,7 +229,7 @@ def take(seq: Sequence[T], idx: np.ndarray) -> list[T]:
     :class:`Rope` instead of a look-up per item: the cost of reading a few hundred texts of a large index."""
     idx = np.asarray(idx, dtype=np.int64)
     if isinstance(seq, TextColumn | Rope):
-        return seq.take(idx)  # type: ignore[return-value]  # a TextColumn is a Sequence[str]: T is str
+        return seq.take(idx)  # a TextColumn is a Sequence[str]: T is str
     return [seq[i] for i in idx.tolist()]
 
 

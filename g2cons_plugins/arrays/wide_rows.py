@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -62,7 +62,7 @@ def row(M: Matrix, i: int) -> np.ndarray:
         head = b.indices[b.indptr[i] : b.indptr[i + 1]]
         new = t.indices[t.indptr[i] : t.indptr[i + 1]]
         return np.concatenate([head, new.astype(np.int64) + b.shape[1]]) if len(new) else head
-    return M.indices[M.indptr[i] : M.indptr[i + 1]]
+    return cast(np.ndarray, M.indices[M.indptr[i] : M.indptr[i + 1]])
 
 
 def rows_union(M: Matrix, rows: Any) -> np.ndarray:

@@ -251,7 +251,7 @@ def _eval_host(
         keep=(args.host_kappa, lam, spill),
         host_weights=sorted(set(args.host_weights or []) | {index.config.fusion_options.host_weight}),
     )
-    contexts = res.pop("contexts")
+    contexts: dict[tuple[str, int], list[str]] = res.pop("contexts")
     rule, weight = index.config.fusion, index.config.fusion_options.host_weight
     res["main"] = {"kappa": args.host_kappa, "lambda": lam, "spill": spill, "fusion": rule, "host_weight": weight}
     out["host"] = res

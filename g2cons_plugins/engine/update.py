@@ -33,6 +33,7 @@ exact (an exact update of a trickled snapshot is a refresh).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import cast
 
 import numpy as np
 import scipy.sparse as sp
@@ -405,7 +406,7 @@ def derive_removed(
 def _rows_of(vecs: np.ndarray | None, rows: np.ndarray) -> np.ndarray:
     if vecs is None:  # sentence-level vectors need sentence vectors (supports() allows no other case)
         raise InputError("vector_level='sentence' needs sentence vectors")
-    return vecs[rows]
+    return cast(np.ndarray, vecs[rows])
 
 
 def _summed(

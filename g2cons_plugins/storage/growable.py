@@ -137,7 +137,7 @@ def growable(a: np.ndarray, rows: int) -> np.ndarray | None:
     with _LOCK:  # no write ever reaches these pages: rows are appended after len(a) only
         _CLEAN[id(raw)] = (weakref.ref(raw), addr, (lead + a.nbytes) // page * page)
     weakref.finalize(raw, _CLEAN.pop, id(raw), None)
-    out = np.ndarray((rows, *a.shape[1:]), dtype=a.dtype, buffer=memoryview(raw))  # views: it is their base
+    out: np.ndarray = np.ndarray((rows, *a.shape[1:]), dtype=a.dtype, buffer=memoryview(raw))  # views: their base
     if len(a) and not (np.array_equal(out[0], a[0]) and np.array_equal(out[len(a) - 1], a[-1])):
         return None  # not the bytes the view reads (the map was not of this file): copy instead
     return out

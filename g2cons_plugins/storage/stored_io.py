@@ -325,7 +325,7 @@ def _tokens(path: Path, k: int, row: dict[str, Any], text: str) -> int:
 def read_vectors(path: Path, n: int | None, dim: int) -> np.ndarray:
     """The float32 ``(n, dim)`` vectors of ``path`` (``n`` None: any number of rows), memory-mapped read-only,
     checked finite and non-zero (streamed)."""
-    a = load_npy(path, np.float32, (n, dim), "vectors", mmap=True)  # header and size checked before the map
+    a: np.ndarray = load_npy(path, np.float32, (n, dim), "vectors", mmap=True)  # header, size checked before the map
     n = a.shape[0]
     for s in range(0, n, 65_536):  # streamed: a memory-mapped file is not read into memory at once
         block = np.asarray(a[s : s + 65_536])
