@@ -29,7 +29,7 @@ if TYPE_CHECKING:
         get_embedder,
     )
     from .errors import EmbeddingError, G2ConSError, InputError, PersistError
-    from .fusion import Fusion, FusedItem, HostItem, fuse, fuse_report
+    from .fusion import FusedItem, Fusion, HostItem, fuse, fuse_report
     from .graph import GraphStats
     from .index import G2ConSIndex
     from .retrieval import RetrievedItem
@@ -62,7 +62,35 @@ _WHERE = {
     "SelectionReport": ".selection",
 }
 
-__all__ = sorted(_WHERE)
+# the public names, literal so that linters and IDEs see them (the keys of _WHERE, sorted)
+__all__ = [
+    "CachedEmbedder",
+    "CallableEmbedder",
+    "Chunk",
+    "Embedder",
+    "EmbeddingError",
+    "FusedItem",
+    "Fusion",
+    "G2ConSConfig",
+    "G2ConSError",
+    "G2ConSIndex",
+    "GraphStats",
+    "HashEmbedder",
+    "HostItem",
+    "InputError",
+    "MiniLMEmbedder",
+    "OpenAIEmbedder",
+    "PersistError",
+    "RetrievedItem",
+    "SelectionReport",
+    "Unit",
+    "WordLlamaEmbedder",
+    "content_id",
+    "fuse",
+    "fuse_report",
+    "get_embedder",
+    "make_chunks",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -31,9 +31,9 @@ def test_updates_give_freed_memory_back(corpus: list[dict[str, str]], monkeypatc
     also before it starts and once the edge merge is done (its peak holds a second copy of most derived arrays);
     remove and refresh return them again once the new snapshot replaced the old one, so the replaced snapshot's
     arrays are given back, not kept by the process."""
+    import g2cons_plugins.engine.snapshot_updates as snapshot_mod
     import g2cons_plugins.engine.update as update_mod
     import g2cons_plugins.index as index_mod
-    import g2cons_plugins.engine.snapshot_updates as snapshot_mod
 
     idx = G2ConSIndex.build(corpus, embedder="hash")
     seen: list[tuple[str, object]] = []

@@ -28,13 +28,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..arrays.npy_file import load_npy
 from ..arrays.ones import binary
 from ..arrays.positions import first_mismatch
 from ..build import Stored, freeze
 from ..chunks import Chunk, Unit
 from ..errors import PersistError
 from .memory import drop_mapped_pages
-from ..arrays.npy_file import load_npy
 
 __all__ = [
     "SENTENCE_VECTORS",

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from ..arrays.npy_file import load_npy
 from ..chunks import Chunk
 from ..engine.trickle_log import TrickleOp
 from ..errors import PersistError
-from ..arrays.npy_file import load_npy
 
 __all__ = ["LOG_FILES", "LOG_JSON", "LOG_VECTORS", "read_log", "write_log"]
 
