@@ -22,6 +22,8 @@ from ..storage.outputs import (
 )
 from ._common import FMT, _config, _ints, _peak_rss_mb, common_opts, count, fusion_opts, positive, price, share, shares
 
+__all__ = ["cmd_eval", "host_options", "register"]
+
 
 def _check_eval_paths(args: argparse.Namespace) -> None:
     """Before any work: outputs apart from the inputs and each other; never overwrite what eval did not write."""

@@ -26,6 +26,14 @@ from ..retrieval import retrieve
 from ..selection import SELECTORS, SelectionReport
 from .evaluation import answer_in_context, embed_queries
 
+__all__ = [
+    "DOWNSTREAM_COLUMNS",
+    "DOWNSTREAM_SELECTORS",
+    "HOST_BUILD_COLUMNS",
+    "evaluate_host",
+    "selection_downstream",
+]
+
 HOST_BUILD_COLUMNS = (
     "kappa",
     "kept_chunks",

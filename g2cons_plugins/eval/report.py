@@ -13,6 +13,21 @@ from ..storage.outputs import atomic_write_bytes, atomic_write_text
 from .evaluation import RECALL_COLUMNS, RESULT_COLUMNS, SELECTION_COLUMNS, format_table
 from .plots import pyplot, save_figure
 
+__all__ = [
+    "COLORS",
+    "COMPLEMENTARITY_COLUMNS",
+    "complementarity",
+    "complementarity_table",
+    "cr_pivot",
+    "host_pivot",
+    "plot_cr",
+    "plot_host",
+    "plot_latency",
+    "plot_selection",
+    "verdicts",
+    "write_report",
+]
+
 COLORS = {"concept": "C1", "dense": "C4", "bm25": "C0", "keyword": "C5", "concept-paper": "C2", "concept-ppr": "C3"}
 
 
