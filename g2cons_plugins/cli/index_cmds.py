@@ -383,7 +383,7 @@ def register_fuse(sub: Any) -> None:
     )
     f.add_argument(
         "--fusion",
-        choices=["share", "score", "ensemble"],
+        choices=["share", "score", "ensemble", "novel"],
         default=None,
         help="fusion rule (default: the config's, share)",
     )

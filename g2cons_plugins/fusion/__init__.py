@@ -2,7 +2,7 @@
 
 One entry, :func:`fuse_context`, takes the settings as one :class:`FuseOptions` (built once from a config:
 ``FuseOptions.of(config, ...)``) and runs the rule it names, chosen from :data:`RULES`; :func:`fuse_report` is the
-same with the settings as keywords (``None``: the config's). Three rules (``G2ConSConfig.fusion``):
+same with the settings as keywords (``None``: the config's). Four rules (``G2ConSConfig.fusion``):
 
 - ``"share"`` (the default, :mod:`~g2cons_plugins.fusion.share`): lambda is the host's share of the budget, scaled
   per query by how much the host agrees with the concept path; overlap first, the concept path's head, the host's
@@ -12,6 +12,9 @@ same with the settings as keywords (``None``: the config's). Three rules (``G2Co
   ("bridge" or "dense"): with another one it raises an ``InputError`` naming both.
 - ``"ensemble"`` (``mode="paper"``, :mod:`~g2cons_plugins.fusion.ensemble`): the paper's Weighted Context Ensemble
   (Section 3.2.1): overlap first, the host capped at lambda x beta, the concept path at (1 - lambda) x beta.
+- ``"novel"`` (opt-in, :mod:`~g2cons_plugins.fusion.novel`): the host's first two passages the concept path lacks
+  displace the concept path's tail (the first always, the second within lambda x beta), behind its first five
+  passages; then the spill (measured in benchmarks/dual_path/results/fusion_rules.md).
 
 Every host item that contributes nothing is reported with its reason in :class:`Fusion` (``dropped``): ranked
 below the budget, not in the graph and longer than the room left, or an id-only item the graph does not know.
@@ -34,6 +37,7 @@ from ..snapshot import HasSnapshot, as_snapshot
 from .ensemble import fuse, fuse_ensemble
 from .items import FusedItem, HostItem, as_host_items, context_tokens
 from .matching import chunk_units, distinct, resolve_host_items
+from .novel import fuse_novel
 from .options import FUSIONS, FuseOptions, FuseRequest, Recount
 from .report import REASON_BELOW, REASON_CAP, REASON_TOO_LONG, REASON_UNKNOWN, Fusion
 from .score import check_strategy, fuse_score
@@ -67,7 +71,7 @@ __all__ = [
 
 Rule = Callable[[FuseRequest, FuseOptions], Fusion]
 
-RULES: dict[str, Rule] = {"share": fuse_share, "score": fuse_score, "ensemble": fuse_ensemble}
+RULES: dict[str, Rule] = {"share": fuse_share, "score": fuse_score, "ensemble": fuse_ensemble, "novel": fuse_novel}
 """Each fusion rule by name (:data:`FUSIONS`): a function of the request and the options."""
 
 
@@ -112,7 +116,7 @@ def fuse_report(
     recount: Recount | None = None,
 ) -> Fusion:
     """:func:`fuse_context` with the settings as keywords, each ``None`` taking the config's
-    (:meth:`FuseOptions.of`): ``rule`` ("share", "score" or "ensemble"), ``beta``, ``lambda_``, ``spill``,
+    (:meth:`FuseOptions.of`): ``rule`` ("share", "score", "ensemble" or "novel"), ``beta``, ``lambda_``, ``spill``,
     ``host_weight`` and the concept path's ``strategy``."""
     opt = FuseOptions.of(as_snapshot(index).config, rule, beta, lambda_, spill, host_weight, strategy)
     return fuse_context(index, host, query, opt, query_vector, concept, recount)

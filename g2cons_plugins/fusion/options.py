@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 
 __all__ = ["FUSIONS", "FuseOptions", "FuseRequest", "Recount"]
 
-FUSIONS = ("share", "score", "ensemble")
-"""The fusion rules by name (``G2ConSConfig.fusion``): share (the default), score, and the paper's ensemble."""
+FUSIONS = ("share", "score", "ensemble", "novel")
+"""The fusion rules by name (``G2ConSConfig.fusion``): share (the default), score, the paper's ensemble, and
+novel-first (opt-in)."""
 
 Recount = Callable[[list["RetrievedItem"]], list["RetrievedItem"]]
 """Gives concept units their token counts as the LLM will see them (an adapter rendering metadata)."""
@@ -28,10 +29,10 @@ Recount = Callable[[list["RetrievedItem"]], list["RetrievedItem"]]
 @dataclass(frozen=True)
 class FuseOptions:
     """The settings of one fusion, validated: ``rule`` (one of :data:`FUSIONS`), the budget ``beta``, the host's
-    share ``lambda_`` (share, ensemble), ``spill`` (ensemble: a path's unused share goes to the other),
-    ``host_weight`` (score), ``host_head`` (share, score: the concept path's first passages kept first),
-    ``host_agreement`` (share, score: the host's say scaled by its agreement) and the concept path's ``strategy``.
-    :meth:`of` builds one from a config, a ``None`` value taking the config's."""
+    share ``lambda_`` (share, ensemble, novel), ``spill`` (ensemble: a path's unused share goes to the other),
+    ``host_weight`` (score), ``host_head`` (share, score, novel: the concept path's first passages kept first),
+    ``host_agreement`` (share, score: the host's say scaled by its agreement; novel: the trust check) and the
+    concept path's ``strategy``. :meth:`of` builds one from a config, a ``None`` value taking the config's."""
 
     rule: str = "share"
     beta: int = 4000

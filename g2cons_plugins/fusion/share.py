@@ -32,11 +32,11 @@ import numpy as np
 from ..retrieval import DenseScores, RetrievedItem
 from ..snapshot import Snapshot
 from .items import FusedItem, HostItem
-from .matching import AGREEMENT_TOP, both_paths, concept_head
+from .matching import AGREEMENT_TOP, BothPaths, both_paths, concept_head
 from .options import FuseOptions, FuseRequest, Recount
 from .report import Fusion, report
 
-__all__ = ["RANK_K", "SHARE_FLOOR", "SHARE_FULL_AGREEMENT", "SharePlan", "fuse_share", "share_scale"]
+__all__ = ["RANK_K", "SHARE_FLOOR", "SHARE_FULL_AGREEMENT", "SharePlan", "fuse_share", "host_trusted", "share_scale"]
 
 SHARE_FULL_AGREEMENT = 0.4  # agreement at which a host gets its whole lambda share (2 of its first 5 chunks)
 SHARE_FLOOR = 0.0  # the host's share at agreement 0, as a fraction of lambda (its first item enters anyway)
@@ -50,6 +50,13 @@ def share_scale(agreement: float, full_at: float = SHARE_FULL_AGREEMENT, floor: 
     return min(1.0, max(floor, agreement / full_at))
 
 
+def host_trusted(paths: BothPaths, opt: FuseOptions) -> bool:
+    """The trust check: a host none of whose first :data:`AGREEMENT_TOP` graph chunks the concept path places looks
+    like noise for this query (no share and no first item; what the concept path leaves is still its). A shorter
+    list is trusted, and every host is with ``host_agreement`` off."""
+    return paths.agreement > 0 or sum(u is not None for u in paths.units_of) < AGREEMENT_TOP or not opt.host_agreement
+
+
 def fuse_share(req: FuseRequest, opt: FuseOptions) -> Fusion:
     """Share fusion (module doc): overlap first, then each path's best within its lambda share of the rest (the
     host's share scaled by its agreement, :func:`share_scale`), the host's first item whenever it fits, then a spill
@@ -57,11 +64,7 @@ def fuse_share(req: FuseRequest, opt: FuseOptions) -> Fusion:
     paths = both_paths(req, opt)
     lam_h = opt.lambda_ * share_scale(paths.agreement)
     plan = SharePlan(req.snap, req.hosts, paths.units_of, paths.alone, paths.query_vector, lam_h, req.recount, opt.beta)
-    # a host none of whose first AGREEMENT_TOP graph chunks the concept path places looks like noise for this
-    # query: no share and no first item (what the concept path leaves is still its); a shorter list is trusted
-    plan.first_item = (
-        paths.agreement > 0 or sum(u is not None for u in paths.units_of) < AGREEMENT_TOP or not opt.host_agreement
-    )
+    plan.first_item = host_trusted(paths, opt)
     n_head = len(concept_head(paths.alone, opt.host_head, opt.beta))
     items = plan.ordered(plan.select(opt.beta, n_head), n_head)
     return report(req.snap, items, req.hosts, paths.units_of, "share")

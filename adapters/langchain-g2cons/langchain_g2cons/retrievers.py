@@ -261,7 +261,7 @@ class G2ConSRetriever(_IndexRetriever):
     spill: bool | None = None
     """Let one path use the other's unused share (still within beta); default ``index.config.fusion_spill`` (True; paper
     mode False)."""
-    fusion: Literal["share", "score", "ensemble"] | None = None
+    fusion: Literal["share", "score", "ensemble", "novel"] | None = None
     """"share" (the default: overlap first, then each path's best within its lambda share, then the spill), "score"
     (host chunks as evidence on the concept path's unit scores; lambda does not apply) or "ensemble" (the paper's;
     the only one ``spill`` applies to); default ``index.config.fusion``."""
