@@ -4,6 +4,7 @@ twice, token recounts, and on 100 MuSiQue questions never below the concept path
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from dataclasses import replace
@@ -16,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex
+from g2cons_plugins.cli import main
 from g2cons_plugins.errors import InputError
 from g2cons_plugins.fusion import RULES, FuseOptions, Fusion, fuse_context, fuse_report
 from g2cons_plugins.fusion.matching import concept_head
@@ -68,6 +70,25 @@ def test_novel_is_opt_in_and_chosen_by_name(wide: G2ConSIndex) -> None:
     assert novel(wide, [{"chunk_id": "c17"}], Q, 300).rule == "novel"
     snap = replace(wide.snapshot, config=wide.config.with_(fusion="novel"))
     assert fuse_report(snap, [{"chunk_id": "c17"}], Q, beta=300).rule == "novel"
+
+
+def test_cli_fuse_with_fusion_novel(
+    tmp_path: Path, corpus: list[dict[str, str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "input"
+    src.mkdir()
+    for r in corpus:
+        (src / f"{r['id']}.txt").write_text(r["text"] + "\n", encoding="utf-8")
+    graph = tmp_path / "g"
+    assert main(["build", str(src), "--graph", str(graph), "--embedder", "hash", "--quiet"]) == 0
+    host = tmp_path / "host.json"
+    host.write_text(json.dumps([{"chunk_id": "c13"}, {"chunk_id": "c17"}]), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["fuse", str(graph), Q, "--host", str(host), "--budget", "200", "--fusion", "novel", "--json"]) == 0
+    fused = json.loads(capsys.readouterr().out)
+    assert fused and sum(f["n_tokens"] for f in fused) <= 200
+    scores = [f["score"] for f in fused]
+    assert all(a > b for a, b in zip(scores, scores[1:], strict=False))
 
 
 def test_an_unrelated_host_passage_enters_behind_the_head(wide: G2ConSIndex) -> None:
