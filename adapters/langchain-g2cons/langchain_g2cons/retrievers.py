@@ -263,8 +263,9 @@ class G2ConSRetriever(_IndexRetriever):
     mode False)."""
     fusion: Literal["share", "score", "ensemble", "novel"] | None = None
     """"share" (the default: overlap first, then each path's best within its lambda share, then the spill), "score"
-    (host chunks as evidence on the concept path's unit scores; lambda does not apply) or "ensemble" (the paper's;
-    the only one ``spill`` applies to); default ``index.config.fusion``."""
+    (host chunks as evidence on the concept path's unit scores; lambda does not apply), "ensemble" (the paper's;
+    the only one ``spill`` applies to) or "novel" (opt-in: the host's first two passages the concept path lacks
+    displace its tail); default ``index.config.fusion``."""
 
     @field_validator("lambda_")
     @classmethod
