@@ -167,9 +167,9 @@ def check_beta(value: Any, name: str = "beta") -> int | None:
 
 
 def resolve_rule(index: G2ConSIndex, fusion: str | None, strategy: str | None = None) -> str:
-    """A retriever's fusion rule: the one given ("share", "score", "ensemble" or "novel"), else the config's. A rule that
-    cannot run with the retriever's ``strategy`` (None: the config's) raises now, naming both (score fusion needs a
-    strategy that takes host evidence); nothing falls back to another rule."""
+    """A retriever's fusion rule: the one given ("share", "score", "ensemble" or "novel"), else the config's. A rule
+    that cannot run with the retriever's ``strategy`` (None: the config's) raises now, naming both (score fusion needs
+    a strategy that takes host evidence); nothing falls back to another rule."""
     from ...fusion import FUSIONS, FuseOptions, check_options
 
     rule = index.config.fusion if fusion is None else fusion
