@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ import pytest
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex, PersistError
 from g2cons_plugins.storage import persistence
-from g2cons_plugins.storage.persistence import FORMAT_VERSION, POINTER
+from g2cons_plugins.storage.persistence import POINTER, read_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [
@@ -414,9 +415,15 @@ def _write_jsonl_records(index: G2ConSIndex, folder: Path) -> dict[str, str]:
     return sums
 
 
-def test_version_1_layout_loads_and_migrates(saved: Path, tmp_path: Path) -> None:
-    """An index saved by format version 1 (files in the folder itself, no derived state) loads; the next save
-    moves it to the versioned layout and removes exactly the files version 1 wrote."""
+_TOO_OLD = (
+    r"format version {v}, saved by a version before 0\.1\.0.*"
+    r"rebuild it, or load and save it with g2cons-plugins 0\.1\.x first"
+)
+
+
+def test_version_1_layout_is_refused_and_a_save_over_it_removes_its_files(saved: Path, tmp_path: Path) -> None:
+    """An index saved by format version 1 (files in the folder itself, before 0.1.0) is refused by name, format
+    and what to do; a save of a rebuilt index into that folder removes exactly the files version 1 wrote."""
     old = tmp_path / "old"
     old.mkdir()
     src = V(saved)
@@ -426,21 +433,22 @@ def test_version_1_layout_loads_and_migrates(saved: Path, tmp_path: Path) -> Non
         (old / name).write_bytes((src / name).read_bytes())
     manifest["version"] = 1
     manifest["files"] = {k: v for k, v in manifest["files"].items() if k in stored}
-    manifest["files"].update(_write_jsonl_records(G2ConSIndex.load(saved), old))
+    want = G2ConSIndex.load(saved)
+    manifest["files"].update(_write_jsonl_records(want, old))
     (old / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    (old / "notes.txt").write_text("mine")  # not ours: must survive the migration
-    loaded = G2ConSIndex.load(old)
-    assert [c.id for c in loaded.chunks] == sorted(d["id"] for d in DOCS)
-    loaded.save(old)
+    (old / "notes.txt").write_text("mine")  # not ours: must survive the save
+    for load in (G2ConSIndex.load, read_manifest):
+        with pytest.raises(PersistError, match=re.escape(str(old)) + ": an index of " + _TOO_OLD.format(v=1)):
+            load(old)
+    want.save(old)
     names = sorted(p.name for p in old.iterdir())
     assert "notes.txt" in names and "manifest.json" not in names and "chunks.jsonl" not in names
-    assert G2ConSIndex.load(old).stats == loaded.stats
+    assert G2ConSIndex.load(old).stats == want.stats
 
 
-def test_version_2_layout_loads_and_next_save_writes_the_current_version(copy: Path) -> None:
-    """An index saved by format version 2 (records as JSON lines) loads equal to the current one, with its
-    derived state; the next save writes the current version (column files) and keeps the version 2 folder as the
-    previous one."""
+def test_version_2_layout_is_refused(copy: Path) -> None:
+    """An index saved by format version 2 (records as JSON lines, before 0.1.0) is refused with an error that
+    names the folder, its format and what to do, never read; the files are left as they were."""
     want = G2ConSIndex.load(copy)
     v2 = V(copy)
     for name in ("chunks.json", "units.json"):
@@ -454,12 +462,14 @@ def test_version_2_layout_loads_and_next_save_writes_the_current_version(copy: P
     ptr = json.loads((copy / POINTER).read_text(encoding="utf-8"))
     ptr.update(version=2, manifest_sha256=hashlib.sha256(data).hexdigest())
     (copy / POINTER).write_text(json.dumps(ptr), encoding="utf-8")
-    got = G2ConSIndex.load(copy)
-    assert got.chunks == want.chunks and got.units == want.units
-    assert got.derived.vocab == want.derived.vocab and got.stats == want.stats
-    q = "Where did Alice Moreau1 meet Bob Tanaka?"
-    assert [i.unit_id for i in got.retrieve(q)] == [i.unit_id for i in want.retrieve(q)]
-    got.save(copy)
-    assert json.loads((copy / POINTER).read_text(encoding="utf-8"))["version"] == FORMAT_VERSION
-    assert (V(copy) / "stored.npz").is_file() and v2.is_dir() and V(copy) != v2
-    assert G2ConSIndex.load(copy).units == want.units
+    before = sorted((p.relative_to(copy), p.read_bytes()) for p in copy.rglob("*") if p.is_file())
+    for load in (G2ConSIndex.load, read_manifest):
+        with pytest.raises(PersistError, match=re.escape(str(copy)) + ": an index of " + _TOO_OLD.format(v=2)):
+            load(copy)
+    assert sorted((p.relative_to(copy), p.read_bytes()) for p in copy.rglob("*") if p.is_file()) == before
+
+
+def test_a_version_folder_is_not_loaded_as_an_index(saved: Path) -> None:
+    """A version folder (a manifest of a format still read, no pointer) is refused with the folder to load."""
+    with pytest.raises(PersistError, match=re.escape(str(V(saved))) + r": no CURRENT: a version folder\?"):
+        G2ConSIndex.load(V(saved))

@@ -581,14 +581,14 @@ def _check_core_root(core_root: Path, args: argparse.Namespace) -> None:
 
 def _is_cli_graph(path: Path) -> bool:
     """A concept graph the CLI saved: an index folder with its sidecar and nothing but what those two write."""
-    from ..storage.persistence import FILES, FILES_V2, LEGACY_FILES, LOCK, POINTER
+    from ..storage.persistence import FILES, FILES_V3, LEGACY_FILES, LOCK, POINTER
     from ._common import SIDECAR
 
     if not (_is_index_dir(path) and (path / SIDECAR).is_file()):
         return False
     version = re.compile(r"^(\.tmp-)?v-\d{8}T\d{6}-[0-9a-f]{12}$")
     names = {POINTER, LOCK, SIDECAR, *LEGACY_FILES}
-    in_version = {"manifest.json", *FILES, *FILES_V2}
+    in_version = {"manifest.json", *FILES, *FILES_V3, *LEGACY_FILES}  # LEGACY_FILES: the JSON lines of version 2
     for p in path.iterdir():
         if p.is_symlink():
             return False

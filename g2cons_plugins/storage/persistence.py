@@ -31,8 +31,9 @@ Layout of an index directory (format version 5)::
                              version folder with a shared lock on the folder itself)
 
 Format versions 4 and 3 (the texts as JSON columns ``chunks.json``, ``units.json``, ``sentences.json``; in 3
-``sentence_vectors.npy`` always there) and 2 (``chunks.jsonl`` and ``units.jsonl``: one JSON object per record) are
-still read; the next save writes version 5.
+``sentence_vectors.npy`` always there) are still read; the next save writes version 5. Versions 1 (files in the
+index folder itself) and 2 (``chunks.jsonl`` and ``units.jsonl``: one JSON object per record), written before
+0.1.0, are refused with a :class:`PersistError` that says what to do (rebuild, or load and save with 0.1.x).
 
 **Mapped, not held.** Every array of a loaded index is a read-only view of its file's memory map; the checks read
 every page once, then those pages are unmapped again (:func:`~g2cons_plugins.storage.memory.drop_mapped_pages`),
@@ -72,8 +73,8 @@ file may be a symbolic link. Load never touches the network: the tokenizer must 
 known name (built and probed at load) unless one is passed. The derived state is validated array by array
 (:func:`~g2cons_plugins.storage.derived_io.read_derived`) and every loaded array is read-only. ``verify=True`` also
 re-derives the graph and compares every field of it with the stored derived state (PageRank, vectors and weights
-within a relative 1e-5); ``rebuild=True`` ignores the stored derived state. Format version 1 (files
-directly in the folder) is still read; the next save migrates it, removing exactly the files version 1 wrote.
+within a relative 1e-5); ``rebuild=True`` ignores the stored derived state. A save into a folder of format
+version 1 (files directly in the folder, refused by load) removes exactly the files version 1 wrote.
 """
 
 from __future__ import annotations
@@ -114,7 +115,6 @@ from .outputs import NO_ROOM
 from .stored_io import (
     SENTENCE_VECTORS,
     STORED_FILES,
-    STORED_FILES_JSONL,
     encode_json,
     fsync_write,
     read_stored,
@@ -136,10 +136,17 @@ LOCK = ".lock"
 FILES = (STORED_NPZ, SENTENCE_VECTORS, "unit_vectors.npy") + DERIVED_FILES + (LEXICAL_NPZ,)  # format version 5
 FILES_V3 = STORED_FILES + DERIVED_FILES  # format versions 3 and 4: the texts as JSON columns
 OPTIONAL_FILES = (SENTENCE_VECTORS, LEXICAL_NPZ)  # from format version 4 on: written where there is something to write
-FILES_V2 = STORED_FILES_JSONL + DERIVED_FILES  # format version 2: records as JSON lines
-LEGACY_FILES = ("manifest.json",) + STORED_FILES_JSONL  # what format version 1 wrote into the folder itself
+LEGACY_FILES = (  # what format version 1 (before 0.1.0; no longer read) wrote into the folder itself
+    "manifest.json",
+    "chunks.jsonl",
+    "units.jsonl",
+    "sentences.json",
+    SENTENCE_VECTORS,
+    "unit_vectors.npy",
+)
 LOG_VERSION = 6  # 6: a version 5 snapshot (exact) + the trickle updates since (trickle_log.json / trickle_vectors.npy)
-READ_VERSIONS = (2, 3, 4, FORMAT_VERSION, LOG_VERSION)  # versioned layouts read (and version 1, files in the folder)
+READ_VERSIONS = (3, 4, FORMAT_VERSION, LOG_VERSION)  # 3: written by 0.1.0; 4, 5, 6 since
+PRE_0_1_VERSIONS = (1, 2)  # written before 0.1.0 and refused (:func:`too_old`): 1 files in the folder, 2 JSON lines
 BUNDLED_TOKENIZERS = ("cl100k_base", "o200k_base")
 _VERSION = re.compile(r"^v-\d{8}T\d{6}-[0-9a-f]{12}$")
 _TMP = re.compile(r"^\.tmp-(v-\d{8}T\d{6}-[0-9a-f]{12}|CURRENT-[0-9a-f]{12})$")
@@ -247,6 +254,14 @@ def _is_legacy(path: Path) -> bool:
     return _manifest_format(path / "manifest.json") == 1
 
 
+def too_old(path: Path, version: int) -> PersistError:
+    """The error for the index folder ``path`` of format ``version`` (one of :data:`PRE_0_1_VERSIONS`)."""
+    return PersistError(
+        f"{path}: an index of format version {version}, saved by a version before 0.1.0, which this library no "
+        "longer reads: rebuild it, or load and save it with g2cons-plugins 0.1.x first"
+    )
+
+
 def _manifest_format(mf: Path) -> int | None:
     try:
         m = json.loads(_read_small(mf, MANIFEST_MAX_BYTES).decode("utf-8"))
@@ -258,7 +273,8 @@ def _manifest_format(mf: Path) -> int | None:
 
 
 def is_index_dir(path: Path) -> bool:
-    """True when ``path`` holds an index written by this library (any format version)."""
+    """True when ``path`` holds an index written by this library (any format version, those before 0.1.0 that
+    load refuses included: a save may replace them)."""
     path = Path(path)
     ptr = path / POINTER
     return path.is_dir() and (
@@ -341,7 +357,7 @@ def save_index(index: HasSnapshot, path: Path) -> Snapshot:
         _fsync_dir(path)
         _remove_old_versions(path, {name, previous})
         if _is_legacy(path):
-            for f in LEGACY_FILES:  # migrated: remove exactly what format version 1 wrote
+            for f in LEGACY_FILES:  # replaced: remove exactly what format version 1 wrote
                 with contextlib.suppress(FileNotFoundError):
                     (path / f).unlink()
     return with_origin(snap, origin)  # a version 6 holds the files of the exact snapshot its log starts from too
@@ -547,8 +563,8 @@ def _remove_unpinned(folder: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- load
-def _version_dir(path: Path) -> tuple[Path, str | None]:
-    """The folder of the current version and the expected sha256 of its manifest (None: format version 1)."""
+def _version_dir(path: Path) -> tuple[Path, str]:
+    """The folder of the current version and the expected sha256 of its manifest."""
     path = Path(path)
     if not path.is_dir():
         raise PersistError(f"{path}: no such index directory")
@@ -556,8 +572,11 @@ def _version_dir(path: Path) -> tuple[Path, str | None]:
     try:
         data = _read_small(ptr_file, POINTER_MAX_BYTES)
     except FileNotFoundError:
-        if (path / "manifest.json").is_file():
-            return path, None
+        old = _manifest_format(path / "manifest.json")
+        if old in PRE_0_1_VERSIONS:
+            raise too_old(path, old) from None
+        if old is not None:
+            raise PersistError(f"{path}: no {POINTER}: a version folder? load the index folder that holds it") from None
         raise PersistError(f"{path}: not a g2cons index (no {POINTER} and no manifest.json)") from None
     try:
         ptr = json.loads(data.decode("utf-8"))
@@ -565,6 +584,8 @@ def _version_dir(path: Path) -> tuple[Path, str | None]:
         raise PersistError(f"{ptr_file}: unreadable or not valid JSON ({e})") from None
     if not isinstance(ptr, dict) or ptr.get("format") != FORMAT:
         raise PersistError(f"{ptr_file}: not a g2cons index pointer")
+    if ptr.get("version") in PRE_0_1_VERSIONS:
+        raise too_old(path, ptr["version"])
     if ptr.get("version") not in READ_VERSIONS:
         raise PersistError(f"{ptr_file}: format version {ptr.get('version')!r}; this library reads {READ_VERSIONS}")
     name, digest = ptr.get("data"), ptr.get("manifest_sha256")
@@ -584,7 +605,7 @@ def read_manifest(path: Path) -> dict[str, Any]:
     return _manifest(folder, digest)
 
 
-def _manifest(folder: Path, digest: str | None) -> dict[str, Any]:
+def _manifest(folder: Path, digest: str) -> dict[str, Any]:
     mf = folder / "manifest.json"
     try:
         data = _read_small(mf, MANIFEST_MAX_BYTES)
@@ -592,7 +613,7 @@ def _manifest(folder: Path, digest: str | None) -> dict[str, Any]:
         raise PersistError(f"{mf}: missing; {folder} is not a g2cons index (or its save did not finish)") from None
     except OSError as e:
         raise PersistError(f"{mf}: unreadable ({e})") from None
-    if digest is not None and _sha256_bytes(data) != digest:
+    if _sha256_bytes(data) != digest:
         raise PersistError(f"{mf}: checksum mismatch (modified after saving)")
     try:
         m = json.loads(data.decode("utf-8"))
@@ -601,9 +622,8 @@ def _manifest(folder: Path, digest: str | None) -> dict[str, Any]:
     if not isinstance(m, dict) or m.get("format") != FORMAT:
         got = m.get("format") if isinstance(m, dict) else type(m).__name__
         raise PersistError(f"{mf}: not a g2cons index manifest (format {got!r})")
-    want = READ_VERSIONS if digest is not None else (1,)
-    if type(m.get("version")) is not int or m["version"] not in want:
-        raise PersistError(f"{mf}: format version {m.get('version')!r}; expected one of {want}")
+    if type(m.get("version")) is not int or m["version"] not in READ_VERSIONS:
+        raise PersistError(f"{mf}: format version {m.get('version')!r}; expected one of {READ_VERSIONS}")
 
     def need(name: str, kind: type | tuple[type, ...]) -> Any:
         v = m.get(name)
@@ -618,10 +638,10 @@ def _manifest(folder: Path, digest: str | None) -> dict[str, Any]:
     dim = emb.get("dim")
     if isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= 65_536:
         raise PersistError(f"{mf}: field 'embedder.dim' must be an integer in [1, 65536], got {dim!r}")
-    if ("tokenizer" in m or digest is not None) and not isinstance(m.get("tokenizer"), str):
+    if not isinstance(m.get("tokenizer"), str):
         raise PersistError(f"{mf}: field 'tokenizer' missing or not a string")
     unknown = sorted(set(m["config"]) - SAVED_KEYS)
-    if digest is not None and unknown:
+    if unknown:
         raise PersistError(f"{mf}: field 'config' has keys this library does not know: {unknown[:5]} (newer version?)")
     files = need("files", dict)
     expected = _files(m["version"], files) + _ann_files(m) + _log_files(m)
@@ -732,12 +752,11 @@ def _load_once(
 ) -> Snapshot:
     folder, digest = _version_dir(path)
     with contextlib.ExitStack() as stack:
-        pinned = digest is not None and stack.enter_context(_pinned(folder))
+        pinned = stack.enter_context(_pinned(folder))
         try:
             return _read(folder, digest, embedder, tokenizer, verify, rebuild)
         except (FileNotFoundError, PersistError) as e:
-            unpinned_race = not pinned and digest is not None
-            if unpinned_race and (not folder.is_dir() or _current_name(path) != folder.name):
+            if not pinned and (not folder.is_dir() or _current_name(path) != folder.name):
                 raise _Vanished from e  # a save switched the pointer and removed this version meanwhile
             if isinstance(e, FileNotFoundError):
                 raise PersistError(f"{folder}: missing file {e.filename} (partial index directory)") from None
@@ -747,7 +766,7 @@ def _load_once(
 
 def _read(
     folder: Path,
-    digest: str | None,
+    digest: str,
     embedder: str | Embedder | Callable[..., Any] | None,
     tokenizer: str | Tokenizer | None,
     verify: bool,
@@ -800,18 +819,16 @@ def _log_files(m: dict[str, Any]) -> tuple[str, ...]:
 def _ann_files(m: dict[str, Any]) -> tuple[str, ...]:
     """The unit index files a manifest lists (saves of format version 3 on, of a snapshot that had one: an HNSW
     graph, ``unit_ann``, or a product-quantised index, ``unit_pq``)."""
-    if m.get("version", 0) < 3:
-        return ()
     return (UNIT_ANN_FILES if "unit_ann" in m else ()) + (UNIT_PQ_FILES if "unit_pq" in m else ())
 
 
 def _files(version: int, listed: dict[str, Any]) -> tuple[str, ...]:
-    """The files of a version folder (format version 1: of the index folder) besides the manifest; from format
+    """The files of a version folder besides the manifest; from format
     version 4 on, the :data:`OPTIONAL_FILES` are there only where the manifest's ``listed`` files name them."""
     if version >= 4:
         files = FILES if version >= 5 else FILES_V3
         return tuple(f for f in files if f not in OPTIONAL_FILES or f in listed)
-    return FILES_V3 if version == 3 else FILES_V2 if version == 2 else STORED_FILES_JSONL
+    return FILES_V3
 
 
 def _first_mismatch(folder: Path, files: list[str], sums: dict[str, str]) -> str | None:
@@ -826,7 +843,7 @@ def _check_sums(folder: Path, mismatch: Future[str | None]) -> None:
 
 def _parse(
     folder: Path,
-    digest: str | None,
+    digest: str,
     m: dict[str, Any],
     embedder: str | Embedder | Callable[..., Any] | None,
     tokenizer: str | Tokenizer | None,
@@ -849,7 +866,7 @@ def _parse(
         sent_vecs = read_vectors(folder / SENTENCE_VECTORS, None, dim) if with_sentences else None
         stored = read_stored_npz(folder, read_vectors(folder / "unit_vectors.npy", None, dim), sent_vecs)
     else:
-        stored = read_stored(folder, dim, columns=m["version"] >= 3, sentence_vectors=with_sentences)
+        stored = read_stored(folder, dim, sentence_vectors=with_sentences)
     if stored.sent_vecs is None and needs_sentence_vectors(config):
         raise PersistError(
             f"{mf}: field 'config' has vector_level {config.graph.vector_level!r} (Eq. 1 on sentence vectors) but the "
@@ -862,7 +879,7 @@ def _parse(
     emb = _embedder(folder, m, embedder)
     cached = emb if isinstance(emb, CachedEmbedder) else CachedEmbedder(emb)
     derived = None
-    if digest is not None and not rebuild:
+    if not rebuild:
         derived = read_derived(folder, stored, dim, config, saved_config=m["config"])
         if verify:
             differ = differences(derive(stored, config, after_step=after_build_step), derived)
@@ -879,7 +896,7 @@ def _parse(
         stored, cached, config, tok, derived=derived, unit_ann=ann, bm25=bm25, after_step=after_build_step
     )
     drop_mapped_pages([*state_arrays(snap.stored, snap.derived), bm25])  # checked; queries map what they read
-    if digest is not None and not rebuild:
+    if not rebuild:
         snap = with_origin(snap, Origin(str(folder.resolve()), digest))
     return snap
 

@@ -12,9 +12,8 @@ Two files inside an index version folder (format versions 3 and 4):
   text); any other text is written out.
 
 Measured at 80k passages (123,566 units): the stored state reads in 0.95 s against 2.7 s for the JSON-lines files
-of format version 2, and ``units.json`` is 6 MB against 63 MB. Every column is validated on read; an error names
-the file, the record (1-based) and the field. Format versions 1 and 2 (``chunks.jsonl``, ``units.jsonl``: one
-JSON object per record) are still read (``read_stored(..., columns=False)``).
+of format version 2 (written before 0.1.0, no longer read), and ``units.json`` is 6 MB against 63 MB. Every column
+is validated on read; an error names the file, the record (1-based) and the field.
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ from .memory import drop_mapped_pages
 __all__ = [
     "SENTENCE_VECTORS",
     "STORED_FILES",
-    "STORED_FILES_JSONL",
     "encode_json",
     "fsync_write",
     "read_stored",
@@ -50,7 +48,6 @@ __all__ = [
 
 SENTENCE_VECTORS = "sentence_vectors.npy"  # optional from format version 4 on: absent where no sentence is embedded
 STORED_FILES = ("chunks.json", "units.json", "sentences.json", SENTENCE_VECTORS, "unit_vectors.npy")
-STORED_FILES_JSONL = ("chunks.jsonl", "units.jsonl", "sentences.json", "sentence_vectors.npy", "unit_vectors.npy")
 
 encode_json = json.JSONEncoder(ensure_ascii=False).encode  # one encoder (json.dumps with options: one a call)
 _BATCH = 4096  # values encoded per write: a column is streamed, never held as one string
@@ -194,17 +191,16 @@ def sentence_membership(flat: np.ndarray, owner: np.ndarray, n_sentences: int, n
     return freeze(binary(sp.csr_matrix((ones, (flat, owner)), shape=(n_sentences, n_units))))
 
 
-def read_stored(folder: Path, dim: int, columns: bool = True, sentence_vectors: bool = True) -> Stored:
-    """The stored state of an index version folder: ``chunks.json`` + ``units.json`` (format versions 3 and 4,
-    ``columns``) or ``chunks.jsonl`` + ``units.jsonl`` (versions 1 and 2), with ``sentences.json`` and the
+def read_stored(folder: Path, dim: int, sentence_vectors: bool = True) -> Stored:
+    """The stored state of an index version folder of format version 3 or 4: ``chunks.json`` + ``units.json``,
+    with ``sentences.json`` and the
     memory-mapped vectors (``dim`` columns; the sentence vectors only with ``sentence_vectors``, else
     ``sent_vecs`` is None), every field checked (see module doc)."""
     sf = folder / "sentences.json"
     sentences = _load_json(sf)
     if not isinstance(sentences, list) or not all(type(s) is str for s in sentences):
         raise PersistError(f"{sf}: must be a list of strings")
-    read = _read_columns if columns else _read_jsonl
-    chunks, chunk_tokens, units, parent, unit_tokens, flat, owner = read(folder, sentences)
+    chunks, chunk_tokens, units, parent, unit_tokens, flat, owner = _read_columns(folder, sentences)
     sent_unit = sentence_membership(flat, owner, len(sentences), len(units))
     for a in (chunk_tokens, parent, unit_tokens):
         a.flags.writeable = False
@@ -292,36 +288,6 @@ def _metadata(path: Path, meta: Any, n: int) -> list[dict[str, Any]]:
     return out
 
 
-def _rows(path: Path) -> list[dict[str, Any]]:
-    out = []
-    try:
-        with path.open(encoding="utf-8") as fh:
-            for k, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                row = json.loads(line)
-                if not isinstance(row, dict):
-                    raise PersistError(f"{path}: line {k} is not a JSON object")
-                out.append(row)
-    except (UnicodeDecodeError, ValueError, RecursionError) as e:
-        raise PersistError(f"{path}: unreadable or not valid JSON lines ({e})") from None
-    return out
-
-
-def _field(path: Path, k: int, row: dict[str, Any], name: str, kind: type) -> Any:
-    v = row.get(name)
-    if not isinstance(v, kind) or isinstance(v, bool):
-        raise PersistError(f"{path}: record {k}: field {name!r} must be {kind.__name__}, got {type(v).__name__}")
-    return v
-
-
-def _tokens(path: Path, k: int, row: dict[str, Any], text: str) -> int:
-    n = _field(path, k, row, "n_tokens", int)
-    if not 1 <= n <= 10 * len(text) + 16:
-        raise PersistError(f"{path}: record {k}: field 'n_tokens' is {n}, impossible for {len(text)} characters")
-    return int(n)
-
-
 def read_vectors(path: Path, n: int | None, dim: int) -> np.ndarray:
     """The float32 ``(n, dim)`` vectors of ``path`` (``n`` None: any number of rows), memory-mapped read-only,
     checked finite and non-zero (streamed)."""
@@ -337,61 +303,3 @@ def read_vectors(path: Path, n: int | None, dim: int) -> np.ndarray:
             raise PersistError(f"{path}: an all-zero vector (row {s + int(np.argmin(np.abs(block).max(axis=1) > 0))})")
         drop_mapped_pages([a])  # checked: unmapped again, so a load never holds the whole file
     return a
-
-
-def _read_jsonl(folder: Path, sentences: list[str]) -> _Read:
-    cf, uf = folder / "chunks.jsonl", folder / "units.jsonl"
-    chunks: list[Chunk] = []
-    chunk_tokens: list[int] = []
-    pos: dict[str, int] = {}
-    for k, r in enumerate(_rows(cf), 1):
-        cid, text = _field(cf, k, r, "id", str), _field(cf, k, r, "text", str)
-        meta = r.get("metadata") or {}
-        if not cid or cid in pos:
-            raise PersistError(f"{cf}: record {k}: id {cid!r} is empty or repeated")
-        if not isinstance(meta, dict):
-            raise PersistError(f"{cf}: record {k}: field 'metadata' must be an object")
-        pos[cid] = len(chunks)
-        chunks.append(Chunk(cid, text, meta))
-        chunk_tokens.append(_tokens(cf, k, r, text))
-    if not chunks:
-        raise PersistError(f"{cf}: no chunks")
-    units: list[Unit] = []
-    parents: list[int] = []
-    rows_: list[int] = []
-    cols: list[int] = []
-    seen: set[str] = set()
-    for k, r in enumerate(_rows(uf), 1):
-        uid, parent, text = (
-            _field(uf, k, r, "id", str),
-            _field(uf, k, r, "parent_id", str),
-            _field(uf, k, r, "text", str),
-        )
-        sent = _field(uf, k, r, "sentences", list)
-        if uid in seen or not uid:
-            raise PersistError(f"{uf}: record {k}: id {uid!r} is empty or repeated")
-        seen.add(uid)
-        if parent not in pos:
-            raise PersistError(f"{uf}: record {k}: parent_id {parent!r} is not a chunk of {cf.name}")
-        if not sent or not all(
-            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(sentences) for i in sent
-        ):
-            raise PersistError(f"{uf}: record {k}: field 'sentences' must list positions in [0, {len(sentences)})")
-        units.append(Unit(uid, parent, text, _tokens(uf, k, r, text), tuple(sentences[i] for i in sent)))
-        parents.append(pos[parent])
-        rows_.extend(sent)
-        cols.extend([len(units) - 1] * len(sent))
-    if {u.parent_id for u in units} != set(pos):
-        raise PersistError(f"{uf}: some chunks of {cf.name} have no retrieval unit")
-    bad_id = first_mismatch([u.id for u in units], [c.id for c in chunks], np.asarray(parents, dtype=np.int64))
-    if bad_id is not None:
-        raise PersistError(f"{uf}: record {bad_id + 1}: id {units[bad_id].id!r} is not its chunk's unit id")
-    return (
-        chunks,
-        np.asarray(chunk_tokens, dtype=np.int64),
-        units,
-        np.asarray(parents, dtype=np.int64),
-        np.array([u.n_tokens for u in units], dtype=np.int64),
-        np.asarray(rows_, dtype=np.int64),
-        np.asarray(cols, dtype=np.int64),
-    )
