@@ -291,3 +291,13 @@ def test_import_closures_stay_small(module: str, most: int) -> None:
     print(f"\nimport {module}: {len(loaded)} package modules: {loaded}")
     assert len(loaded) <= most, loaded
     assert not [m for m in loaded if _group(m) in NOT_FROM_METHOD]
+
+
+def test_tests_mirror_the_package() -> None:
+    """A folder of tests per subpackage (plus the adapters' integration and the docs' examples): a reader finds
+    the tests of what they change. Tests of the top-level modules stay at the top of tests/."""
+    tests = Path(__file__).parent
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and p.name not in ("__pycache__", "data")}
+    subpackages = {p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()}
+    assert folders - {"adapters", "docs"} <= subpackages, sorted(folders - subpackages)
+    assert all(any(f.glob("test_*.py")) for f in (tests / name for name in folders))

@@ -52,7 +52,7 @@ EXTRACTION_PROMPT_TOKENS: dict[str, int] = {
 }
 """Tokens (cl100k_base) of each host's default graph-extraction prompt, sent with every chunk: the part of an
 extraction call's input that is not the chunk (most of it for GraphRAG). The adapters and the demo count it by
-default; ``tests/test_adapter_prompt_tokens.py`` checks each figure against the installed package."""
+default; ``tests/adapters/test_adapter_prompt_tokens.py`` checks each figure against the installed package."""
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_PRICE = LIST_PRICES[DEFAULT_MODEL][0]
 
