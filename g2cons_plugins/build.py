@@ -472,21 +472,33 @@ def _count(engine: Any, tok: Tokenizer, texts: list[str]) -> list[int]:
     return count_tokens_batch(tok, texts) if engine is None or not texts else list(engine.count(texts, tok.name))
 
 
-_EMBED_BATCH = 1024  # texts per embed call when a progress bar is shown (each text's vector is its own)
+_EMBED_BATCH = 2048  # texts per embed call: what one call holds while it runs (each text's vector is its own)
 
 
 def _embed(emb: Embedder, texts: list[str], what: str, show_progress: bool, engine: Any = None) -> np.ndarray:
+    """Vectors of ``texts`` (validated). Here (no ``engine``) in calls of :data:`_EMBED_BATCH` texts written into one
+    array, so an embedder's working memory is that of one batch, not of the corpus (measured at 100k passages with
+    wordllama: the one call over 154k units held 880 MB beyond its result); the vectors are the same (an embedder
+    embeds each text on its own: tested)."""
     if show_progress:
         log.info("embedding %d %s with %s", len(texts), what, emb.name)
-    if show_progress and engine is None and texts:  # a bar: embed in batches
+    if engine is not None and texts:
+        return validate_embeddings(engine.embed(texts, emb.name), len(texts), emb.dim, emb.name)
+    if len(texts) <= _EMBED_BATCH:
+        return validate_embeddings(emb.embed(texts), len(texts), emb.dim, emb.name)
+    out = np.empty((len(texts), emb.dim), dtype=np.float32)
+    bar = None
+    if show_progress:
         from tqdm.auto import tqdm
 
-        parts = []
-        with tqdm(total=len(texts), desc=f"embed {what}", unit=what.rstrip("s")) as bar:
-            for start in range(0, len(texts), _EMBED_BATCH):
-                batch = texts[start : start + _EMBED_BATCH]
-                parts.append(validate_embeddings(emb.embed(batch), len(batch), emb.dim, emb.name))
+        bar = tqdm(total=len(texts), desc=f"embed {what}", unit=what.rstrip("s"))
+    try:
+        for start in range(0, len(texts), _EMBED_BATCH):
+            batch = texts[start : start + _EMBED_BATCH]
+            out[start : start + len(batch)] = validate_embeddings(emb.embed(batch), len(batch), emb.dim, emb.name)
+            if bar is not None:
                 bar.update(len(batch))
-        return validate_embeddings(np.concatenate(parts), len(texts), emb.dim, emb.name)
-    raw = emb.embed(texts) if engine is None or not texts else engine.embed(texts, emb.name)
-    return validate_embeddings(raw, len(texts), emb.dim, emb.name)
+    finally:
+        if bar is not None:
+            bar.close()
+    return out

@@ -295,3 +295,27 @@ def test_counts_in_threads_equal_one_encode_per_text_in_order(monkeypatch: pytes
     assert text.count_tokens_batch(tok, texts) == want
     assert text.count_tokens_batch(tok, tuple(texts[:33])) == want[:33]  # any sequence; 33 texts: 2 threads
     assert used == [4, 2]
+
+
+def test_embedding_in_batches_is_the_same_index_and_bounds_each_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build embeds in calls of at most ``_EMBED_BATCH`` texts (an embedder's working memory is one batch's), with
+    or without a progress bar, and the index is the one of a single call."""
+    from g2cons_plugins import build
+    from g2cons_plugins.embedders import get_embedder
+
+    sizes: list[int] = []
+    inner = get_embedder("hash")
+
+    class Recording:
+        name, dim = inner.name, inner.dim
+
+        def embed(self, texts: Any) -> Any:
+            sizes.append(len(texts))
+            return inner.embed(texts)
+
+    monkeypatch.setattr(build, "_EMBED_BATCH", 7)
+    for progress in (False, True):
+        sizes.clear()
+        index = G2ConSIndex.build(_passages(), embedder=Recording(), config=G2ConSConfig(), show_progress=progress)
+        assert index_digest(index) == EXPECTED
+        assert len(sizes) > 3 and max(sizes) <= 7
