@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -63,6 +63,7 @@ from .text import Tokenizer, count_tokens_batch
 
 __all__ = [
     "Derived",
+    "Keep",
     "DegenerateEmbeddingWarning",
     "Stored",
     "derive",
@@ -132,7 +133,11 @@ class Stored:
 
 
 def derive(
-    st: Stored, config: G2ConSConfig, terms: TermIndex | None = None, after_step: Callable[[str], None] | None = None
+    st: Stored,
+    config: G2ConSConfig,
+    terms: TermIndex | None = None,
+    after_step: Callable[[str], None] | None = None,
+    keep: Keep | None = None,
 ) -> Derived:
     """The derived state of ``st`` (deterministic), in the paper's order: concepts -> incidences -> concept vectors
     (Eq. 1) -> edges -> PageRank, and the bridge names. All text analysis is in ``terms`` (analysed here unless
@@ -140,30 +145,49 @@ def derive(
 
     ``after_step``: called with each step's name once it is done ("concepts", "incidences", "vectors",
     "edges.candidates", "edges.pairs", "edges", "pagerank", "names"); the caller's hook between the steps (the
-    index passes the engine's memory hook, :func:`g2cons_plugins.storage.memory.after_build_step`)."""
+    index passes the engine's memory hook, :func:`g2cons_plugins.storage.memory.after_build_step`). ``keep``: given
+    each result the derive holds on to as soon as it is made ("terms", "concepts", "incidences", "vectors", "edges",
+    "adjacency", "names", and the assembled state as "derived"), returns what to hold instead, with the same
+    values (the engine's :class:`g2cons_plugins.storage.step_spill.SpillSteps` moves large arrays to files); by
+    default each is kept as it is."""
     step = after_step or _no_step
-    terms = _terms(st, config, terms)
+    kept = keep or _same
+    terms = kept("terms", _terms(st, config, terms))
     unit_chunk = _unit_chunk(st)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="g2cons-names") as pool:
         # the bridge names depend on the term counts only: made while the concept graph is built
         names_job = pool.submit(bridge_names, terms, st.sent_unit, unit_chunk, config)
         cols, extracted = chunk_concepts(terms, st.sent_unit, unit_chunk, config)
+        extracted = kept("concepts", extracted)
         step("concepts")
-        inc = concept_incidences(terms, cols, extracted, st.sent_unit, unit_chunk, config)
+        inc = kept("incidences", concept_incidences(terms, cols, extracted, st.sent_unit, unit_chunk, config))
         step("incidences")
         vecs = concept_vectors(
             config.graph.vector_level, inc.sentences, inc.units, st.sent_unit, st.sent_vecs, st.unit_vecs
         )
+        vecs = kept("vectors", vecs)
         step("vectors")
-        edges = _edges(inc, vecs.vectors, config, step)
+        edges = kept("edges", _edges(inc, vecs.vectors, config, step))
         step("edges")
-        A = adjacency(edges, len(cols))
+        A = kept("adjacency", adjacency(edges, len(cols)))
         pr = pagerank(A, damping=config.graph.pagerank_damping)
         step("pagerank")
-        names = names_job.result()
+        names = kept("names", names_job.result())
         step("names")
     vocab = [terms.words[j] for j in cols.tolist()]
-    return freeze(_assemble(st, terms, vocab, share(terms, cols), extracted, inc, vecs, edges, A, pr, names))
+    dv = _assemble(st, terms, vocab, share(terms, cols), extracted, inc, vecs, edges, A, pr, names)
+    return freeze(kept("derived", dv))
+
+
+class Keep(Protocol):
+    """A derive's ``keep`` hook: ``(name, value) -> value`` with the same values (see :func:`derive`)."""
+
+    def __call__(self, step: str, value: _T) -> _T: ...
+
+
+def _same(step: str, value: _T) -> _T:
+    """No hook: every result kept as it is."""
+    return value
 
 
 def _no_step(step: str) -> None:

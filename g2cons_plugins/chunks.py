@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,44 +131,54 @@ def make_chunks(items: Iterable[Any]) -> list[Chunk]:
     deeper than ``MAX_METADATA_DEPTH``; two chunks with the same id and different text. The same id with the same
     text twice is collapsed into one chunk with a warning.
     """
+    chunks: list[Chunk] = []
+    chunks.extend(iter_chunks(items, lambda k: chunks[k].text))
+    return chunks
+
+
+def iter_chunks(items: Iterable[Any], earlier_text: Callable[[int], str]) -> Iterator[Chunk]:
+    """The chunks of ``items`` one at a time, checked as :func:`make_chunks` checks them (the same errors), for a
+    caller that stores them as they come (a streaming build). ``earlier_text(k)``: the text of the ``k``-th chunk
+    this generator yielded, read when an id comes again. Raises InputError at the end when nothing was yielded."""
     if items is None or isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
         what = "a single string (wrap it in a list)" if isinstance(items, (str, bytes)) else type(items).__name__
         raise InputError(
             "chunks must be a list (or any iterable) of chunks: strings, {'id', 'text'} dicts, (id, text) pairs "
             f"or Chunk objects; got {what}"
         )
-    chunks: list[Chunk] = []
     seen: dict[str, int] = {}
     for pos, item in enumerate(items):
-        ch = _as_chunk(item, pos)
-        check_text(f"chunk {ch.id!r} (#{pos})", ch.text)
-        if isinstance(item, Chunk):
-            check_metadata(ch.metadata, f"chunk {ch.id!r} (#{pos})")
-        if isinstance(ch.id, str) and ch.id:
-            check_text(f"chunk #{pos} id", ch.id)
-        else:
-            ch = Chunk(normalize_id(ch.id, f"chunk #{pos} id"), ch.text, ch.metadata)
-        if not ch.text.strip():
-            raise InputError(f"chunk {ch.id!r} (#{pos}) is empty or whitespace only")
-        if "\x00" in ch.text:
-            raise InputError(f"chunk {ch.id!r} (#{pos}) contains NUL bytes: binary data is not text")
-        if len(ch.text) > MAX_CHUNK_CHARS:
-            raise InputError(
-                f"chunk {ch.id!r} has {len(ch.text):,} characters (limit {MAX_CHUNK_CHARS:,}); split it first"
-            )
-        if not ch.id:
-            raise InputError(f"chunk #{pos} has an empty id")
+        ch = _checked(item, pos)
         if ch.id in seen:
-            prev = chunks[seen[ch.id]]
-            if prev.text != ch.text:
+            if earlier_text(seen[ch.id]) != ch.text:
                 raise InputError(f"duplicate chunk id {ch.id!r} (#{seen[ch.id]} and #{pos}) with different text")
-            warnings.warn(f"chunk id {ch.id!r} given twice with the same text; kept once", stacklevel=2)
+            warnings.warn(f"chunk id {ch.id!r} given twice with the same text; kept once", stacklevel=3)
             continue
-        seen[ch.id] = len(chunks)
-        chunks.append(ch)
-    if not chunks:
+        seen[ch.id] = len(seen)
+        yield ch
+    if not seen:
         raise InputError("empty corpus: no chunks were given")
-    return chunks
+
+
+def _checked(item: Any, pos: int) -> Chunk:
+    """Input ``item`` (at position ``pos``) as a checked :class:`Chunk` (see :func:`make_chunks`)."""
+    ch = _as_chunk(item, pos)
+    check_text(f"chunk {ch.id!r} (#{pos})", ch.text)
+    if isinstance(item, Chunk):
+        check_metadata(ch.metadata, f"chunk {ch.id!r} (#{pos})")
+    if isinstance(ch.id, str) and ch.id:
+        check_text(f"chunk #{pos} id", ch.id)
+    else:
+        ch = Chunk(normalize_id(ch.id, f"chunk #{pos} id"), ch.text, ch.metadata)
+    if not ch.text.strip():
+        raise InputError(f"chunk {ch.id!r} (#{pos}) is empty or whitespace only")
+    if "\x00" in ch.text:
+        raise InputError(f"chunk {ch.id!r} (#{pos}) contains NUL bytes: binary data is not text")
+    if len(ch.text) > MAX_CHUNK_CHARS:
+        raise InputError(f"chunk {ch.id!r} has {len(ch.text):,} characters (limit {MAX_CHUNK_CHARS:,}); split it first")
+    if not ch.id:
+        raise InputError(f"chunk #{pos} has an empty id")
+    return ch
 
 
 def _windows(sentence: str, tokenizer: Tokenizer, size: int) -> list[tuple[str, int]]:

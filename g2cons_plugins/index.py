@@ -39,6 +39,7 @@ from .retrieval import RetrievedItem
 from .selection import SelectionReport
 from .snapshot import Snapshot, make_snapshot
 from .storage.memory import after_build_step, release_free_memory
+from .storage.step_spill import SpillSteps
 from .text import Tokenizer, get_tokenizer
 from .text.language import AUTO, check_corpus, choose_embedder
 
@@ -61,7 +62,9 @@ class G2ConSIndex:
     ) -> None:
         self._write_lock = threading.Lock()
         stored = with_vectors(stored, embedder, config)  # e.g. paper mode over a default build: embed the sentences
-        self._snapshot = make_snapshot(stored, embedder, config, tokenizer, derived, after_step=after_build_step)
+        self._snapshot = make_snapshot(
+            stored, embedder, config, tokenizer, derived, after_step=after_build_step, keep=SpillSteps()
+        )
         log.info("%s", self._snapshot.stats)
 
     @classmethod
@@ -137,7 +140,9 @@ class G2ConSIndex:
             terms = analyze(stored.sentences, config, bar.update)
         # the last stage (concepts, edges, PageRank, unit index) reports as one step, with its time
         with tqdm(total=1, desc="concept graph", unit="stage") as bar:
-            index = cls.from_snapshot(make_snapshot(stored, emb, config, tok, terms=terms, after_step=after_build_step))
+            index = cls.from_snapshot(
+                make_snapshot(stored, emb, config, tok, terms=terms, after_step=after_build_step, keep=SpillSteps())
+            )
             log.info("%s", index._snapshot.stats)
             bar.update(1)
         return index

@@ -26,7 +26,7 @@ from .errors import InputError, check_text, normalize_id
 from .text import Tokenizer, count_tokens_batch
 
 if TYPE_CHECKING:  # the build is imported by make_snapshot: a query path that only reads a snapshot never loads it
-    from .build import Derived, Stored
+    from .build import Derived, Keep, Stored
     from .chunks import Chunk, Unit
     from .concepts import TermIndex
     from .config import G2ConSConfig
@@ -199,9 +199,10 @@ def make_snapshot(
     unit_ann: UnitIndex | None = None,
     bm25: Any = None,
     after_step: Callable[[str], None] | None = None,
+    keep: Keep | None = None,
 ) -> Snapshot:
-    """A snapshot over ``stored`` (derived state computed unless given, from ``terms`` when given; ``after_step``:
-    the derive's hook between its steps, :func:`~g2cons_plugins.build.derive`). A
+    """A snapshot over ``stored`` (derived state computed unless given, from ``terms`` when given; ``after_step``
+    and ``keep``: the derive's hooks between its steps and on its results, :func:`~g2cons_plugins.build.derive`). A
     ``stored`` whose chunks are not sorted by id (saved by an older version, or made by hand) is re-sorted
     first, reusing its units and vectors. ``previous``: the snapshot ``stored`` was made from (its unit index is
     updated, not rebuilt); ``unit_ann``: a unit index loaded with ``stored``."""
@@ -212,7 +213,7 @@ def make_snapshot(
         stored = store(stored.chunks, embedder, tokenizer, config, False, previous=stored)
         derived = terms = unit_ann = bm25 = None  # a given unit index's keys follow the old unit order
     t0 = time.perf_counter()
-    dv = derived if derived is not None else derive(stored, config, terms, after_step)
+    dv = derived if derived is not None else derive(stored, config, terms, after_step, keep)
     derive_s = time.perf_counter() - t0 if derived is None else 0.0
     return Snapshot(
         stored=stored,

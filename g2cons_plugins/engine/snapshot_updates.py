@@ -19,6 +19,7 @@ from ..concepts import update as update_terms
 from ..errors import InputError, PersistError, normalize_id
 from ..snapshot import Snapshot, make_snapshot
 from ..storage.memory import after_build_step, drop_mapped_pages, release_free_memory, state_arrays
+from ..storage.step_spill import SpillSteps
 from .trickle_log import Origin, RecordingEmbedder, ReplayEmbedder, TrickleOp
 from .trickle_store import drop_stored, insert_stored
 from .update import Pending, TrickleTooLarge, append_terms, derive_added, derive_removed, supports, use_trickle
@@ -50,8 +51,14 @@ def with_added(
         previous=snap.stored,
     )
     return make_snapshot(
-        st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st), previous=snap,
+        st,
+        snap.embedder,
+        snap.config,
+        snap.tokenizer,
+        terms=_terms(snap, st),
+        previous=snap,
         after_step=after_build_step,
+        keep=SpillSteps(),
     )
 
 
@@ -72,8 +79,14 @@ def with_removed(snap: Snapshot, ids: Iterable[Any], exact: bool | None = None) 
     keep = [c for c in snap.stored.chunks if c.id not in drop]
     st = store(keep, snap.embedder, snap.tokenizer, snap.config, False, previous=snap.stored)
     return make_snapshot(
-        st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st), previous=snap,
+        st,
+        snap.embedder,
+        snap.config,
+        snap.tokenizer,
+        terms=_terms(snap, st),
+        previous=snap,
         after_step=after_build_step,
+        keep=SpillSteps(),
     )
 
 
@@ -85,8 +98,14 @@ def refreshed(snap: Snapshot) -> Snapshot:
     st = store(snap.stored.chunks, snap.embedder, snap.tokenizer, snap.config, False, previous=snap.stored)
     # previous=snap: the same units, so the unit index is kept as it is (not rebuilt)
     return make_snapshot(
-        st, snap.embedder, snap.config, snap.tokenizer, terms=_terms(snap, st), previous=snap,
+        st,
+        snap.embedder,
+        snap.config,
+        snap.tokenizer,
+        terms=_terms(snap, st),
+        previous=snap,
         after_step=after_build_step,
+        keep=SpillSteps(),
     )
 
 

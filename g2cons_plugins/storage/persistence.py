@@ -112,6 +112,7 @@ from .derived_io import DERIVED_FILES, differences, read_derived, write_derived
 from .lexical_io import LEXICAL_NPZ, read_lexical, write_lexical
 from .memory import after_build_step, drop_mapped_pages, state_arrays
 from .outputs import NO_ROOM
+from .step_spill import SpillSteps
 from .stored_io import (
     SENTENCE_VECTORS,
     STORED_FILES,
@@ -882,7 +883,7 @@ def _parse(
     if not rebuild:
         derived = read_derived(folder, stored, dim, config, saved_config=m["config"])
         if verify:
-            differ = differences(derive(stored, config, after_step=after_build_step), derived)
+            differ = differences(derive(stored, config, after_step=after_build_step, keep=SpillSteps()), derived)
             if differ:
                 raise PersistError(
                     f"{folder / 'derived.npz'}: the stored derived state differs from a fresh derive in "
@@ -893,7 +894,15 @@ def _parse(
     if derived is not None and LEXICAL_NPZ in _files(m["version"], m["files"]):
         bm25 = read_lexical(folder, len(stored.units), len(derived.terms.words))
     snap = make_snapshot(
-        stored, cached, config, tok, derived=derived, unit_ann=ann, bm25=bm25, after_step=after_build_step
+        stored,
+        cached,
+        config,
+        tok,
+        derived=derived,
+        unit_ann=ann,
+        bm25=bm25,
+        after_step=after_build_step,
+        keep=SpillSteps(),
     )
     drop_mapped_pages([*state_arrays(snap.stored, snap.derived), bm25])  # checked; queries map what they read
     if not rebuild:

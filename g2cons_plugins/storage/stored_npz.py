@@ -45,6 +45,45 @@ def _column(arrays: dict[str, np.ndarray], name: str, col: TextColumn) -> None:
 
 def write_stored_npz(folder: Path, st: Stored) -> None:
     """Write the chunks, units and sentences of ``st`` as ``stored.npz`` into ``folder``."""
+    arrays = _as_columns(st)
+    if arrays is None:
+        arrays = _from_objects(st)
+    fsync_write(folder / STORED_NPZ, lambda fh: savez(fh, arrays))
+
+
+def _as_columns(st: Stored) -> dict[str, np.ndarray] | None:
+    """The members of a stored state that already is columns (a streaming build's or a loaded index's: its
+    columns written as they are, no Python object per text), or None."""
+    chunks, units, sentences = st.chunks, st.units, st.sentences
+    if not (
+        isinstance(chunks, ChunkTable)
+        and isinstance(units, UnitTable)
+        and isinstance(sentences, TextColumn)
+        and units.chunk_ids is chunks.ids
+        and units.sentences is sentences
+        and all(isinstance(c, TextColumn) for c in (chunks.ids, chunks.texts, chunks.metadata, units.texts))
+    ):
+        return None
+    meta = chunks.metadata
+    kept = getattr(chunks, "kept", None)
+    if kept:  # metadata JSON would not give back equal: written as JSON now, as the object path writes it
+        meta = text_column(metadata_json(chunks.meta(i)) if i in kept else meta[i] for i in range(len(chunks)))
+    arrays: dict[str, np.ndarray] = {}
+    for name, col in (("chunk.id", chunks.ids), ("chunk.text", chunks.texts), ("chunk.meta", meta)):
+        _column(arrays, name, col)  # type: ignore[arg-type]
+    arrays["chunk.n_tokens"] = np.asarray(st.chunk_tokens, dtype=np.int64)
+    arrays["unit.parent"] = np.asarray(st.unit_parent, dtype=np.int64)
+    arrays["unit.n_tokens"] = np.asarray(st.unit_tokens, dtype=np.int64)
+    arrays["unit.sent.off"] = np.asarray(units.sent_off, dtype=np.int64)
+    arrays["unit.sent.flat"] = np.asarray(units.sent_flat, dtype=np.int64)
+    arrays["unit.text_at"] = np.asarray(units.text_at, dtype=np.int64)
+    _column(arrays, "unit.text", units.texts)  # type: ignore[arg-type]
+    _column(arrays, "sentence", sentences)
+    return arrays
+
+
+def _from_objects(st: Stored) -> dict[str, np.ndarray]:
+    """The members of a stored state of Python objects (a build in memory, an add's)."""
     parent = np.asarray(st.unit_parent, dtype=np.int64)
     chunk_ids = [c.id for c in st.chunks]
     chunk_texts = [c.text for c in st.chunks]
@@ -74,7 +113,7 @@ def write_stored_npz(folder: Path, st: Stored) -> None:
     arrays["unit.text_at"] = np.asarray(text_at, dtype=np.int64)
     _column(arrays, "unit.text", text_column(texts))
     _column(arrays, "sentence", text_column(st.sentences))
-    fsync_write(folder / STORED_NPZ, lambda fh: savez(fh, arrays))
+    return arrays
 
 
 class _Reader:

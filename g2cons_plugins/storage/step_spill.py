@@ -1,0 +1,94 @@
+"""A derive's step results moved out of anonymous memory as soon as each step made them: every large array (a
+concept vector matrix, the edges, the adjacency's parts, the incidences' indices) is written to an unlinked
+temporary file and mapped read-only (:func:`.spill.to_file`), and the pages the later steps read of those maps are
+unmapped again at the next step boundary (:func:`.memory.drop_mapped_pages`).
+
+Why: a derive keeps every step's result until the end (the derived state holds them all), so what it holds grows
+step by step and each later step's temporaries come on top (measured at 100k passages: ~500 MB of results at the
+end, steps peaking 100-450 MB above that; at 1M passages ~4-5 GB of results). As clean file pages, the results
+cost the process only the pages a step is reading; the kernel writes the rest back and reclaims it.
+
+:class:`SpillSteps` is the ``keep`` hook of :func:`g2cons_plugins.build.derive` (the method knows nothing of
+memory: identity by default). Only arrays of at least :data:`SPILL_STEP_MIN_BYTES` go to files, so a small index
+keeps everything in memory, as before; a 0/1 matrix's data becomes a view of the shared buffer of ones first
+(:func:`g2cons_plugins.arrays.ones.share_ones`, as ``freeze`` would do) and is not written. Where the temporary
+directory is in memory (``tmpfs``) or a file cannot be written, the arrays stay where they are. The values, dtypes
+and shapes are the same either way: the derived state is equal bit for bit.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import fields, is_dataclass, replace
+from typing import Any, TypeVar, cast
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..arrays.mapped import is_file_backed
+from ..arrays.ones import is_shared_ones, share_ones
+from . import spill
+from .memory import drop_mapped_pages, release_free_memory
+
+__all__ = ["SPILL_STEP_MIN_BYTES", "SpillSteps"]
+
+SPILL_STEP_MIN_BYTES = 16 * 2**20  # smaller arrays stay in memory (at 100k passages the largest are 20-80 MB)
+
+_V = TypeVar("_V")
+_SPARSE_PARTS = ("data", "indices", "indptr")
+
+
+class SpillSteps:
+    """A derive's ``keep`` hook (module doc): ``keep(step, value)`` returns ``value`` with each of its arrays of at
+    least ``min_bytes`` (default :data:`SPILL_STEP_MIN_BYTES`) in a read-only file map, following sparse matrices'
+    parts and dataclasses' fields; other values unchanged. Each call first unmaps the pages read since the last
+    call of what it spilled before and gives the heap freed since back (:func:`.memory.release_free_memory`).
+    One object per derive: it holds the maps it made until it goes."""
+
+    def __init__(self, min_bytes: int | None = None) -> None:
+        self.min_bytes = SPILL_STEP_MIN_BYTES if min_bytes is None else int(min_bytes)
+        self.spilled: list[np.ndarray] = []  # the arrays written to files so far
+        self._freed = False
+
+    def __call__(self, step: str, value: _V) -> _V:
+        """``value`` (the result of ``step``) with its large arrays file-backed (class doc)."""
+        drop_mapped_pages(self.spilled)  # what the steps since the last call read of the earlier results
+        if self._freed:  # the arrays spilled last time were freed since (the caller held them until it returned)
+            release_free_memory()
+            self._freed = False
+        return cast(_V, self._keep(value))
+
+    def _keep(self, value: Any) -> Any:
+        if isinstance(value, np.ndarray):
+            return self._array(value)
+        if sp.issparse(value):
+            return self._sparse(value)
+        if is_dataclass(value) and not isinstance(value, type):
+            changed = {}
+            for f in fields(value):
+                old = getattr(value, f.name)
+                new = self._keep(old)
+                if new is not old:
+                    changed[f.name] = new
+            return replace(value, **changed) if changed else value
+        return value
+
+    def _sparse(self, M: Any) -> Any:
+        share_ones(M)  # a 0/1 matrix: its data is a view of the shared ones (freeze does it anyway), not written
+        parts = {k: getattr(M, k) for k in _SPARSE_PARTS if isinstance(getattr(M, k, None), np.ndarray)}
+        moved = {k: self._array(a) for k, a in parts.items()}
+        if all(moved[k] is parts[k] for k in parts):
+            return M
+        out = copy.copy(M)  # shallow: the same flags (sorted indices, canonical format), no check or cast
+        for k, a in moved.items():
+            setattr(out, k, a)
+        return out
+
+    def _array(self, a: np.ndarray) -> np.ndarray:
+        if a.nbytes < self.min_bytes or a.size == 0 or is_file_backed(a) or is_shared_ones(a):
+            return a
+        out = spill.to_file(a)
+        if out is not a:
+            self.spilled.append(out)
+            self._freed = True
+        return out
