@@ -64,6 +64,10 @@ from .text import Tokenizer, count_tokens_batch
 __all__ = [
     "Derived",
     "Keep",
+    "check_degenerate",
+    "count_texts",
+    "embed_texts",
+    "own_batch_counter",
     "DegenerateEmbeddingWarning",
     "Stored",
     "derive",
@@ -342,7 +346,7 @@ def with_vectors(st: Stored, emb: Embedder, config: G2ConSConfig, show_progress:
     if st.sent_vecs is not None or not needs_sentence_vectors(config):
         return st
     t0 = time.perf_counter()
-    vecs = _frozen(_embed(emb, list(st.sentences), "sentences", show_progress))
+    vecs = _frozen(embed_texts(emb, list(st.sentences), "sentences", show_progress))
     timings = {**st.timings, "embed_sentences": time.perf_counter() - t0}
     return replace(st, sent_vecs=vecs, timings=timings)
 
@@ -352,7 +356,7 @@ def _vectors(
 ) -> np.ndarray:
     """Vectors of ``texts`` (``what``: "units" or "sentences"): those ``previous`` holds copied, the rest embedded."""
     if previous is None:
-        return _embed(emb, texts, what, show_progress, engine)
+        return embed_texts(emb, texts, what, show_progress, engine)
     if what == "units":
         old_texts, old_vecs = list(unit_text_view(previous.units)), previous.unit_vecs
     elif previous.sent_vecs is not None:
@@ -417,7 +421,7 @@ def _chunk_tokens(
     """Token count of each chunk; a chunk ``previous`` holds keeps its count. Built here (no ``previous``, no
     engine) with a tiktoken or a plain tokenizer, a chunk that is one unit holding its own text has that unit's
     count (the same ``encode`` of the same text): only the chunks cut into several units are counted again."""
-    if previous is None and engine is None and units and not _own_batch_counter(tok):
+    if previous is None and engine is None and units and not own_batch_counter(tok):
         out = np.full(len(chunks), -1, dtype=np.int64)
         pos = {c.id: i for i, c in enumerate(chunks)}
         for u in units:
@@ -425,17 +429,17 @@ def _chunk_tokens(
                 out[pos[u.id]] = u.n_tokens
         todo = np.flatnonzero(out < 0)
         if len(todo):
-            out[todo] = _count(engine, tok, [chunks[i].text for i in todo.tolist()])
+            out[todo] = count_texts(engine, tok, [chunks[i].text for i in todo.tolist()])
         return out
     if previous is None:
-        return np.array(_count(engine, tok, [c.text for c in chunks]), dtype=np.int64)
+        return np.array(count_texts(engine, tok, [c.text for c in chunks]), dtype=np.int64)
     old_tok = dict(zip(chunk_id_view(previous.chunks), previous.chunk_tokens.tolist(), strict=True))
     missing = [c.text for c in chunks if c.id not in old_tok]
-    fresh = iter(_count(engine, tok, missing))
+    fresh = iter(count_texts(engine, tok, missing))
     return np.array([old_tok[c.id] if c.id in old_tok else next(fresh) for c in chunks], dtype=np.int64)
 
 
-def _own_batch_counter(tok: Tokenizer) -> bool:
+def own_batch_counter(tok: Tokenizer) -> bool:
     """True when ``tok`` brings its own batch counter or encoder (one that might count otherwise than ``encode``)."""
     from .text import TiktokenTokenizer
 
@@ -465,7 +469,7 @@ def _reuse_or_embed(
     out[known] = old_vecs[src[known]]
     new = np.flatnonzero(~known)
     if len(new):
-        out[new] = _embed(emb, [texts[i] for i in new.tolist()], what, show_progress, engine)
+        out[new] = embed_texts(emb, [texts[i] for i in new.tolist()], what, show_progress, engine)
     return out
 
 
@@ -492,14 +496,16 @@ def check_degenerate(vecs: np.ndarray, source: str, sample: int = 512) -> bool:
     return True
 
 
-def _count(engine: Any, tok: Tokenizer, texts: list[str]) -> list[int]:
+def count_texts(engine: Any, tok: Tokenizer, texts: list[str]) -> list[int]:
+    """Token counts of ``texts``: here (``engine`` None: :func:`~g2cons_plugins.text.count_tokens_batch`) or by
+    the engine's ``count``."""
     return count_tokens_batch(tok, texts) if engine is None or not texts else list(engine.count(texts, tok.name))
 
 
 _EMBED_BATCH = 2048  # texts per embed call: what one call holds while it runs (each text's vector is its own)
 
 
-def _embed(emb: Embedder, texts: list[str], what: str, show_progress: bool, engine: Any = None) -> np.ndarray:
+def embed_texts(emb: Embedder, texts: list[str], what: str, show_progress: bool, engine: Any = None) -> np.ndarray:
     """Vectors of ``texts`` (validated). Here (no ``engine``) in calls of :data:`_EMBED_BATCH` texts written into one
     array, so an embedder's working memory is that of one batch, not of the corpus (measured at 100k passages with
     wordllama: the one call over 154k units held 880 MB beyond its result); the vectors are the same (an embedder

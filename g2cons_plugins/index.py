@@ -32,6 +32,7 @@ from .chunks import Chunk, Unit, make_chunks
 from .config import G2ConSConfig
 from .embedders import CachedEmbedder, Embedder, get_embedder
 from .engine.snapshot_updates import refreshed, with_added, with_removed
+from .engine.streaming import SpooledChunks, spool_chunks, stream_store
 from .errors import InputError
 from .fusion import FusedItem, FuseOptions, Fusion, fuse_context
 from .graph import GraphStats
@@ -109,18 +110,17 @@ class G2ConSIndex:
         config = config or G2ConSConfig()
         if not isinstance(config, G2ConSConfig):
             raise InputError(f"config must be a G2ConSConfig, got {type(config).__name__}")
-        chunk_list = make_chunks(chunks)
+        # batch by batch into columns (engine.streaming), unless the engine splits the whole corpus in one call (Ray)
+        streamed = engine != "ray" and (isinstance(engine, str) or hasattr(engine, "submit_split"))
+        chunk_list = spool_chunks(chunks) if streamed else make_chunks(chunks)
+        texts = chunk_list.texts if isinstance(chunk_list, SpooledChunks) else [c.text for c in chunk_list]
         if isinstance(embedder, str) and embedder.strip().lower() == AUTO:
-            embedder = choose_embedder([c.text for c in chunk_list])
+            embedder = choose_embedder(texts)
         emb = _cached(get_embedder(embedder), cache_dir)
-        check_corpus(emb.name, [c.text for c in chunk_list])
+        check_corpus(emb.name, texts)
         tok = get_tokenizer(tokenizer)
-        runner = None
-        if engine != "local":
-            from .engine.build_engines import get_engine
-
-            kw = {"address": ray_address, "num_workers": num_workers} if engine == "ray" else {}
-            runner = get_engine(engine, **kw)
+        runner = None if engine == "local" else _engine(engine, ray_address, num_workers)
+        if runner is not None:
             try:
                 get_embedder(emb.name)
             except Exception as e:  # noqa: BLE001 - any failure means workers cannot rebuild it
@@ -128,7 +128,10 @@ class G2ConSIndex:
                     f"engine={engine!r} rebuilds the embedder in its workers from its name; {emb.name!r} is not a "
                     f"built-in embedder name ({e})"
                 ) from None
-        stored = store(chunk_list, emb, tok, config, show_progress, engine=runner)
+        if isinstance(chunk_list, SpooledChunks):
+            stored = stream_store(chunk_list, emb, tok, config, show_progress, engine=runner)
+        else:
+            stored = store(chunk_list, emb, tok, config, show_progress, engine=runner)
         if not show_progress:
             return cls(stored, emb, config, tok)
         from tqdm.auto import tqdm
@@ -360,6 +363,14 @@ class G2ConSIndex:
         from .storage.persistence import load_snapshot
 
         return cls.from_snapshot(load_snapshot(Path(path), embedder, tokenizer, verify=verify, rebuild=rebuild))
+
+
+def _engine(engine: str | Any, ray_address: str | None, num_workers: int | None) -> Any:
+    """The build engine ``engine`` names (:func:`~g2cons_plugins.engine.build_engines.get_engine`)."""
+    from .engine.build_engines import get_engine
+
+    kw = {"address": ray_address, "num_workers": num_workers} if engine == "ray" else {}
+    return get_engine(engine, **kw)
 
 
 def _cached(emb: Embedder, cache_dir: str | Path | None) -> Embedder:
