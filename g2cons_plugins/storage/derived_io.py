@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..arrays.mapped import is_file_backed
 from ..arrays.wide_rows import Matrix, as_csr
 from ..build import Derived, Stored, freeze
 from ..concepts import TermIndex
@@ -45,7 +46,7 @@ from .memory import drop_mapped_pages
 from .npz_view import NpzView
 from .stored_io import fsync_write
 
-__all__ = ["DERIVED_FILES", "differences", "read_derived", "write_derived"]
+__all__ = ["DERIVED_FILES", "differences", "read_derived", "write_array", "write_derived"]
 
 DERIVED_FILES = ("derived.npz", "derived.json")
 _SPARSE = ("extracted", "sent_inc", "unit_inc", "chunk_inc", "A", "unit_names")
@@ -98,7 +99,26 @@ def savez(fh: Any, arrays: dict[str, np.ndarray]) -> None:
         for name, arr in arrays.items():
             info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
             with zf.open(info, "w", force_zip64=True) as out:
-                np.lib.format.write_array(out, np.ascontiguousarray(arr), allow_pickle=False)
+                write_array(out, arr)
+
+
+_WRITE_BLOCK = 32 * 2**20  # bytes of a file-backed array written at a time before its pages are unmapped
+
+
+def write_array(out: Any, arr: np.ndarray) -> None:
+    """``np.lib.format.write_array(out, arr)`` (the same bytes); an array mapped from a file (a streamed build's
+    vectors and texts, a loaded index's arrays) is written in blocks of :data:`_WRITE_BLOCK` bytes and the pages
+    each block read are unmapped after it (:func:`.memory.drop_mapped_pages`), so a save does not leave the whole
+    array resident."""
+    if not (is_file_backed(arr) and arr.flags.c_contiguous and arr.nbytes > _WRITE_BLOCK and arr.ndim >= 1):
+        np.lib.format.write_array(out, np.ascontiguousarray(arr), allow_pickle=False)
+        return
+    np.lib.format.write_array_header_1_0(out, np.lib.format.header_data_from_array_1_0(arr))
+    row = max(1, arr.nbytes // max(len(arr), 1))
+    step = max(1, _WRITE_BLOCK // row)
+    for lo in range(0, len(arr), step):
+        out.write(arr[lo : lo + step].data.cast("B"))
+        drop_mapped_pages([arr])
 
 
 def write_derived(folder: Path, dv: Derived, config: G2ConSConfig) -> None:

@@ -108,7 +108,7 @@ from ..engine.trickle_log import Origin
 from ..errors import G2ConSError, PersistError
 from ..snapshot import HasSnapshot, Snapshot, as_snapshot, make_snapshot
 from ..text import Tokenizer, get_tokenizer
-from .derived_io import DERIVED_FILES, differences, read_derived, write_derived
+from .derived_io import DERIVED_FILES, differences, read_derived, write_array, write_derived
 from .lexical_io import LEXICAL_NPZ, read_lexical, write_lexical
 from .memory import after_build_step, drop_mapped_pages, state_arrays
 from .outputs import NO_ROOM
@@ -220,7 +220,7 @@ def _fsync_dir(path: Path) -> None:
 
 def _npy(arr: np.ndarray) -> Callable[[Any], None]:
     def write(fh: Any) -> None:
-        np.save(fh, np.ascontiguousarray(arr, dtype=np.float32), allow_pickle=False)
+        write_array(fh, arr if arr.dtype == np.float32 else np.ascontiguousarray(arr, dtype=np.float32))
 
     return write
 
