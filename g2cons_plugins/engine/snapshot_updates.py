@@ -20,6 +20,7 @@ from ..errors import InputError, PersistError, normalize_id
 from ..snapshot import Snapshot, make_snapshot
 from ..storage.memory import after_build_step, drop_mapped_pages, release_free_memory, state_arrays
 from ..storage.step_spill import SpillSteps
+from .refresh_store import refreshed_stored
 from .trickle_log import Origin, RecordingEmbedder, ReplayEmbedder, TrickleOp
 from .trickle_store import drop_stored, insert_stored
 from .update import Pending, TrickleTooLarge, append_terms, derive_added, derive_removed, supports, use_trickle
@@ -95,7 +96,10 @@ def refreshed(snap: Snapshot) -> Snapshot:
     reused, the derived state recomputed: the trickle drift is gone)."""
     if snap.pending is None:
         return snap
-    st = store(snap.stored.chunks, snap.embedder, snap.tokenizer, snap.config, False, previous=snap.stored)
+    # the trickle state's chunks, units and vectors as they are, the sentences in store's order (refresh_store)
+    st = refreshed_stored(snap.stored, snap.config) or store(
+        snap.stored.chunks, snap.embedder, snap.tokenizer, snap.config, False, previous=snap.stored
+    )
     # previous=snap: the same units, so the unit index is kept as it is (not rebuilt)
     return make_snapshot(
         st,
