@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence, Sized
 from pathlib import Path
 from typing import Any, get_args
 
@@ -158,6 +159,21 @@ def _read_input(args: argparse.Namespace, path: Path) -> Any:
     )
 
 
+def _stream_input(args: argparse.Namespace, path: Path) -> Any:
+    """The input's documents read one at a time (:func:`~g2cons_plugins.hosts.pipelines.corpus_io.stream_corpus`),
+    with :func:`_read_input`'s checks and errors."""
+    from ..hosts.pipelines.corpus_io import stream_corpus
+
+    _info(args, f"reading {path}")
+    return stream_corpus(
+        path,
+        text_column=args.text_column,
+        encoding=args.encoding,
+        skip_empty=args.skip_empty,
+        show_progress=_show(args),
+    )
+
+
 def _chunk(args: argparse.Namespace, docs: Sequence[Any], chunk_tokens: int, chunk_overlap: int) -> list[Any]:
     from ..hosts.pipelines.corpus_io import chunk_documents
 
@@ -202,6 +218,27 @@ def _save_graph(index: Any, path: Path, settings: dict[str, Any]) -> None:
 
     index.save(path)
     atomic_write_text(path / SIDECAR, json.dumps(settings, indent=2))
+
+
+def _save_new_graph(index: Any, path: Path, settings: dict[str, Any]) -> None:
+    """:func:`_save_graph`, but where no graph is yet (``path`` absent or empty) the graph is saved in a hidden
+    sibling first (``.NAME.tmp-*``, stamped: :func:`~g2cons_plugins.storage.outputs.staging_dir`) and renamed into
+    place whole, settings included: a build killed at any point leaves no ``path`` rather than a folder the next
+    build refuses, and the next build removes the sibling (:func:`~g2cons_plugins.storage.outputs.recover_interrupted`).
+    Over a graph of the command line's, the save is a new version of it (atomic), then its settings."""
+    import shutil
+
+    from ..storage.outputs import staging_dir
+
+    if _is_index_dir(path):
+        _save_graph(index, path, settings)
+        return
+    tmp = staging_dir(path)
+    try:
+        _save_graph(index, tmp / path.name, settings)
+        os.replace(tmp / path.name, path)  # onto nothing, or an empty folder
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 _SIDECAR_TYPES: dict[str, tuple[type, ...]] = {
@@ -264,12 +301,14 @@ def saved_kappa(args: argparse.Namespace) -> None:
     args.kappa = kappa
 
 
-def _build_index(args: argparse.Namespace, chunks: list[Any], tokenizer: Any = None) -> Any:
-    """The concept graph over ``chunks``; ``tokenizer``: the one that chunked them (a host's encoding model), so
-    kappa by tokens, the report and later budgets count as the host does (default: the index's)."""
+def _build_index(args: argparse.Namespace, chunks: Iterable[Any], tokenizer: Any = None) -> Any:
+    """The concept graph over ``chunks`` (a list, or any iterable: the local build reads it once, a chunk at a
+    time); ``tokenizer``: the one that chunked them (a host's encoding model), so kappa by tokens, the report and
+    later budgets count as the host does (default: the index's)."""
     from ..index import G2ConSIndex
 
-    _info(args, f"building the concept graph over {len(chunks):,} chunks (embedder {args.embedder})")
+    over = f"{len(chunks):,} chunks" if isinstance(chunks, Sized) else "the chunks as they are read"
+    _info(args, f"building the concept graph over {over} (embedder {args.embedder})")
     engine = getattr(args, "engine", "local")
     if engine == "local":
         return G2ConSIndex.build(

@@ -14,7 +14,7 @@ The figures hold for this kind of machine and English text embedded by wordllama
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 #: Where the constants come from (the measurements they were fitted on, paths in the repository).
@@ -70,7 +70,7 @@ def estimate(tokens: float) -> Estimate:
     )
 
 
-def tokens_of(texts: list[str], chunk_tokens: int = 0, chunk_overlap: int = 0) -> float:
+def tokens_of(texts: Iterable[str], chunk_tokens: int = 0, chunk_overlap: int = 0) -> float:
     """Estimated tokens a build of ``texts`` reads: their characters over :data:`CHARS_PER_TOKEN`, grown by the
     chunk overlap (each chunk of ``chunk_tokens`` repeats ``chunk_overlap`` tokens of the previous one)."""
     tokens = sum(len(t) for t in texts) / CHARS_PER_TOKEN

@@ -6,23 +6,25 @@ import argparse
 import json
 import sys
 import time
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..hosts.pipelines.corpus_io import _check_writable, check_text, path_id
 from ..hosts.pipelines.integration import rank_order_scores
-from ..storage.outputs import check_disjoint
+from ..storage.outputs import check_disjoint, recover_interrupted
 from ._common import (
     FMT,
     _build_index,
     _check_graph_dir,
-    _chunk,
     _chunking,
-    _read_input,
     _read_sidecar,
     _save_graph,
+    _save_new_graph,
     _show,
+    _stream_input,
     common_opts,
     fusion_opts,
     input_opts,
@@ -32,39 +34,70 @@ from ._common import (
 
 # ---------------------------------------------------------------------------------------------- build
 def cmd_build(args: argparse.Namespace) -> int:
+    from ..hosts.pipelines.corpus_io import document_chunks
+
     t0 = time.perf_counter()
     check_disjoint({"INPUT": args.input}, {"--graph": args.graph})
-    if args.dry_run:  # read the input, print the cost model's figures, write nothing
+    if args.dry_run:  # read the input (a document at a time), print the cost model's figures, write nothing
         from .estimate import estimate, report, tokens_of
 
         size, overlap = _chunking(args)
-        docs = _read_input(args, args.input).documents
-        print(report(estimate(tokens_of([d.text for d in docs], size, overlap)), len(docs), args.embedder))
+        stream = _stream_input(args, args.input)
+        tokens = tokens_of((d.text for d in stream), size, overlap)
+        print(report(estimate(tokens), stream.state.documents, args.embedder))
         return 0
+    recover_interrupted(args.graph)  # what a build killed earlier left beside --graph (said in one line)
     _check_graph_dir(args.graph)
     size, overlap = _chunking(args)
-    corpus = _read_input(args, args.input)
     if _show(args):  # what the cost model expects, before the long part starts
-        from .estimate import estimate, one_line, tokens_of
+        from .estimate import estimate, one_line
 
-        print(one_line(estimate(tokens_of([d.text for d in corpus.documents], size, overlap))), file=sys.stderr)
-    chunks = _chunk(args, corpus.documents, size, overlap)
-    index = _build_index(args, chunks)
+        print(one_line(estimate(_estimated_tokens(args, size, overlap))), file=sys.stderr)
+    # read, chunked and stored a document at a time: the corpus is never held as Python objects
+    stream = _stream_input(args, args.input)
+    index = _build_index(args, document_chunks(stream, size, overlap))
     settings = {
         "input": str(args.input),
-        "kind": corpus.kind,
+        "kind": stream.kind,
         "chunk_tokens": size,
         "chunk_overlap": overlap,
         "text_column": args.text_column,
         "encoding": args.encoding,
     }
-    _save_graph(index, args.graph, settings)
+    _save_new_graph(index, args.graph, settings)
     print(index.stats)
     print(
-        f"{len(corpus.documents):,} documents -> {len(chunks):,} chunks; graph saved to {args.graph} "
+        f"{stream.state.documents:,} documents -> {len(index.chunks):,} chunks; graph saved to {args.graph} "
         f"({time.perf_counter() - t0:.1f} s)"
     )
     return 0
+
+
+#: The bytes of the input read to estimate its tokens before a build (:func:`_estimated_tokens`).
+SAMPLE_BYTES = 8 << 20
+
+
+def _estimated_tokens(args: argparse.Namespace, size: int, overlap: int) -> float:
+    """The input's tokens as the cost model counts them, without reading a large input twice: the documents in
+    its first :data:`SAMPLE_BYTES`, scaled to its size in bytes (all of it when smaller). An error in them is
+    the one the build would meet; their warnings are left to the build."""
+    from ..hosts.pipelines.corpus_io import stream_corpus
+    from .estimate import tokens_of
+
+    stream = stream_corpus(args.input, args.text_column, args.encoding, args.skip_empty, False)
+    total = stream.input_bytes()
+
+    def sample() -> Iterator[str]:
+        for d in stream:
+            yield d.text
+            if SAMPLE_BYTES <= stream.state.bytes_read < total:
+                return
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tokens = tokens_of(sample(), size, overlap)
+    read = stream.state.bytes_read
+    return tokens * total / read if 0 < read < total else tokens
 
 
 # ---------------------------------------------------------------------------------------------- query

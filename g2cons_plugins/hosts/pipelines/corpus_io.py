@@ -33,7 +33,9 @@ from __future__ import annotations
 import codecs
 import contextlib
 import csv
+import hashlib
 import io
+import itertools
 import json
 import os
 import shutil
@@ -61,13 +63,15 @@ from ...storage.outputs import (
     sha256_file,
     staging_dir,
 )
-from ...text import Tokenizer, get_tokenizer
+from ...text import TiktokenTokenizer, Tokenizer, get_tokenizer
 
 Kind = Literal["folder", "csv", "jsonl", "json"]
 TEXT_SUFFIXES = (".txt", ".md")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 DEFAULT_CHUNK_TOKENS = 1200
 DEFAULT_CHUNK_OVERLAP = 100
+#: The streaming readers (:func:`stream_corpus`) read a JSONL or CSV file this many bytes at a time.
+BLOCK_BYTES = 1 << 18
 
 
 @dataclass
@@ -91,6 +95,9 @@ class Corpus:
     id_column: str | None = None  # the id field/column, when the input has one
     fieldnames: list[str] = field(default_factory=list)  # CSV header
     encoding: str = "utf-8"
+
+
+_Docs = Iterator["Document | None"]  # a reader's records: None for one skipped (empty, --skip-empty)
 
 
 def detect_kind(path: Path) -> Kind:
@@ -136,6 +143,16 @@ _BOMS = (
 )
 
 
+def _check_bom(head: bytes, where: str, encoding: str) -> None:
+    """Fail when ``head`` (a file's first bytes) starts with the byte order mark of a wide encoding."""
+    for bom, name in _BOMS:
+        if head.startswith(bom):
+            raise InputError(
+                f"{where}: {name} text (it starts with a {name} byte order mark), read as {encoding}: re-save it "
+                f"as UTF-8, or give its encoding (--encoding {name.lower()}; GraphRAG: input.encoding)"
+            )
+
+
 def _decode(data: bytes, where: str, encoding: str) -> str:
     """``data`` decoded with ``encoding``. A UTF-16/UTF-32 file (byte order mark) read as another encoding is named
     as such (re-save it as UTF-8, or give its encoding), not called binary; NUL bytes otherwise mean binary."""
@@ -145,12 +162,7 @@ def _decode(data: bytes, where: str, encoding: str) -> str:
         raise InputError(f"unknown text encoding {encoding!r}") from None
     wide = codec.startswith(("utf-16", "utf-32"))
     if not wide:
-        for bom, name in _BOMS:
-            if data.startswith(bom):
-                raise InputError(
-                    f"{where}: {name} text (it starts with a {name} byte order mark), read as {encoding}: re-save it "
-                    f"as UTF-8, or give its encoding (--encoding {name.lower()}; GraphRAG: input.encoding)"
-                )
+        _check_bom(data, where, encoding)
         if b"\x00" in data:
             raise InputError(f"{where}: binary file (contains NUL bytes); only text files can be read")
     try:
@@ -200,9 +212,14 @@ def _text_files(folder: Path) -> list[Path]:
     return files
 
 
-def _read_folder(
-    path: Path, encoding: str, skip_empty: bool, show_progress: bool, files: Sequence[Path] | None = None
-) -> Corpus:
+def _folder_docs(
+    path: Path,
+    encoding: str,
+    skip_empty: bool,
+    show_progress: bool,
+    state: ReadState,
+    files: Sequence[Path] | None = None,
+) -> Iterator[Document]:
     if files is None:
         if path.is_dir():
             base, files = path, _text_files(path)
@@ -210,22 +227,31 @@ def _read_folder(
             base, files = path.parent, [path]
     else:
         base = path
-    docs: list[Document] = []
+    found = False
     for f in _progress(files, show_progress, "read", len(files)):
         try:
             data = f.read_bytes()
         except OSError as e:
             raise InputError(f"{f}: cannot read ({e.strerror or e})") from None
+        state.bytes_read += len(data)
         text = _decode(data, str(f), encoding)
+        del data
         rel = f.relative_to(base).as_posix()
         if not text.strip():
             if skip_empty:
                 warnings.warn(f"{f}: empty file skipped", stacklevel=2)
                 continue
             raise InputError(f"{f}: empty file (no text); remove it or pass --skip-empty")
-        docs.append(Document(id=rel, text=text, path=rel))
-    if not docs:
+        found = True
+        yield Document(id=rel, text=text, path=rel)
+    if not found:
         raise InputError(f"{path}: every file is empty")
+
+
+def _read_folder(
+    path: Path, encoding: str, skip_empty: bool, show_progress: bool, files: Sequence[Path] | None = None
+) -> Corpus:
+    docs = list(_folder_docs(path, encoding, skip_empty, show_progress, ReadState(), files))
     return Corpus(kind="folder", path=path, documents=docs, encoding=encoding)
 
 
@@ -253,87 +279,248 @@ def _record_doc(rec: Any, where: str, text_column: str, id_column: str | None, s
     return Document(id=doc_id, text=text, record=rec)
 
 
-def _read_jsonl(path: Path, text_column: str, encoding: str, skip_empty: bool) -> Corpus:
-    text = _decode(path.read_bytes(), str(path), encoding)
-    records: list[tuple[int, Any]] = []
-    for n, line in enumerate(text.split("\n"), 1):
+def _byte_bar(path: Path, show: bool) -> Any:
+    """A progress bar over the bytes of ``path`` (None unless ``show``)."""
+    if not show:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=path.stat().st_size, desc="read", unit="B", unit_scale=True, file=sys.stderr)
+
+
+def _text_blocks(path: Path, encoding: str, state: ReadState, show_progress: bool) -> Iterator[str]:
+    """The text of ``path``, decoded :data:`BLOCK_BYTES` at a time with the checks of :func:`_decode` and its
+    errors (a byte order mark of another encoding, NUL bytes, invalid bytes: the byte's offset in the file)."""
+    try:
+        codec = codecs.lookup(encoding)
+    except LookupError:
+        raise InputError(f"unknown text encoding {encoding!r}") from None
+    wide = codec.name.startswith(("utf-16", "utf-32"))
+    decoder = codec.incrementaldecoder("strict")
+    where = str(path)
+    try:
+        fh = path.open("rb")
+    except OSError as e:
+        raise InputError(f"{path}: cannot read ({e.strerror or e})") from None
+    bar = _byte_bar(path, show_progress)
+    try:
+        with fh:
+            while True:
+                first = state.bytes_read == 0
+                data = fh.read(max(BLOCK_BYTES, 4) if first else BLOCK_BYTES)
+                if first and not wide:
+                    _check_bom(data, where, encoding)  # a whole mark is in the first read
+                if not wide and b"\x00" in data:
+                    raise InputError(f"{where}: binary file (contains NUL bytes); only text files can be read")
+                pending = len(decoder.getstate()[0])
+                try:
+                    text = decoder.decode(data, not data)
+                except UnicodeDecodeError as e:
+                    raise InputError(
+                        f"{where}: not valid {encoding} text (byte {state.bytes_read - pending + e.start}); a "
+                        "binary file, or pass --encoding"
+                    ) from None
+                if wide and "\x00" in text:
+                    raise InputError(f"{where}: binary file (contains NUL characters); only text files can be read")
+                state.bytes_read += len(data)
+                if bar is not None:
+                    bar.update(len(data))
+                if text:
+                    yield text
+                if not data:
+                    return
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _lines(blocks: Iterable[str]) -> Iterator[str]:
+    """The lines of the text ``blocks`` make, as ``text.split("\\n")`` gives them (the last one, even empty)."""
+    rest = ""
+    for block in blocks:
+        lines = (rest + block).split("\n")
+        rest = lines.pop()
+        yield from lines
+    yield rest
+
+
+def _csv_lines(blocks: Iterable[str]) -> Iterator[str]:
+    """The lines of the text ``blocks`` make, ends kept, split as ``io.StringIO(text, newline="")`` splits them
+    (``\\n``, ``\\r\\n`` or ``\\r``): what the csv module reads."""
+    rest = ""
+    for block in blocks:
+        lines = io.StringIO(rest + block, newline="").readlines()
+        rest = lines.pop() if lines and not lines[-1].endswith("\n") else ""  # "...\r" may be followed by "\n"
+        yield from lines
+    if rest:
+        yield rest
+
+
+def _jsonl_docs(path: Path, text_column: str, encoding: str, skip_empty: bool, state: ReadState, show: bool) -> _Docs:
+    records = False
+    for n, line in enumerate(_lines(_text_blocks(path, encoding, state, show)), 1):
         if not line.strip():
             continue
         try:
-            records.append((n, json.loads(line)))
+            rec = json.loads(line)
         except json.JSONDecodeError as e:
             raise InputError(f"{path}:{n}: not valid JSON ({e.msg})") from None
+        records = True
+        if isinstance(rec, dict) and "id" in rec:
+            state.id_column = "id"
+        # "id" whether or not another record has one: a record without it gets the content id either way
+        yield _record_doc(rec, f"{path}:{n}", text_column, "id", skip_empty)
     if not records:
         raise InputError(f"{path}: empty file (no records)")
-    id_col = "id" if any(isinstance(r, dict) and "id" in r for _, r in records) else None
-    docs = [_record_doc(r, f"{path}:{n}", text_column, id_col, skip_empty) for n, r in records]
-    return _corpus("jsonl", path, docs, text_column, id_col, [], encoding)
 
 
-def _read_json(path: Path, text_column: str, encoding: str, skip_empty: bool) -> Corpus:
-    text = _decode(path.read_bytes(), str(path), encoding)
+def _json_docs(path: Path, text_column: str, encoding: str, skip_empty: bool, state: ReadState, show: bool) -> _Docs:
+    """A JSON list is parsed whole (the one input not read a record at a time)."""
+    data = path.read_bytes()
+    state.bytes_read = len(data)
+    text = _decode(data, str(path), encoding)
+    del data
     if not text.strip():
         raise InputError(f"{path}: empty file (no records)")
     try:
-        data = json.loads(text)
+        records = json.loads(text)
     except json.JSONDecodeError as e:
         raise InputError(f"{path}: not valid JSON ({e.msg}, line {e.lineno})") from None
-    if isinstance(data, dict):
-        data = [data]
-    if not isinstance(data, list) or not data:
+    del text
+    if isinstance(records, dict):
+        records = [records]
+    if not isinstance(records, list) or not records:
         raise InputError(f"{path}: expected a non-empty JSON list of objects")
-    id_col = "id" if any(isinstance(r, dict) and "id" in r for r in data) else None
-    docs = [_record_doc(r, f"{path}[{i}]", text_column, id_col, skip_empty) for i, r in enumerate(data)]
-    return _corpus("json", path, docs, text_column, id_col, [], encoding)
+    state.id_column = "id" if any(isinstance(r, dict) and "id" in r for r in records) else None
+    for i, r in enumerate(_progress(records, show, "read", len(records))):
+        yield _record_doc(r, f"{path}[{i}]", text_column, state.id_column, skip_empty)
 
 
-def _read_csv(path: Path, text_column: str, encoding: str, skip_empty: bool) -> Corpus:
-    text = _decode(path.read_bytes(), str(path), encoding)
-    if not text.strip():
+def _csv_docs(path: Path, text_column: str, encoding: str, skip_empty: bool, state: ReadState, show: bool) -> _Docs:
+    blocks = _text_blocks(path, encoding, state, show)
+    head: list[str] = []  # the blocks up to the first one with text (an input of white space only is empty)
+    for block in blocks:
+        head.append(block)
+        if block.strip():
+            break
+    else:
         raise InputError(f"{path}: empty file (no header, no rows)")
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    fieldnames = list(reader.fieldnames or [])
+    reader = csv.DictReader(_csv_lines(itertools.chain(head, blocks)))
+    del head
+    try:
+        fieldnames = list(reader.fieldnames or [])
+    except csv.Error as e:
+        raise InputError(f"{path}: not valid CSV ({e})") from None
     if text_column not in fieldnames:
         raise InputError(f"{path}: no column {text_column!r} (columns: {fieldnames}); pass --text-column")
-    id_col = "id" if "id" in fieldnames else None
-    docs = []
+    state.fieldnames = fieldnames
+    state.id_column = id_col = "id" if "id" in fieldnames else None
+    rows = 0
     try:
         for n, row in enumerate(reader, 1):
             if None in row:
                 raise InputError(f"{path} row {n}: more fields than the header has columns")
-            docs.append(_record_doc(dict(row), f"{path} row {n}", text_column, id_col, skip_empty))
+            rows = n
+            yield _record_doc(dict(row), f"{path} row {n}", text_column, id_col, skip_empty)
     except csv.Error as e:
         raise InputError(f"{path}: not valid CSV ({e})") from None
-    if not docs:
+    if not rows:
         raise InputError(f"{path}: a header but no rows")
-    return _corpus("csv", path, docs, text_column, id_col, fieldnames, encoding)
 
 
-def _corpus(
-    kind: Kind,
-    path: Path,
-    docs: Sequence[Document | None],
-    text_column: str,
-    id_col: str | None,
-    fieldnames: list[str],
-    encoding: str,
-) -> Corpus:
-    out: list[Document] = []
-    seen: dict[str, Document] = {}
+def _unique(docs: _Docs, path: Path) -> Iterator[Document]:
+    """``docs`` without the records skipped (None), each id once: an id again with the same text is kept once (a
+    warning), with another text it fails. A digest of each text is kept, not the text."""
+    seen: dict[str, bytes] = {}
     for d in docs:
         if d is None:
             continue
-        if d.id in seen:
-            if seen[d.id].text != d.text:
+        digest = hashlib.blake2b(d.text.encode("utf-8"), digest_size=16).digest()
+        known = seen.get(d.id)
+        if known is not None:
+            if known != digest:
                 raise InputError(f"{path}: id {d.id!r} appears twice with different text")
             warnings.warn(f"{path}: document {d.id!r} appears twice with the same text; kept once", stacklevel=3)
             continue
-        seen[d.id] = d
-        out.append(d)
-    if not out:
+        seen[d.id] = digest
+        yield d
+    if not seen:
         raise InputError(f"{path}: every record is empty")
-    return Corpus(kind, path, out, text_column, id_col, fieldnames, encoding)
+
+
+_READERS = {"jsonl": _jsonl_docs, "json": _json_docs, "csv": _csv_docs}
+
+
+@dataclass
+class ReadState:
+    """What a :class:`CorpusStream` has read so far; it changes as the documents are read."""
+
+    documents: int = 0  # documents given
+    characters: int = 0  # of their texts
+    bytes_read: int = 0  # of the input (read ahead of the documents given by up to one block)
+    id_column: str | None = None  # the id field/column: CSV from the header, JSON(L) once a record has one
+    fieldnames: list[str] = field(default_factory=list)  # CSV header, once read
+
+
+class CorpusStream:
+    """An input read one document at a time (:func:`stream_corpus`), with :func:`read_corpus`'s checks and errors
+    (each raised when its document is reached). Iterate it once; :attr:`state` says what was read so far."""
+
+    def __init__(
+        self, kind: Kind, path: Path, text_column: str, encoding: str, skip_empty: bool, show_progress: bool
+    ) -> None:
+        self.kind, self.path, self.text_column, self.encoding = kind, path, text_column, encoding
+        self.skip_empty, self.show_progress = skip_empty, show_progress
+        self.state = ReadState()
+        self._started = False
+
+    def __iter__(self) -> Iterator[Document]:
+        if self._started:
+            raise RuntimeError(f"{self.path}: a CorpusStream is read once; call stream_corpus again")
+        self._started = True
+        return self._documents()
+
+    def _documents(self) -> Iterator[Document]:
+        st = self.state
+        if self.kind == "folder":
+            docs: Iterator[Document] = _folder_docs(self.path, self.encoding, self.skip_empty, self.show_progress, st)
+        else:
+            read = _READERS[self.kind]
+            records = read(self.path, self.text_column, self.encoding, self.skip_empty, st, self.show_progress)
+            docs = _unique(records, self.path)
+        for d in docs:
+            st.documents += 1
+            st.characters += len(d.text)
+            yield d
+
+    def input_bytes(self) -> int:
+        """The size of the input in bytes (a folder: of the .txt/.md files it reads)."""
+        if self.kind != "folder" or self.path.is_file():
+            return self.path.stat().st_size
+        with warnings.catch_warnings():  # the files left out are named when the documents are read
+            warnings.simplefilter("ignore")
+            return sum(f.stat().st_size for f in _text_files(self.path))
+
+
+def stream_corpus(
+    path: str | Path,
+    text_column: str = "text",
+    encoding: str = "utf-8",
+    skip_empty: bool = False,
+    show_progress: bool = False,
+) -> CorpusStream:
+    """The documents of a folder of .txt/.md files, a .txt/.md file, a CSV, a JSONL or a JSON list (see module
+    doc), read one at a time: a folder file by file, a JSONL or CSV file :data:`BLOCK_BYTES` at a time (progress
+    in bytes where ``show_progress``); a JSON list is parsed whole (JSON has no record boundaries to stop at).
+    Nothing but the current document is held, and a digest per document id (to find an id given twice).
+
+    The path and its kind are checked at once; everything else as :func:`read_corpus` checks it, with the same
+    errors, raised when the document at fault is reached (so an input with several faults may report another
+    one first: the reader stops at the first it meets)."""
+    path = Path(path)
+    _check_exists(path)
+    return CorpusStream(detect_kind(path), path, text_column, encoding, skip_empty, show_progress)
 
 
 def read_corpus(
@@ -343,21 +530,18 @@ def read_corpus(
     skip_empty: bool = False,
     show_progress: bool = False,
 ) -> Corpus:
-    """Read a folder of .txt/.md files, a .txt/.md file, a CSV, a JSONL or a JSON list (see module doc).
+    """Read a folder of .txt/.md files, a .txt/.md file, a CSV, a JSONL or a JSON list (see module doc): every
+    document of :func:`stream_corpus`, held.
 
     Raises InputError, naming the file (and line or row), for: a missing path; a folder without .txt/.md files;
     an empty file or record (unless ``skip_empty``); a binary file; a missing text column; invalid JSON/CSV.
     """
-    path = Path(path)
-    _check_exists(path)
-    kind = detect_kind(path)
-    if kind == "folder":
-        return _read_folder(path, encoding, skip_empty, show_progress)
-    if kind == "csv":
-        return _read_csv(path, text_column, encoding, skip_empty)
-    if kind == "jsonl":
-        return _read_jsonl(path, text_column, encoding, skip_empty)
-    return _read_json(path, text_column, encoding, skip_empty)
+    stream = stream_corpus(path, text_column, encoding, skip_empty, show_progress)
+    docs = list(stream)
+    if stream.kind == "folder":
+        return Corpus(kind="folder", path=stream.path, documents=docs, encoding=encoding)
+    st = stream.state
+    return Corpus(stream.kind, stream.path, docs, text_column, st.id_column, st.fieldnames, encoding)
 
 
 def path_id(path: str | Path) -> str:
@@ -411,6 +595,8 @@ def split_tokens(text: str, tokenizer: Tokenizer, chunk_tokens: int, chunk_overl
     ``chunk_tokens - chunk_overlap`` tokens, decoded. A text that fits in one window is returned as is."""
     if chunk_tokens <= 0:
         return [text]
+    if isinstance(tokenizer, TiktokenTokenizer) and len(text.encode("utf-8", "surrogatepass")) <= chunk_tokens:
+        return [text]  # byte-level BPE: no token is shorter than a byte, so it fits (nothing to encode)
     ids = tokenizer.encode(text)
     if len(ids) <= chunk_tokens:
         return [text]
@@ -433,6 +619,30 @@ def check_chunking(chunk_tokens: int, chunk_overlap: int) -> None:
         raise InputError(f"--chunk-overlap must be in [0, chunk tokens), got {chunk_overlap}")
 
 
+def document_chunks(
+    docs: Iterable[Document],
+    chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
+    chunk_overlap: int = DEFAULT_CHUNK_OVERLAP,
+    tokenizer: Tokenizer | None = None,
+) -> Iterator[Chunk]:
+    """The chunks of ``docs`` one document at a time, as :func:`chunk_documents` makes them (a streaming build
+    reads, chunks and stores them as they come). The sizes are checked at once."""
+    check_chunking(chunk_tokens, chunk_overlap)
+    return _document_chunks(docs, chunk_tokens, chunk_overlap, tokenizer or get_tokenizer())
+
+
+def _document_chunks(docs: Iterable[Document], size: int, overlap: int, tok: Tokenizer) -> Iterator[Chunk]:
+    for d in docs:
+        pieces = split_tokens(d.text, tok, size, overlap)
+        if len(pieces) == 1:
+            yield Chunk(id=d.id, text=pieces[0], metadata={"source": d.id, "part": 0, "n_parts": 1})
+            continue
+        for k, piece in enumerate(pieces):
+            if piece.strip() and "\x00" not in piece:
+                meta = {"source": d.id, "part": k, "n_parts": len(pieces)}
+                yield Chunk(id=f"{d.id}#{k}", text=piece, metadata=meta)
+
+
 def chunk_documents(
     docs: Sequence[Document],
     chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
@@ -442,19 +652,8 @@ def chunk_documents(
 ) -> list[Chunk]:
     """Chunks of ``docs`` as the host makes them (see module doc). ``metadata``: ``source`` (document id),
     ``part`` and ``n_parts``. Whitespace-only windows (no text to extract from) are left out."""
-    check_chunking(chunk_tokens, chunk_overlap)
-    tok = tokenizer or get_tokenizer()
-    out: list[Chunk] = []
-    for d in _progress(docs, show_progress, "chunk", len(docs)):
-        pieces = split_tokens(d.text, tok, chunk_tokens, chunk_overlap)
-        if len(pieces) == 1:
-            out.append(Chunk(id=d.id, text=pieces[0], metadata={"source": d.id, "part": 0, "n_parts": 1}))
-            continue
-        for k, piece in enumerate(pieces):
-            if piece.strip() and "\x00" not in piece:
-                meta = {"source": d.id, "part": k, "n_parts": len(pieces)}
-                out.append(Chunk(id=f"{d.id}#{k}", text=piece, metadata=meta))
-    return out
+    chunks = document_chunks(_progress(docs, show_progress, "chunk", len(docs)), chunk_tokens, chunk_overlap, tokenizer)
+    return list(chunks)
 
 
 # ---------------------------------------------------------------------------------------------- writing
