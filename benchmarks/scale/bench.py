@@ -4,7 +4,8 @@ latency, memory and embedded texts per unit, per corpus size.
     nice -n 10 python benchmarks/scale/bench.py --sizes 10000,100000,1000000 --embedder wordllama \\
         --out benchmarks/scale/results/scale_wordllama
 
-Corpora come from ``corpus.py`` (seeded recombinations of real sentences). Each size runs in three fresh processes,
+Corpora come from ``corpus.py`` (seeded recombinations of real sentences), given to the build as a generator (as a
+file reader gives them; ``BENCH_INPUT_LIST=1``: as a list, as the runs before the streaming build did). Each size runs in three fresh processes,
 so every peak-RSS figure belongs to that size and that job alone: ``build`` (build, save; counts every text the
 embedder receives: "embedded texts per unit"), ``load`` (load the saved index, then queries: latency includes
 embedding the question; real MuSiQue questions, default ``retrieve`` settings) and ``update`` (load the saved index
@@ -105,7 +106,8 @@ def job_build(n: int, embedder: str, seed: int, path: Path) -> dict[str, Any]:
     from g2cons_plugins import G2ConSIndex
 
     mem = PeakRSS()
-    rows = list(corpus.passages(n, seed))
+    # the passages as a generator, as a file reader gives them: the build holds no list of the corpus
+    rows = list(corpus.passages(n, seed)) if os.environ.get("BENCH_INPUT_LIST") else corpus.passages(n, seed)
     out: dict[str, Any] = {"n_passages": n, "embedder": embedder, "seed": seed, "rss_inputs_mb": mem.phase()}
     counting = CountingEmbedder(embedder)
     t0 = time.perf_counter()
@@ -120,6 +122,7 @@ def job_build(n: int, embedder: str, seed: int, path: Path) -> dict[str, Any]:
     out["n_sentences"] = len(idx.stored.sentences)
     out["graph"] = idx.stats.to_dict()
     del rows
+    out["input"] = "list" if os.environ.get("BENCH_INPUT_LIST") else "generator"
     t0 = time.perf_counter()
     idx.save(path)
     out["save_s"] = round(time.perf_counter() - t0, 2)
