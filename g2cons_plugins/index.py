@@ -106,7 +106,10 @@ class G2ConSIndex:
 
         ``engine="ray"`` runs splitting, token counting and embedding as Ray Data ``map_batches`` over actor
         pools (``ray_address``: a cluster, default a local one; ``num_workers`` actors per stage; extra
-        ``[ray]``), then derives here; the index equals a local build. The embedder must be a built-in name."""
+        ``[ray]``), then derives here; the index equals a local build. The embedder must be a built-in name.
+        ``engine="processes"`` splits and counts in ``num_workers`` worker processes (default: every usable
+        core; :class:`~g2cons_plugins.engine.process_engine.ProcessEngine`) and embeds here; the index equals a
+        local build."""
         config = config or G2ConSConfig()
         if not isinstance(config, G2ConSConfig):
             raise InputError(f"config must be a G2ConSConfig, got {type(config).__name__}")
@@ -119,8 +122,8 @@ class G2ConSIndex:
         emb = _cached(get_embedder(embedder), cache_dir)
         check_corpus(emb.name, texts)
         tok = get_tokenizer(tokenizer)
-        runner = None if engine == "local" else _engine(engine, ray_address, num_workers)
-        if runner is not None:
+        runner = None if engine == "local" else _engine(engine, ray_address, num_workers, emb)
+        if runner is not None and engine != "processes":  # the process engine embeds here, with ``emb`` itself
             try:
                 get_embedder(emb.name)
             except Exception as e:  # noqa: BLE001 - any failure means workers cannot rebuild it
@@ -128,10 +131,15 @@ class G2ConSIndex:
                     f"engine={engine!r} rebuilds the embedder in its workers from its name; {emb.name!r} is not a "
                     f"built-in embedder name ({e})"
                 ) from None
-        if isinstance(chunk_list, SpooledChunks):
-            stored = stream_store(chunk_list, emb, tok, config, show_progress, engine=runner)
-        else:
-            stored = store(chunk_list, emb, tok, config, show_progress, engine=runner)
+        try:
+            if isinstance(chunk_list, SpooledChunks):
+                stored = stream_store(chunk_list, emb, tok, config, show_progress, engine=runner)
+            else:
+                stored = store(chunk_list, emb, tok, config, show_progress, engine=runner)
+        finally:
+            close = getattr(runner, "close", None)
+            if isinstance(engine, str) and close is not None:  # the workers of an engine made here stop here
+                close()
         if not show_progress:
             return cls(stored, emb, config, tok)
         from tqdm.auto import tqdm
@@ -365,11 +373,15 @@ class G2ConSIndex:
         return cls.from_snapshot(load_snapshot(Path(path), embedder, tokenizer, verify=verify, rebuild=rebuild))
 
 
-def _engine(engine: str | Any, ray_address: str | None, num_workers: int | None) -> Any:
+def _engine(engine: str | Any, ray_address: str | None, num_workers: int | None, emb: Embedder) -> Any:
     """The build engine ``engine`` names (:func:`~g2cons_plugins.engine.build_engines.get_engine`)."""
     from .engine.build_engines import get_engine
 
-    kw = {"address": ray_address, "num_workers": num_workers} if engine == "ray" else {}
+    kw: dict[str, Any] = {}
+    if engine == "ray":
+        kw = {"address": ray_address, "num_workers": num_workers}
+    elif engine == "processes":
+        kw = {"num_workers": num_workers, "embedder": emb}
     return get_engine(engine, **kw)
 
 

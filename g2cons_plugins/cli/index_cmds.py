@@ -344,6 +344,7 @@ def register_build(sub: Any) -> None:
         description="Read INPUT (folder of .txt/.md, .csv, .jsonl or .json), chunk it like the host, build the "
         "concept graph and save it to --graph DIR.",
         epilog="examples:\n  g2cons build ragtest/input --graph ragtest/concepts --embedder wordllama\n"
+        "  g2cons build big/input --graph big/concepts --engine processes   # split on every core\n"
         "  g2cons build big/input --graph big/concepts --engine ray --num-workers 2   # --ray-address ADDR: a cluster",
         formatter_class=FMT,
     )
@@ -351,13 +352,19 @@ def register_build(sub: Any) -> None:
     b.add_argument("--graph", required=True, type=Path, metavar="DIR", help="folder to save the graph to")
     b.add_argument(
         "--engine",
-        choices=("local", "ray"),
+        choices=("local", "processes", "ray"),
         default="local",
-        help="where splitting, counting and embedding run: here (default) or on Ray Data (extra [ray]); "
-        "the graph equals a local build",
+        help="where splitting, counting and embedding run: here (default), split and count in worker processes "
+        "on every core (processes) or on Ray Data (extra [ray]); the graph equals a local build",
     )
     b.add_argument("--ray-address", default=None, metavar="ADDR", help="Ray cluster address (default: a local one)")
-    b.add_argument("--num-workers", type=positive, default=None, metavar="N", help="Ray actors per stage")
+    b.add_argument(
+        "--num-workers",
+        type=positive,
+        default=None,
+        metavar="N",
+        help="worker processes (default: usable cores) or Ray actors per stage",
+    )
     b.add_argument(
         "--dry-run",
         action="store_true",

@@ -1,8 +1,10 @@
 """Engines for the embarrassingly parallel stages of a build: splitting chunks into units, counting tokens, embedding.
 
-Two engines with one interface (and the same results):
+Three engines with one interface (and the same results):
 
 - :class:`LocalEngine` runs in this process.
+- :class:`~g2cons_plugins.engine.process_engine.ProcessEngine` (``"processes"``) splits and counts in worker
+  processes on every core of this machine (Punkt is pure Python: threads cannot spread it) and embeds here.
 - :class:`RayEngine` runs each stage as Ray Data ``map_batches`` over blocks of rows, in a fixed pool of actors
   (``concurrency=num_workers``) that load the tokenizer or the embedding model once and keep it. Rows carry their
   position, and results are put back in input order on the driver. Ray is an optional extra
@@ -32,7 +34,14 @@ DEFAULT_BATCH = 256
 
 
 class Engine(Protocol):
-    """What a build asks of an engine. Every method returns results in input order."""
+    """What a build asks of an engine. Every method returns results in input order.
+
+    Optional: ``submit_split(chunks, tokenizer_name, unit_tokens) -> concurrent.futures.Future[list[list[Unit]]]``,
+    the asynchronous form of ``split`` (same result, through the future; a failure is raised by its ``result()``).
+    A streaming build that finds it submits the next batch before it embeds the current one, so splitting runs
+    elsewhere (other processes) while this process embeds; it may keep a few futures pending, and expects each to
+    finish whatever it submits after (:class:`~g2cons_plugins.engine.process_engine.ProcessEngine` has it). An
+    engine with ``close()`` holds workers; the build closes an engine it made from a name."""
 
     name: str
 
@@ -217,15 +226,26 @@ class RayEngine:
         return f"RayEngine(address={self.address!r}, num_workers={self.num_workers}, batch_size={self.batch_size})"
 
 
+ENGINE_NAMES = ("local", "processes", "ray")
+
+
 def get_engine(spec: str | Engine | None = None, **kwargs: Any) -> Engine:
-    """``None``/"local" -> :class:`LocalEngine`; "ray" -> :class:`RayEngine` (``kwargs`` go to the constructor);
-    an object with ``split``/``count``/``embed`` is returned as is."""
+    """``None``/"local" -> :class:`LocalEngine`; "processes" -> :class:`~.process_engine.ProcessEngine`; "ray" ->
+    :class:`RayEngine` (``kwargs`` go to the constructor); an object with ``split``/``count``/``embed`` is returned
+    as is."""
     if spec is None or spec == "local":
         return LocalEngine(**kwargs)
+    if spec == "processes":
+        from .process_engine import ProcessEngine
+
+        return ProcessEngine(**kwargs)
     if spec == "ray":
         return RayEngine(**kwargs)
     if isinstance(spec, str):
-        raise InputError(f"unknown engine {spec!r}; choose 'local' or 'ray'")
+        raise InputError(f"unknown engine {spec!r}; choose one of {', '.join(map(repr, ENGINE_NAMES))}")
     if not all(hasattr(spec, m) for m in ("split", "count", "embed")):
-        raise InputError(f"engine must be 'local', 'ray' or have split/count/embed; got {type(spec).__name__}")
+        raise InputError(
+            f"engine must be one of {', '.join(map(repr, ENGINE_NAMES))} or have split/count/embed; "
+            f"got {type(spec).__name__}"
+        )
     return spec
