@@ -64,7 +64,7 @@ class G2ConSIndex:
         self._write_lock = threading.Lock()
         stored = with_vectors(stored, embedder, config)  # e.g. paper mode over a default build: embed the sentences
         self._snapshot = make_snapshot(
-            stored, embedder, config, tokenizer, derived, after_step=after_build_step, keep=SpillSteps()
+            stored, embedder, config, tokenizer, derived, after_step=after_build_step, keep=SpillSteps(stored)
         )
         log.info("%s", self._snapshot.stats)
 
@@ -152,7 +152,9 @@ class G2ConSIndex:
         # the last stage (concepts, edges, PageRank, unit index) reports as one step, with its time
         with tqdm(total=1, desc="concept graph", unit="stage") as bar:
             index = cls.from_snapshot(
-                make_snapshot(stored, emb, config, tok, terms=terms, after_step=after_build_step, keep=SpillSteps())
+                make_snapshot(
+                    stored, emb, config, tok, terms=terms, after_step=after_build_step, keep=SpillSteps(stored)
+                )
             )
             log.info("%s", index._snapshot.stats)
             bar.update(1)

@@ -59,7 +59,7 @@ def with_added(
         terms=_terms(snap, st),
         previous=snap,
         after_step=after_build_step,
-        keep=SpillSteps(),
+        keep=SpillSteps(st),
     )
 
 
@@ -87,7 +87,7 @@ def with_removed(snap: Snapshot, ids: Iterable[Any], exact: bool | None = None) 
         terms=_terms(snap, st),
         previous=snap,
         after_step=after_build_step,
-        keep=SpillSteps(),
+        keep=SpillSteps(st),
     )
 
 
@@ -109,7 +109,7 @@ def refreshed(snap: Snapshot) -> Snapshot:
         terms=_terms(snap, st),
         previous=snap,
         after_step=after_build_step,
-        keep=SpillSteps(),
+        keep=SpillSteps(st),
     )
 
 

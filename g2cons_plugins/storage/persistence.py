@@ -883,7 +883,7 @@ def _parse(
     if not rebuild:
         derived = read_derived(folder, stored, dim, config, saved_config=m["config"])
         if verify:
-            differ = differences(derive(stored, config, after_step=after_build_step, keep=SpillSteps()), derived)
+            differ = differences(derive(stored, config, after_step=after_build_step, keep=SpillSteps(stored)), derived)
             if differ:
                 raise PersistError(
                     f"{folder / 'derived.npz'}: the stored derived state differs from a fresh derive in "
@@ -902,7 +902,7 @@ def _parse(
         unit_ann=ann,
         bm25=bm25,
         after_step=after_build_step,
-        keep=SpillSteps(),
+        keep=SpillSteps(stored),
     )
     drop_mapped_pages([*state_arrays(snap.stored, snap.derived), bm25])  # checked; queries map what they read
     if not rebuild:

@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from ..arrays.mapped import is_file_backed
 from ..arrays.ones import is_shared_ones, share_ones
 from . import spill
-from .memory import drop_mapped_pages, release_free_memory
+from .memory import drop_mapped_pages, release_free_memory, state_arrays
 
 __all__ = ["SPILL_STEP_MIN_BYTES", "SpillSteps"]
 
@@ -43,16 +43,19 @@ class SpillSteps:
     least ``min_bytes`` (default :data:`SPILL_STEP_MIN_BYTES`) in a read-only file map, following sparse matrices'
     parts and dataclasses' fields; other values unchanged. Each call first unmaps the pages read since the last
     call of what it spilled before and gives the heap freed since back (:func:`.memory.release_free_memory`).
-    One object per derive: it holds the maps it made until it goes."""
+    ``inputs``: the state the derive reads (a :class:`~g2cons_plugins.build.Stored`, or any dataclass of arrays):
+    the pages the steps read of its file maps (a loaded or streamed index: the unit vectors, 1.5 GB at 1M passages)
+    are unmapped at each call too. One object per derive: it holds the maps it made until it goes."""
 
-    def __init__(self, min_bytes: int | None = None) -> None:
+    def __init__(self, inputs: Any = None, min_bytes: int | None = None) -> None:
         self.min_bytes = SPILL_STEP_MIN_BYTES if min_bytes is None else int(min_bytes)
         self.spilled: list[np.ndarray] = []  # the arrays written to files so far
+        self._inputs = [] if inputs is None else [a for a in state_arrays(inputs) if _mapped(a)]
         self._freed = False
 
     def __call__(self, step: str, value: _V) -> _V:
         """``value`` (the result of ``step``) with its large arrays file-backed (class doc)."""
-        drop_mapped_pages(self.spilled)  # what the steps since the last call read of the earlier results
+        drop_mapped_pages([*self.spilled, *self._inputs])  # what the steps since the last call read of them
         if self._freed:  # the arrays spilled last time were freed since (the caller held them until it returned)
             release_free_memory()
             self._freed = False
@@ -92,3 +95,10 @@ class SpillSteps:
             self.spilled.append(out)
             self._freed = True
         return out
+
+
+def _mapped(a: Any) -> bool:
+    """``a`` is an array or sparse matrix with a part that is a view of a file map (what there is to unmap)."""
+    if sp.issparse(a):
+        return any(is_file_backed(getattr(a, k, None)) for k in _SPARSE_PARTS)
+    return isinstance(a, np.ndarray) and is_file_backed(a)

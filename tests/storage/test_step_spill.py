@@ -131,3 +131,28 @@ def test_each_call_unmaps_what_the_steps_read_and_gives_the_heap_back(
     keep("d", "nothing")
     assert dropped == [0, 1, 2, 2]
     assert released == [True, True]  # after a call that spilled: the caller has let the in-memory array go since
+
+
+def test_each_call_unmaps_the_pages_read_of_the_derives_mapped_inputs(
+    scratch: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``SpillSteps(stored)``: the file-mapped arrays of the state the derive reads (a loaded index's unit vectors)
+    are unmapped at each call as well; arrays in memory are not followed."""
+    from dataclasses import dataclass
+
+    np.save(tmp_path / "v.npy", np.ones((64, 4), np.float32))
+    mapped = np.load(tmp_path / "v.npy", mmap_mode="r")
+    matrix = sp.csr_matrix(np.eye(4, dtype=np.float32))
+
+    @dataclass(frozen=True)
+    class State:
+        vecs: np.ndarray
+        inc: sp.csr_matrix
+        small: np.ndarray
+
+    seen: list[list[object]] = []
+    monkeypatch.setattr(step_spill, "drop_mapped_pages", lambda arrays: seen.append(list(arrays)) or 0)
+    keep = SpillSteps(State(mapped, matrix, np.zeros(3)))
+    keep("a", "nothing")
+    keep("b", "nothing")
+    assert [[id(a) for a in s] for s in seen] == [[id(mapped)], [id(mapped)]]
