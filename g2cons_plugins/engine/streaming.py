@@ -169,12 +169,19 @@ def stream_store(
     try:
         for lo, part, unit_lists in _split_batches(chunks, tok, config, engine, batch, cols.timings):
             _append(chunks, lo, part, unit_lists, cols, emb, tok, engine)
+            _drop_read_pages(chunks)
             if bars:
                 _advance(bars, len(part), sum(map(len, unit_lists)), len(chunks))
     finally:
         for bar in bars:
             bar.close()
     return _stored(chunks, cols, emb.name)
+
+
+def _drop_read_pages(chunks: SpooledChunks) -> None:
+    """Unmap the pages of the chunk columns a batch read (the texts stay in the file; measured at 1M passages:
+    525 MB of them resident two thirds into the pass without this)."""
+    drop_mapped_pages(getattr(col, "buf", None) for col in (chunks.ids, chunks.texts, chunks.metadata))
 
 
 def _new_columns(n_chunks: int, dim: int, sentence_vectors: bool) -> _Columns:
