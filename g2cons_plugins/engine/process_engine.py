@@ -18,6 +18,11 @@ run) and sends them the chunk texts in parts of ``batch_size``:
 
 A worker that dies (killed by the system, e.g. out of memory) fails the call with a ``RuntimeError`` that says so,
 never a hang; the next call starts new workers. :meth:`ProcessEngine.close` (or ``with``) stops them.
+
+The forkserver is one per Python process: the engine sets its preload list (:data:`FORKSERVER_PRELOAD`) before it
+starts, so NLTK and tiktoken are imported once there rather than in each worker. On 2 cores shared with other work,
+the engine takes the split off the main process but does not shorten a build (``docs/scale.md``, "Splitting on
+every core"): it pays where cores are idle.
 """
 
 from __future__ import annotations
