@@ -9,10 +9,12 @@ import signal
 import time
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 
 from g2cons_plugins import G2ConSConfig, G2ConSIndex
 from g2cons_plugins.chunks import Chunk, make_chunks
+from g2cons_plugins.embedders import CallableEmbedder
 from g2cons_plugins.engine.build_engines import LocalEngine, get_engine
 from g2cons_plugins.engine.process_engine import COUNT_HERE_BELOW, ProcessEngine
 from g2cons_plugins.errors import InputError
@@ -116,6 +118,13 @@ def test_index_equals_local_build_with_one_worker_by_name() -> None:
     index = G2ConSIndex.build(_passages(), embedder="hash", engine="processes", num_workers=1)
     assert index_digest(index) == EXPECTED
     assert _children() <= before  # the engine the build made from its name was closed
+
+
+def test_any_embedder_works_by_name_since_embedding_stays_here() -> None:
+    emb = CallableEmbedder(lambda t: np.array([[len(x), x.count(" ") + 1.0] for x in t]), dim=2, name="lengths")
+    docs = _passages()[:30]
+    got = G2ConSIndex.build(docs, embedder=emb, engine="processes", num_workers=1)
+    assert index_digest(got) == index_digest(G2ConSIndex.build(docs, embedder=emb))
 
 
 def test_a_killed_worker_fails_the_call_clearly_then_new_workers_start() -> None:
