@@ -5,10 +5,11 @@ latency, memory and embedded texts per unit, per corpus size.
         --out benchmarks/scale/results/scale_wordllama
 
 Corpora come from ``corpus.py`` (seeded recombinations of real sentences), given to the build as a generator (as a
-file reader gives them; ``BENCH_INPUT_LIST=1``: as a list, as the runs before the streaming build did). Each size runs in three fresh processes,
-so every peak-RSS figure belongs to that size and that job alone: ``build`` (build, save; counts every text the
-embedder receives: "embedded texts per unit"), ``load`` (load the saved index, then queries: latency includes
-embedding the question; real MuSiQue questions, default ``retrieve`` settings) and ``update`` (load the saved index
+file reader gives them; ``BENCH_INPUT_LIST=1``: as a list, as the runs before the streaming build did). Each size
+runs in three fresh processes, so every peak-RSS figure belongs to that size and that job alone: ``build`` (build,
+save; counts every text the embedder receives: "embedded texts per unit"), ``load`` (load the saved index, then
+queries: latency includes embedding the question; real MuSiQue questions, default ``retrieve`` settings) and
+``update`` (load the saved index
 as a serving process would, add 1, 10 and 100 new chunks one call each: the trickle row; then the next 1%, then
 remove 1% of the original ids, then ``refresh()``, which a save made first until the trickle log;
 ``save_after_updates.py`` compares the two). Peak RSS per phase is sampled every 20 ms by a thread
