@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import io
 import mmap
-import os
 import tempfile
 from array import array
 from typing import IO, Any
@@ -23,14 +22,9 @@ from typing import IO, Any
 import numpy as np
 
 from ..arrays.columns import TextColumn
-from .spill import in_memory_fs
+from .spill import can_spill
 
-__all__ = ["ArraySpool", "TextSpool", "on_disk"]
-
-
-def on_disk() -> bool:
-    """Whether spools write to files: POSIX and a temporary directory that is not in memory."""
-    return os.name == "posix" and not in_memory_fs(tempfile.gettempdir())
+__all__ = ["ArraySpool", "TextSpool"]
 
 
 class _Bytes:
@@ -39,8 +33,8 @@ class _Bytes:
     def __init__(self) -> None:
         self.size = 0
         self._fh: IO[bytes] = io.BytesIO()
-        if on_disk():
-            self._fh = tempfile.TemporaryFile(prefix="g2cons-spool-")  # noqa: SIM115 - closed by finish  # noqa: SIM115 - closed by finish
+        if can_spill():  # POSIX, and a temporary directory that is not in memory
+            self._fh = tempfile.TemporaryFile(prefix="g2cons-spool-")  # noqa: SIM115 - closed by finish
 
     def write(self, data: Any) -> None:
         view = memoryview(data).cast("B")
