@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..concepts import TermIndex
     from ..config import G2ConSConfig
 
-__all__ = ["LexicalIndex", "QueryBM25", "SortedColumns", "sorted_unique"]
+__all__ = ["LEX_BLOCK_ENTRIES", "LexicalIndex", "QueryBM25", "SortedColumns", "bm25_weights", "sorted_unique"]
 
 K1 = 1.5
 B = 0.75
@@ -44,20 +44,8 @@ class LexicalIndex:
 
     @classmethod
     def build(cls, stored: Stored, terms: TermIndex, config: G2ConSConfig) -> LexicalIndex:
-        """Weights of every (unit, word) from the sentence term counts."""
-        tf = sp.csr_matrix(stored.sent_unit.T @ terms.counts, dtype=np.float64)
-        n_units = tf.shape[0]
-        lengths = np.asarray(tf.sum(axis=1)).ravel()
-        avg = max(float(lengths.mean()) if n_units else 1.0, 1e-9)
-        present = tf.copy()
-        present.data[:] = 1.0
-        df = np.asarray(present.sum(axis=0)).ravel()
-        idf = np.log1p((n_units - df + 0.5) / (df + 0.5))
-        rows = np.repeat(np.arange(n_units), np.diff(tf.indptr))
-        norm = K1 * (1 - B + B * lengths[rows] / avg)
-        data = idf[tf.indices] * tf.data * (K1 + 1) / (tf.data + norm)
-        W = sp.csr_matrix((data, tf.indices, tf.indptr), shape=tf.shape).tocsc()
-        return cls.from_weights(W, terms, config)
+        """Weights of every (unit, word) from the sentence term counts (:func:`bm25_weights`)."""
+        return cls.from_weights(bm25_weights(stored.sent_unit, terms.counts), terms, config)
 
     @classmethod
     def from_weights(cls, weights: sp.csc_matrix, terms: TermIndex, config: G2ConSConfig) -> LexicalIndex:
@@ -108,6 +96,52 @@ class LexicalIndex:
         order = np.lexsort((units, -scores))[: max(int(k), 0)]
         return units[order]
 
+
+
+#: Entries of the per-sentence counts whose words :func:`bm25_weights` takes at a time: a block's unit x word
+#: product, its csc copy and its weights are its only temporaries (at 1M passages the whole product and its copies
+#: held about 3 GB; the weights themselves are 12 bytes an entry).
+LEX_BLOCK_ENTRIES = 1 << 22
+
+
+def bm25_weights(sent_unit: sp.spmatrix, counts: sp.spmatrix, block_entries: int = LEX_BLOCK_ENTRIES) -> sp.csc_matrix:
+    """Okapi BM25 weights (units x words, csc, row indices sorted) of the unit term counts
+    ``sent_unit.T @ counts`` (``sent_unit``: sentences x units 0/1; ``counts``: sentences x words), computed over
+    blocks of words holding about ``block_entries`` entries of ``counts`` each: a word's document frequency is its
+    column's entry count, a unit's length (the sum of its counts) comes from the sentences' row sums, so no block
+    needs another. The same float64 expression per entry as over the whole product, hence the same weights bit for
+    bit whatever the block size (the counts are integers, exact in float64)."""
+    A = sp.csr_matrix(sent_unit.T)  # units x sentences
+    n_units, n_words = A.shape[0], counts.shape[1]
+    row_sums = np.asarray(counts.sum(axis=1), dtype=np.float64).ravel()
+    lengths = np.asarray(A @ row_sums, dtype=np.float64).ravel()
+    avg = max(float(lengths.mean()) if n_units else 1.0, 1e-9)
+    norm = K1 * (1 - B + B * lengths / avg)
+    C = sp.csc_matrix(counts)
+    ends = np.searchsorted(C.indptr, np.arange(1, C.nnz // max(block_entries, 1) + 2) * max(block_entries, 1))
+    bounds = sorted({0, n_words, *np.minimum(ends, n_words).tolist()})
+    data: list[np.ndarray] = []
+    indices: list[np.ndarray] = []
+    sizes: list[np.ndarray] = []
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        tf = sp.csc_matrix(A @ C[:, a:b], dtype=np.float64)
+        tf.sort_indices()
+        df = np.diff(tf.indptr).astype(np.float64)
+        idf = np.log1p((n_units - df + 0.5) / (df + 0.5))
+        cols = np.repeat(np.arange(b - a), np.diff(tf.indptr))
+        data.append(idf[cols] * tf.data * (K1 + 1) / (tf.data + norm[tf.indices]))
+        indices.append(tf.indices)
+        sizes.append(np.diff(tf.indptr))
+        del tf, cols
+    nnz = sum(len(d) for d in data)
+    idx = np.int32 if max(nnz, n_units, n_words) < 2**31 else np.int64
+    indptr = np.zeros(n_words + 1, dtype=idx)
+    np.cumsum(np.concatenate(sizes) if sizes else np.zeros(0, idx), out=indptr[1:])
+    values = np.concatenate(data) if data else np.zeros(0)
+    rows = np.concatenate(indices).astype(idx, copy=False) if indices else np.zeros(0, idx)
+    W = sp.csc_matrix((values, rows, indptr), shape=(n_units, n_words))
+    W.has_sorted_indices = True
+    return W
 
 class QueryBM25:
     """The BM25 of one query over the units, computed as far as a question about it needs: the score of given

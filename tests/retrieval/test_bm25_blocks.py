@@ -1,0 +1,58 @@
+"""BM25 weights computed over blocks of words (:func:`g2cons_plugins.retrieval.lexical.bm25_weights`) equal the
+weights of the whole unit x word product bit for bit, whatever the block size, with the same sparse layout."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from g2cons_plugins.retrieval.lexical import K1, B, bm25_weights
+
+
+def _whole(sent_unit: sp.csr_matrix, counts: sp.csr_matrix) -> sp.csc_matrix:
+    """The formula over the whole product at once (what the index computed before the blocks)."""
+    tf = sp.csr_matrix(sent_unit.T @ counts, dtype=np.float64)
+    n_units = tf.shape[0]
+    lengths = np.asarray(tf.sum(axis=1)).ravel()
+    avg = max(float(lengths.mean()) if n_units else 1.0, 1e-9)
+    df = np.bincount(tf.indices, minlength=tf.shape[1]).astype(np.float64)
+    idf = np.log1p((n_units - df + 0.5) / (df + 0.5))
+    rows = np.repeat(np.arange(n_units), np.diff(tf.indptr))
+    norm = K1 * (1 - B + B * lengths[rows] / avg)
+    data = idf[tf.indices] * tf.data * (K1 + 1) / (tf.data + norm)
+    return sp.csr_matrix((data, tf.indices, tf.indptr), shape=tf.shape).tocsc()
+
+
+def _problem(seed: int, n_sent: int = 300, n_units: int = 120, n_words: int = 200) -> tuple[sp.csr_matrix, ...]:
+    rng = np.random.default_rng(seed)
+    units = rng.integers(0, n_units, n_sent)
+    units[:n_units] = np.arange(n_units)  # every unit has a sentence
+    sent_unit = sp.csr_matrix((np.ones(n_sent, np.float32), (np.arange(n_sent), units)), shape=(n_sent, n_units))
+    dense = rng.poisson(0.05, (n_sent, n_words)).astype(np.int32)
+    dense[:, rng.choice(n_words, 5, replace=False)] = 0  # words in no sentence: empty columns
+    dense[:, 0] += rng.integers(0, 3, n_sent).astype(np.int32)  # a frequent word
+    return sent_unit, sp.csr_matrix(dense)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("block", [1, 3, 50, 1000, 1 << 30])
+def test_blocks_equal_the_whole_product(seed: int, block: int) -> None:
+    sent_unit, counts = _problem(seed)
+    want = _whole(sent_unit, counts)
+    got = bm25_weights(sent_unit, counts, block)
+    assert got.shape == want.shape and got.format == "csc"
+    for part in ("data", "indices", "indptr"):
+        a, b = getattr(got, part), getattr(want, part)
+        assert a.dtype == b.dtype, part
+        assert np.array_equal(a, b), part
+    assert got.has_sorted_indices
+    got.check_format(full_check=True)
+
+
+def test_empty_corpus_parts() -> None:
+    """No entries at all: an all-zero matrix of the right shape (no division by zero)."""
+    sent_unit = sp.csr_matrix((4, 3), dtype=np.float32)
+    counts = sp.csr_matrix((4, 5), dtype=np.int32)
+    got = bm25_weights(sent_unit, counts, 2)
+    assert got.shape == (3, 5) and got.nnz == 0
