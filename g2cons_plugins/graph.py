@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from itertools import islice
+from typing import TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,6 +23,8 @@ from .errors import EmbeddingError, InputError
 
 __all__ = [
     "ADJ_BLOCK",
+    "DICE_BLOCK",
+    "EDGE_BLOCK_WORK",
     "NEAR_MARGIN",
     "THREADS_ENV",
     "ConceptVectors",
@@ -146,38 +149,50 @@ def build_edges(
     workers: int | None = None,
     margin: float = 0.0,
     after_step: Callable[[str], None] | None = None,
+    block_work: int | None = None,
 ) -> EdgeSet:
     """Edge iff Co >= theta_co AND cos >= theta_sem. With ``theta_sem=None`` the threshold is the
     ``percentile``-th percentile of the cosines of all candidate pairs (Co >= theta_co), so the share of
     candidate pairs kept is the same whatever the embedder's cosine scale.
 
-    The candidate pairs and their cosines are computed by blocks of concepts on ``workers`` threads (default:
-    :func:`default_workers`; scipy's sparse product and NumPy's gathers release the GIL);
-    blocks are taken in order and each pair's cosine is the same dot product whatever the block, so the result
-    does not depend on ``workers``. ``margin`` > 0 also keeps the candidates with cosine in
-    [theta_sem - margin, theta_sem) as :class:`NearPairs` (state for trickle updates). ``after_step``: called
-    with ``"edges.candidates"`` once every candidate block is computed and ``"edges.pairs"`` once the kept pairs
-    are sorted (the derive's hook: e.g. the engine gives the freed heap back there)."""
+    The candidate pairs are computed by blocks of at most ``block_concepts`` concepts whose co-occurrence product
+    has at most ``block_work`` (default :data:`EDGE_BLOCK_WORK`) entries by its bound (:func:`_row_blocks`), on
+    ``workers`` threads (default: :func:`default_workers`; scipy's sparse product and NumPy's gathers release the
+    GIL). Two passes over the
+    blocks: the first keeps only each candidate's cosine (4 bytes; the threshold needs them all), the second makes
+    the blocks' pairs again and keeps those the threshold keeps (at 1M passages the 75M candidates' ids and counts
+    held 1.2 GB besides). Blocks are taken in order and each pair's cosine is the same dot product whatever the
+    block, so the result depends neither on ``workers`` nor on the block sizes. ``margin`` > 0 also keeps the
+    candidates with cosine in [theta_sem - margin, theta_sem) as :class:`NearPairs` (state for trickle updates).
+    ``after_step``: called with ``"edges.candidates"`` once every candidate's cosine is computed and
+    ``"edges.pairs"`` once the kept pairs are sorted (the derive's hook: e.g. the engine gives the freed heap back
+    there)."""
     step = after_step or _no_step
-    blocks = list(_candidate_blocks(chunk_incidence, vectors, theta_co, block_concepts, batch, workers))
-    n_candidates = sum(len(b[0]) for b in blocks)
+    plan = _co_plan(chunk_incidence, theta_co, block_concepts, EDGE_BLOCK_WORK if block_work is None else block_work)
+    n_workers = default_workers() if workers is None else max(1, int(workers))
+    cosines = list(_in_order(lambda blk: _cosines(vectors, _block_pairs(plan, blk), batch), plan.blocks, n_workers))
+    n_candidates = sum(len(x) for x in cosines)
     step("edges.candidates")
-    theta = _threshold(blocks, theta_sem, percentile)
-    kept, near = _kept_and_near(blocks, theta, margin)  # empties ``blocks``
+    theta = _threshold(cosines, theta_sem, percentile)
     n_concepts = max(int(chunk_incidence.shape[1]), 1)
-    rows, cols, co, cos = _sorted_pairs(kept, n_concepts)
-    del kept
+    pairs = _in_order(lambda blk: _block_pairs(plan, blk), plan.blocks, n_workers)
+    kept, near = _kept_and_near(pairs, cosines, theta, margin, pair_ids(n_concepts))  # empties ``cosines``
+    rows, cols, co, cos = kept
     df = np.asarray(chunk_incidence.sum(axis=0)).ravel().astype(np.float64)
+    dice = np.empty(len(rows), dtype=np.float32)
+    for s in range(0, len(rows), DICE_BLOCK):  # the float64 temporaries of one block, not of every edge
+        e = slice(s, s + DICE_BLOCK)
+        dice[e] = 2.0 * co[e] / (df[rows[e]] + df[cols[e]])
     step("edges.pairs")
     return EdgeSet(
         rows=rows,
         cols=cols,
         co=co,
         cosine=cos,
-        dice=(2.0 * co / (df[rows] + df[cols])).astype(np.float32),
+        dice=dice,
         theta_sem=theta,
         n_candidates=int(n_candidates),
-        near=NearPairs(*_sorted_pairs(near, n_concepts), float(margin)) if margin > 0 else NearPairs.empty(),
+        near=NearPairs(*near, float(margin)) if near is not None else NearPairs.empty(),
     )
 
 
@@ -185,40 +200,59 @@ def _no_step(step: str) -> None:
     """No hook: nothing between the steps."""
 
 
-def _threshold(blocks: list[Block], theta_sem: float | None, percentile: float) -> float:
-    """``theta_sem``, or when None the ``percentile``-th percentile of every candidate's cosine (nothing else is
-    concatenated before it)."""
+def _threshold(cosines: list[np.ndarray], theta_sem: float | None, percentile: float) -> float:
+    """``theta_sem``, or when None the ``percentile``-th percentile of every candidate's cosine (their one
+    concatenation, partitioned in place)."""
     if theta_sem is not None:
         return float(theta_sem)
-    all_cos = np.concatenate([b[3] for b in blocks]) if blocks else np.zeros(0, np.float32)
-    return float(np.percentile(all_cos, percentile)) if len(all_cos) else 1.0
+    all_cos = np.concatenate(cosines) if cosines else np.zeros(0, np.float32)
+    return float(np.percentile(all_cos, percentile, overwrite_input=True)) if len(all_cos) else 1.0
 
 
-def _kept_and_near(blocks: list[Block], theta: float, margin: float) -> tuple[list[Block], list[Block]]:
-    """The edges (cos >= theta) and, with ``margin`` > 0, the near pairs (cos in [theta - margin, theta)) of each
-    candidate block, taken out of ``blocks`` one by one so each is freed as soon as it is split (the candidates
-    are ~3x the edges)."""
-    kept: list[Block] = []
-    near: list[Block] = []
-    while blocks:
-        r, c, k, cos = blocks.pop(0)
-        m = cos >= theta
-        kept.append((r[m], c[m], k[m], cos[m]))
-        if margin > 0:
-            m = ~m & (cos >= theta - margin)
-            near.append((r[m], c[m], k[m], cos[m]))
-        del r, c, k, cos, m
-    return kept, near
+# pairs whose Dice weights are computed at a time (bounds the float64 temporaries: 24 bytes a pair of a block)
+DICE_BLOCK = 1 << 20
 
 
-def _sorted_pairs(blocks: list[Block], n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The blocks' pairs concatenated and sorted by (row, col) (pairs are unique): rows, cols (:func:`pair_ids`),
-    Co, cosines."""
-    r, c, k = (np.concatenate([b[i] for b in blocks]) if blocks else np.zeros(0, np.int32) for i in range(3))
-    cos = np.concatenate([b[3] for b in blocks]) if blocks else np.zeros(0, np.float32)
-    order = np.argsort(r.astype(np.int64) * n + c)
-    ids = pair_ids(n)
-    return r[order].astype(ids), c[order].astype(ids), k[order], cos[order]
+Pairs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _kept_and_near(
+    pairs: Iterator[Pairs3], cosines: list[np.ndarray], theta: float, margin: float, ids: type[np.signedinteger]
+) -> tuple[Pairs, Pairs | None]:
+    """The edges (cos >= theta) and, with ``margin`` > 0, the near pairs (cos in [theta - margin, theta)), each
+    sorted by (row, col): rows, cols (``ids``), Co, cosines; from the blocks' pairs (``pairs``, made again in the
+    first pass's order) and their cosines (``cosines``, taken out one by one). The blocks cover increasing,
+    disjoint row ranges (:func:`_row_blocks`), so each block is sorted on its own into arrays allocated once at
+    their final size: no concatenation and no sort of every pair at once. Pairs are unique, so the order is the
+    one a sort of all pairs at once gives."""
+    out_kept = _empty_pairs(sum(int(np.count_nonzero(x >= theta)) for x in cosines), ids)
+    n_near = sum(int(np.count_nonzero((x < theta) & (x >= theta - margin))) for x in cosines) if margin > 0 else 0
+    out_near = _empty_pairs(n_near, ids) if margin > 0 else None
+    at_kept = at_near = 0
+    for r, c, k in pairs:
+        x = cosines.pop(0)
+        if len(x) != len(r):
+            raise RuntimeError("candidate pairs changed between the two passes")  # cannot happen: same blocks
+        m = x >= theta
+        at_kept = _place((r, c, k, x), m, out_kept, at_kept)
+        if out_near is not None:
+            at_near = _place((r, c, k, x), ~m & (x >= theta - margin), out_near, at_near)
+    return out_kept, out_near
+
+
+def _empty_pairs(n: int, ids: type[np.signedinteger]) -> Pairs:
+    """Room for ``n`` pairs (rows, cols, Co, cosines); pages are touched only when written."""
+    return np.empty(n, ids), np.empty(n, ids), np.empty(n, np.int32), np.empty(n, np.float32)
+
+
+def _place(block: Block, mask: np.ndarray, out: Pairs, at: int) -> int:
+    """The pairs of ``block`` that ``mask`` keeps, sorted by (row, col), written into ``out`` from ``at``; returns
+    the position after them."""
+    r, c, k, x = (a[mask] for a in block)
+    order = np.lexsort((c, r))
+    e = slice(at, at + len(order))
+    out[0][e], out[1][e], out[2][e], out[3][e] = r[order], c[order], k[order], x[order]
+    return at + len(order)
 
 
 def pair_ids(n_concepts: int) -> type[np.signedinteger]:
@@ -251,52 +285,99 @@ def default_workers() -> int:
 
 
 Block = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+Pairs3 = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+# bound on the entries of one block's co-occurrence product (:func:`_row_blocks`): with the default 2 threads, two
+# such products and their hit arrays are in flight (~12 bytes an entry). At 1M passages the first 2,048 concepts'
+# product alone had ~50M entries.
+EDGE_BLOCK_WORK = 1 << 25
 
 
-def _candidate_blocks(
-    incidence: sp.spmatrix, vectors: np.ndarray, theta_co: int, block: int, batch: int, workers: int | None
-) -> Iterator[Block]:
-    """Pairs i < j with Co(i, j) >= theta_co and their cosines, by blocks of rows of the upper triangle of C^T C,
-    yielded block by block in order (within a block, by column: the gathered partner vectors are then read in
-    increasing order, measured 25% faster than by row). Concepts in fewer than theta_co chunks cannot reach it
-    and are left out of the product, and each block multiplies only the columns from its first row on (measured:
-    4x faster than the full product at 10k passages, same pairs). Up to ``workers`` blocks are computed at once
-    on a thread pool (each block's product is a memory peak, so no more are in flight)."""
+@dataclass(frozen=True)
+class _CoPlan:
+    """What the candidate blocks share: the concepts that can reach theta_co (``keep``), the chunk x kept-concept
+    counts by row (``C``) and its transpose (``CT``), theta_co, and the blocks as (first, end) kept positions."""
+
+    keep: np.ndarray
+    C: sp.csr_matrix
+    CT: sp.csr_matrix
+    theta_co: int
+    blocks: list[tuple[int, int]]
+
+
+def _co_plan(incidence: sp.spmatrix, theta_co: int, block: int, work: int) -> _CoPlan:
+    """Concepts in fewer than theta_co chunks cannot reach it and are left out of the product, and each block
+    multiplies only the columns from its first row on (measured: 4x faster than the full product at 10k passages,
+    same pairs)."""
     df = np.asarray(incidence.sum(axis=0)).ravel()
     keep = np.flatnonzero(df >= max(theta_co, 1)).astype(np.int32)
     C = sp.csc_matrix(incidence)[:, keep].astype(np.int32)
     CT = C.T.tocsr()
     C = C.tocsr()  # a column slice of a csr matrix is 3x faster than converting a csc slice (80k passages)
     C.sort_indices()
+    return _CoPlan(keep, C, CT, theta_co, _row_blocks(C, CT, block, work))
 
-    def one(a: int) -> Block:
-        P = sp.csr_matrix(CT[a : a + block] @ C[:, a:])
-        hit = np.flatnonzero(P.data >= theta_co)  # row of each hit from indptr: no array as long as P
-        rows = np.searchsorted(P.indptr, hit, side="right").astype(np.int32) - 1 + a
-        cols = P.indices[hit].astype(np.int32) + a
-        k = P.data[hit]
-        del P, hit
-        upper = np.flatnonzero(cols > rows)
-        upper = upper[np.argsort(cols[upper], kind="stable")]
-        r, c, k = keep[rows[upper]], keep[cols[upper]], k[upper].astype(np.int32)
-        cos = np.empty(len(r), dtype=np.float32)
-        for s in range(0, len(r), batch):  # small batches: the two gathered vector blocks stay in cache
-            cos[s : s + batch] = np.einsum("ij,ij->i", vectors[r[s : s + batch]], vectors[c[s : s + batch]])
-        return r, c, k, cos
 
-    starts = range(0, len(keep), block)
-    n_workers = default_workers() if workers is None else max(1, int(workers))
-    if n_workers == 1 or len(starts) < 2:
-        yield from map(one, starts)
+def _row_blocks(C: sp.csr_matrix, CT: sp.csr_matrix, block: int, work: int) -> list[tuple[int, int]]:
+    """Consecutive row ranges of the upper triangle of C^T C, each of at most ``block`` rows and, unless one row
+    alone exceeds it, of at most ``work`` entries by a bound: row i of a block has at most min(its partners
+    counted with repeats, the columns from i on) entries."""
+    n = C.shape[1]
+    partners = CT @ np.diff(C.indptr).astype(np.int64)  # sum over the chunks of a concept of their concepts
+    bound = np.minimum(np.asarray(partners).ravel(), n - np.arange(n, dtype=np.int64))
+    ends = np.cumsum(bound)
+    out, a = [], 0
+    block = max(int(block), 1)
+    while a < n:
+        base = int(ends[a - 1]) if a else 0
+        b = int(np.searchsorted(ends, base + max(int(work), 1), side="right"))
+        b = min(max(b, a + 1), a + block, n)
+        out.append((a, b))
+        a = b
+    return out
+
+
+def _block_pairs(plan: _CoPlan, blk: tuple[int, int]) -> Pairs3:
+    """Pairs i < j of the block's rows with Co(i, j) >= theta_co: concept ids and Co, by column (the gathered
+    partner vectors are then read in increasing order, measured 25% faster than by row)."""
+    a, b = blk
+    P = sp.csr_matrix(plan.CT[a:b] @ plan.C[:, a:])
+    hit = np.flatnonzero(P.data >= plan.theta_co)  # row of each hit from indptr: no array as long as P
+    rows = np.searchsorted(P.indptr, hit, side="right").astype(np.int32) - 1 + a
+    cols = P.indices[hit].astype(np.int32) + a
+    k = P.data[hit]
+    del P, hit
+    upper = np.flatnonzero(cols > rows)
+    upper = upper[np.argsort(cols[upper], kind="stable")]
+    return plan.keep[rows[upper]], plan.keep[cols[upper]], k[upper].astype(np.int32)
+
+
+def _cosines(vectors: np.ndarray, pairs: Pairs3, batch: int) -> np.ndarray:
+    """Cosine of each pair (unit vectors), in small batches: the two gathered vector blocks stay in cache."""
+    r, c, _ = pairs
+    cos = np.empty(len(r), dtype=np.float32)
+    for s in range(0, len(r), batch):
+        cos[s : s + batch] = np.einsum("ij,ij->i", vectors[r[s : s + batch]], vectors[c[s : s + batch]])
+    return cos
+
+
+_R = TypeVar("_R")
+
+
+def _in_order(fn: Callable[[tuple[int, int]], _R], blocks: list[tuple[int, int]], workers: int) -> Iterator[_R]:
+    """``fn`` of each block, yielded in order; up to ``workers`` blocks computed at once on a thread pool (each
+    block's product is a memory peak, so no more are in flight)."""
+    if workers == 1 or len(blocks) < 2:
+        yield from map(fn, blocks)
         return
-    with ThreadPoolExecutor(max_workers=n_workers, thread_name_prefix="g2cons-edges") as pool:
-        todo = iter(starts)
-        pending: deque[Future[Block]] = deque(pool.submit(one, a) for a in islice(todo, n_workers))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="g2cons-edges") as pool:
+        todo = iter(blocks)
+        pending: deque[Future[_R]] = deque(pool.submit(fn, blk) for blk in islice(todo, workers))
         while pending:
             done = pending.popleft().result()
             nxt = next(todo, None)
             if nxt is not None:
-                pending.append(pool.submit(one, nxt))
+                pending.append(pool.submit(fn, nxt))
             yield done
 
 

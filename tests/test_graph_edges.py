@@ -58,6 +58,33 @@ def test_threads_give_the_same_edges_in_the_same_order(seed: int) -> None:
         assert np.array_equal(getattr(one, name), getattr(many, name)), name
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("work", [1, 50, 1 << 30])
+def test_blocks_bounded_by_work_give_the_same_edges_and_near_pairs(seed: int, work: int) -> None:
+    """Blocks cut by the bound on their product's entries (one concept per block at work 1) give the edges, near
+    pairs, threshold and candidate count of the blocks of 2,048 concepts, in the same order."""
+    from g2cons_plugins.graph import _co_plan
+
+    rng = np.random.default_rng(seed)
+    inc = sp.csr_matrix((rng.random((300, 120)) < rng.uniform(0.02, 0.3, size=120)).astype(np.float32))
+    vecs = rng.normal(size=(120, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    want = build_edges(inc, vecs, 2, None, 60.0, margin=0.2, block_work=1 << 40)
+    got = build_edges(inc, vecs, 2, None, 60.0, margin=0.2, block_work=work, workers=2)
+    plan = _co_plan(inc, 2, 2048, work)
+    assert plan.blocks[0][0] == 0 and plan.blocks[-1][1] == len(plan.keep)
+    assert all(a < b == c for (a, b), (c, _) in zip(plan.blocks, plan.blocks[1:], strict=False))
+    if work == 1:
+        assert all(b - a == 1 for a, b in plan.blocks)
+    assert len(want.rows) > 10 and len(want.near.rows) > 10  # the case is not trivial
+    assert (got.theta_sem, got.n_candidates) == (want.theta_sem, want.n_candidates)
+    for name in ("rows", "cols", "co", "cosine", "dice"):
+        assert np.array_equal(getattr(got, name), getattr(want, name)), name
+    for name in ("rows", "cols", "co", "cosine"):
+        assert np.array_equal(getattr(got.near, name), getattr(want.near, name)), name
+    assert np.all(want.near.cosine < want.theta_sem) and np.all(want.near.cosine >= want.theta_sem - 0.2)
+
+
 def test_release_free_memory_is_safe_to_call_anywhere() -> None:
     """glibc's malloc_trim where there is one, else a no-op; the answer says which, and calling it twice is fine."""
     import sys

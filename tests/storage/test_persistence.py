@@ -327,6 +327,22 @@ def test_unserialisable_metadata_fails_cleanly(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_unserialisable_metadata_among_many_names_its_chunk(tmp_path: Path) -> None:
+    """Only the metadata a streaming build kept as objects is checked before a save (the rest is JSON text
+    already): the bad chunk is named, a tuple (JSON gives a list) is saved, and a good corpus saves."""
+    rows = [{"id": r["id"], "text": r["text"], "metadata": {"day": i}} for i, r in enumerate(CORPUS)]
+    rows[2]["metadata"] = {"pages": (1, 2)}
+    rows[4]["metadata"] = {"when": object()}
+    idx = G2ConSIndex.build(rows, embedder=HashEmbedder(dim=32), config=CONFIG)
+    with pytest.raises(PersistError, match=f"chunk '{rows[4]['id']}'.*JSON"):
+        idx.save(tmp_path / "idx")
+    assert list(tmp_path.iterdir()) == []
+    del rows[4]
+    G2ConSIndex.build(rows, embedder=HashEmbedder(dim=32), config=CONFIG).save(tmp_path / "ok")
+    loaded = {c.id: c.metadata for c in G2ConSIndex.load(tmp_path / "ok").chunks}
+    assert loaded[rows[2]["id"]] == {"pages": [1, 2]} and loaded[rows[0]["id"]] == {"day": 0}
+
+
 # ---------------------------------------------------------------------------------------------- bad directories
 def test_flipped_bytes_in_vectors(copy: Path) -> None:
     f = V(copy) / "unit_vectors.npy"
