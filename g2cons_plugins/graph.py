@@ -155,28 +155,26 @@ def build_edges(
     ``percentile``-th percentile of the cosines of all candidate pairs (Co >= theta_co), so the share of
     candidate pairs kept is the same whatever the embedder's cosine scale.
 
-    The candidate pairs are computed by blocks of at most ``block_concepts`` concepts whose co-occurrence product
-    has at most ``block_work`` (default :data:`EDGE_BLOCK_WORK`) entries by its bound (:func:`_row_blocks`), on
-    ``workers`` threads (default: :func:`default_workers`; scipy's sparse product and NumPy's gathers release the
-    GIL). Two passes over the
-    blocks: the first keeps only each candidate's cosine (4 bytes; the threshold needs them all), the second makes
-    the blocks' pairs again and keeps those the threshold keeps (at 1M passages the 75M candidates' ids and counts
-    held 1.2 GB besides). Blocks are taken in order and each pair's cosine is the same dot product whatever the
-    block, so the result depends neither on ``workers`` nor on the block sizes. ``margin`` > 0 also keeps the
-    candidates with cosine in [theta_sem - margin, theta_sem) as :class:`NearPairs` (state for trickle updates).
-    ``after_step``: called with ``"edges.candidates"`` once every candidate's cosine is computed and
+    The candidate pairs and their cosines are computed by blocks of at most ``block_concepts`` concepts whose
+    co-occurrence product has at most ``block_work`` (default :data:`EDGE_BLOCK_WORK`) entries by its bound
+    (:func:`_row_blocks`; at 1M passages the first 2,048 concepts' product alone held ~700 MB with its hit arrays,
+    two of them in flight), on ``workers`` threads (default: :func:`default_workers`; scipy's sparse product and
+    NumPy's gathers release the GIL). Blocks are taken in order and each pair's cosine is the same dot product
+    whatever the block, so the result depends neither on ``workers`` nor on the block sizes. ``margin`` > 0 also
+    keeps the candidates with cosine in [theta_sem - margin, theta_sem) as :class:`NearPairs` (state for trickle
+    updates).
+    ``after_step``: called with ``"edges.candidates"`` once every candidate block is computed and
     ``"edges.pairs"`` once the kept pairs are sorted (the derive's hook: e.g. the engine gives the freed heap back
     there)."""
     step = after_step or _no_step
     plan = _co_plan(chunk_incidence, theta_co, block_concepts, EDGE_BLOCK_WORK if block_work is None else block_work)
     n_workers = default_workers() if workers is None else max(1, int(workers))
-    cosines = list(_in_order(lambda blk: _cosines(vectors, _block_pairs(plan, blk), batch), plan.blocks, n_workers))
-    n_candidates = sum(len(x) for x in cosines)
+    blocks = list(_in_order(lambda blk: _with_cosines(vectors, _block_pairs(plan, blk), batch), plan.blocks, n_workers))
+    n_candidates = sum(len(b[0]) for b in blocks)
     step("edges.candidates")
-    theta = _threshold(cosines, theta_sem, percentile)
+    theta = _threshold([b[3] for b in blocks], theta_sem, percentile)
     n_concepts = max(int(chunk_incidence.shape[1]), 1)
-    pairs = _in_order(lambda blk: _block_pairs(plan, blk), plan.blocks, n_workers)
-    kept, near = _kept_and_near(pairs, cosines, theta, margin, pair_ids(n_concepts))  # empties ``cosines``
+    kept, near = _kept_and_near(blocks, theta, margin, pair_ids(n_concepts))  # empties ``blocks``
     rows, cols, co, cos = kept
     df = np.asarray(chunk_incidence.sum(axis=0)).ravel().astype(np.float64)
     dice = np.empty(len(rows), dtype=np.float32)
@@ -217,26 +215,28 @@ Pairs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 def _kept_and_near(
-    pairs: Iterator[Pairs3], cosines: list[np.ndarray], theta: float, margin: float, ids: type[np.signedinteger]
+    blocks: list[Block], theta: float, margin: float, ids: type[np.signedinteger]
 ) -> tuple[Pairs, Pairs | None]:
     """The edges (cos >= theta) and, with ``margin`` > 0, the near pairs (cos in [theta - margin, theta)), each
-    sorted by (row, col): rows, cols (``ids``), Co, cosines; from the blocks' pairs (``pairs``, made again in the
-    first pass's order) and their cosines (``cosines``, taken out one by one). The blocks cover increasing,
-    disjoint row ranges (:func:`_row_blocks`), so each block is sorted on its own into arrays allocated once at
-    their final size: no concatenation and no sort of every pair at once. Pairs are unique, so the order is the
-    one a sort of all pairs at once gives."""
-    out_kept = _empty_pairs(sum(int(np.count_nonzero(x >= theta)) for x in cosines), ids)
-    n_near = sum(int(np.count_nonzero((x < theta) & (x >= theta - margin))) for x in cosines) if margin > 0 else 0
-    out_near = _empty_pairs(n_near, ids) if margin > 0 else None
+    sorted by (row, col): rows, cols (``ids``), Co, cosines. The blocks cover increasing, disjoint row ranges
+    (:func:`_row_blocks`), so each block is sorted on its own into arrays allocated once at their final size, and
+    is taken out of ``blocks`` (freed) as soon as it is placed: no concatenation and no sort of every pair at once
+    (at 1M passages those held ~1 GB on top of the candidates). Pairs are unique, so the order is the one a sort of
+    all pairs at once gives."""
+    out_kept = _empty_pairs(sum(int(np.count_nonzero(b[3] >= theta)) for b in blocks), ids)
+    out_near = None
+    if margin > 0:
+        n_near = sum(int(np.count_nonzero((b[3] < theta) & (b[3] >= theta - margin))) for b in blocks)
+        out_near = _empty_pairs(n_near, ids)
     at_kept = at_near = 0
-    for r, c, k in pairs:
-        x = cosines.pop(0)
-        if len(x) != len(r):
-            raise RuntimeError("candidate pairs changed between the two passes")  # cannot happen: same blocks
-        m = x >= theta
-        at_kept = _place((r, c, k, x), m, out_kept, at_kept)
+    blocks.reverse()  # taken from the end: each pop is O(1)
+    while blocks:
+        block = blocks.pop()
+        m = block[3] >= theta
+        at_kept = _place(block, m, out_kept, at_kept)
         if out_near is not None:
-            at_near = _place((r, c, k, x), ~m & (x >= theta - margin), out_near, at_near)
+            at_near = _place(block, ~m & (block[3] >= theta - margin), out_near, at_near)
+        del block, m
     return out_kept, out_near
 
 
@@ -352,13 +352,14 @@ def _block_pairs(plan: _CoPlan, blk: tuple[int, int]) -> Pairs3:
     return plan.keep[rows[upper]], plan.keep[cols[upper]], k[upper].astype(np.int32)
 
 
-def _cosines(vectors: np.ndarray, pairs: Pairs3, batch: int) -> np.ndarray:
-    """Cosine of each pair (unit vectors), in small batches: the two gathered vector blocks stay in cache."""
-    r, c, _ = pairs
+def _with_cosines(vectors: np.ndarray, pairs: Pairs3, batch: int) -> Block:
+    """The pairs with the cosine of each (unit vectors), in small batches: the two gathered vector blocks stay in
+    cache."""
+    r, c, k = pairs
     cos = np.empty(len(r), dtype=np.float32)
     for s in range(0, len(r), batch):
         cos[s : s + batch] = np.einsum("ij,ij->i", vectors[r[s : s + batch]], vectors[c[s : s + batch]])
-    return cos
+    return r, c, k, cos
 
 
 _R = TypeVar("_R")

@@ -346,6 +346,7 @@ def _stored(chunks: SpooledChunks, cols: _Columns, source: str) -> Stored:
     unit_vecs = cols.unit_vecs.finish()
     sent_vecs = cols.sent_vecs.finish() if cols.sent_vecs is not None else None
     check_degenerate(sent_vecs if sent_vecs is not None else unit_vecs, source)
+    drop_mapped_pages((unit_vecs, sent_vecs))  # the sample read maps 64 KB around each row it reads
     owner = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
     chunk_tokens = cols.chunk_tokens
     chunk_tokens.flags.writeable = False
