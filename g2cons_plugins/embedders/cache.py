@@ -340,6 +340,13 @@ class CachedEmbedder:
             self._trim()
             return out
 
+    def forget(self) -> None:
+        """Empty the in-memory memo (the disk cache, where there is one, keeps its vectors). A build calls it once
+        its texts are embedded: the memo then holds the last ~65k unit texts' vectors, which no query asks for
+        again (~130 MB with their keys and the batches their rows are views of)."""
+        with self._lock:
+            self._rows.clear()
+
     def _trim(self) -> None:
         while len(self._rows) > self.max_items:
             self._rows.popitem(last=False)

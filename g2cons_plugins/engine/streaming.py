@@ -175,6 +175,9 @@ def stream_store(
     finally:
         for bar in bars:
             bar.close()
+    forget = getattr(emb, "forget", None)  # a memo of the build's texts (CachedEmbedder) serves no query
+    if callable(forget):
+        forget()
     return _stored(chunks, cols, emb.name)
 
 

@@ -91,3 +91,21 @@ def test_a_saved_streamed_index_has_the_same_files_as_the_in_memory_build(tmp_pa
     assert [name for name in a if a[name] != b[name]] == []
     loaded = G2ConSIndex.load(tmp_path / "b", embedder=emb)
     assert index_digest(loaded) == index_digest(built)
+
+
+def test_build_leaves_no_memo_of_its_texts(tmp_path: Any) -> None:
+    """The in-memory memo of the build's texts is emptied once they are embedded (no query asks for them); the
+    disk cache keeps every vector, and the stored vectors are those of a build without a memo."""
+    from g2cons_plugins.embedders.cache import CachedEmbedder
+
+    rows, config, tok = _passages()[::4], G2ConSConfig(), get_tokenizer(None)
+    memo = CachedEmbedder(get_embedder("hash"))
+    on_disk = CachedEmbedder(get_embedder("hash"), cache_dir=tmp_path)
+    plain = stream_store(spool_chunks(rows), get_embedder("hash"), tok, config, batch=16)
+    for emb in (memo, on_disk):
+        got = stream_store(spool_chunks(rows), emb, tok, config, batch=16)
+        np.testing.assert_array_equal(got.unit_vecs, plain.unit_vecs)
+        assert emb.n_computed > 0
+    assert len(memo) == 0
+    assert len(on_disk) == on_disk.n_computed  # every computed vector is in the database
+    assert all(u.text in on_disk for u in plain.units[:5])
