@@ -169,12 +169,12 @@ def build_edges(
     step = after_step or _no_step
     plan = _co_plan(chunk_incidence, theta_co, block_concepts, EDGE_BLOCK_WORK if block_work is None else block_work)
     n_workers = default_workers() if workers is None else max(1, int(workers))
-    blocks = list(_in_order(lambda blk: _with_cosines(vectors, _block_pairs(plan, blk), batch), plan.blocks, n_workers))
-    n_candidates = sum(len(b[0]) for b in blocks)
+    blocks = list(_in_order(lambda blk: _candidates(plan, blk, vectors, batch), plan.blocks, n_workers))
+    n_candidates = sum(len(b.cos) for b in blocks)
     step("edges.candidates")
-    theta = _threshold([b[3] for b in blocks], theta_sem, percentile)
+    theta = _threshold([b.cos for b in blocks], theta_sem, percentile)
     n_concepts = max(int(chunk_incidence.shape[1]), 1)
-    kept, near = _kept_and_near(blocks, theta, margin, pair_ids(n_concepts))  # empties ``blocks``
+    kept, near = _kept_and_near(blocks, plan.keep, theta, margin, pair_ids(n_concepts))  # empties ``blocks``
     rows, cols, co, cos = kept
     df = np.asarray(chunk_incidence.sum(axis=0)).ravel().astype(np.float64)
     dice = np.empty(len(rows), dtype=np.float32)
@@ -215,27 +215,27 @@ Pairs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 def _kept_and_near(
-    blocks: list[Block], theta: float, margin: float, ids: type[np.signedinteger]
+    blocks: list[Candidates], keep: np.ndarray, theta: float, margin: float, ids: type[np.signedinteger]
 ) -> tuple[Pairs, Pairs | None]:
     """The edges (cos >= theta) and, with ``margin`` > 0, the near pairs (cos in [theta - margin, theta)), each
     sorted by (row, col): rows, cols (``ids``), Co, cosines. The blocks cover increasing, disjoint row ranges
-    (:func:`_row_blocks`), so each block is sorted on its own into arrays allocated once at their final size, and
-    is taken out of ``blocks`` (freed) as soon as it is placed: no concatenation and no sort of every pair at once
-    (at 1M passages those held ~1 GB on top of the candidates). Pairs are unique, so the order is the one a sort of
-    all pairs at once gives."""
-    out_kept = _empty_pairs(sum(int(np.count_nonzero(b[3] >= theta)) for b in blocks), ids)
+    (:func:`_row_blocks`) and each is sorted already, so their pairs go in order into arrays allocated once at their
+    final size, each block taken out of ``blocks`` (freed) as soon as it is placed: no concatenation and no sort of
+    every pair at once (at 1M passages those held ~1 GB on top of the candidates). Pairs are unique, so the order
+    is the one a sort of all pairs at once gives."""
+    out_kept = _empty_pairs(sum(int(np.count_nonzero(b.cos >= theta)) for b in blocks), ids)
     out_near = None
     if margin > 0:
-        n_near = sum(int(np.count_nonzero((b[3] < theta) & (b[3] >= theta - margin))) for b in blocks)
+        n_near = sum(int(np.count_nonzero((b.cos < theta) & (b.cos >= theta - margin))) for b in blocks)
         out_near = _empty_pairs(n_near, ids)
     at_kept = at_near = 0
     blocks.reverse()  # taken from the end: each pop is O(1)
     while blocks:
         block = blocks.pop()
-        m = block[3] >= theta
-        at_kept = _place(block, m, out_kept, at_kept)
+        m = block.cos >= theta
+        at_kept = _place(block, keep, m, out_kept, at_kept)
         if out_near is not None:
-            at_near = _place(block, ~m & (block[3] >= theta - margin), out_near, at_near)
+            at_near = _place(block, keep, ~m & (block.cos >= theta - margin), out_near, at_near)
         del block, m
     return out_kept, out_near
 
@@ -245,14 +245,13 @@ def _empty_pairs(n: int, ids: type[np.signedinteger]) -> Pairs:
     return np.empty(n, ids), np.empty(n, ids), np.empty(n, np.int32), np.empty(n, np.float32)
 
 
-def _place(block: Block, mask: np.ndarray, out: Pairs, at: int) -> int:
-    """The pairs of ``block`` that ``mask`` keeps, sorted by (row, col), written into ``out`` from ``at``; returns
-    the position after them."""
-    r, c, k, x = (a[mask] for a in block)
-    order = np.lexsort((c, r))
-    e = slice(at, at + len(order))
-    out[0][e], out[1][e], out[2][e], out[3][e] = r[order], c[order], k[order], x[order]
-    return at + len(order)
+def _place(block: Candidates, keep: np.ndarray, mask: np.ndarray, out: Pairs, at: int) -> int:
+    """The pairs of ``block`` that ``mask`` keeps (in the block's (row, col) order), written into ``out`` from
+    ``at``; returns the position after them."""
+    e = slice(at, at + int(np.count_nonzero(mask)))
+    out[0][e] = keep[block.first + block.row[mask].astype(np.int64)]
+    out[1][e], out[2][e], out[3][e] = block.col[mask], block.co[mask], block.cos[mask]
+    return e.stop
 
 
 def pair_ids(n_concepts: int) -> type[np.signedinteger]:
@@ -284,13 +283,11 @@ def default_workers() -> int:
     return max(1, min(n, 4))
 
 
-Block = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-Pairs3 = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 # bound on the entries of one block's co-occurrence product (:func:`_row_blocks`): with the default 2 threads, two
 # such products and their hit arrays are in flight (~12 bytes an entry). At 1M passages the first 2,048 concepts'
 # product alone had ~50M entries.
-EDGE_BLOCK_WORK = 1 << 25
+EDGE_BLOCK_WORK = 1 << 24
 
 
 @dataclass(frozen=True)
@@ -311,9 +308,12 @@ def _co_plan(incidence: sp.spmatrix, theta_co: int, block: int, work: int) -> _C
     same pairs)."""
     df = np.asarray(incidence.sum(axis=0)).ravel()
     keep = np.flatnonzero(df >= max(theta_co, 1)).astype(np.int32)
-    C = sp.csc_matrix(incidence)[:, keep].astype(np.int32)
-    CT = C.T.tocsr()
-    C = C.tocsr()  # a column slice of a csr matrix is 3x faster than converting a csc slice (80k passages)
+    Ck = sp.csc_matrix(incidence)[:, keep]
+    # the transpose's 0/1 entries as int8 (a quarter of int32's bytes): int8 x int32 multiplies as int32
+    small = Ck.nnz == 0 or (float(Ck.data.min()) >= 0 and float(Ck.data.max()) <= 127)
+    CT = Ck.T.tocsr().astype(np.int8 if small else np.int32)
+    C = Ck.astype(np.int32).tocsr()  # a column slice of a csr matrix is 3x faster than a csc slice (80k passages)
+    del Ck
     C.sort_indices()
     return _CoPlan(keep, C, CT, theta_co, _row_blocks(C, CT, block, work))
 
@@ -337,29 +337,44 @@ def _row_blocks(C: sp.csr_matrix, CT: sp.csr_matrix, block: int, work: int) -> l
     return out
 
 
-def _block_pairs(plan: _CoPlan, blk: tuple[int, int]) -> Pairs3:
-    """Pairs i < j of the block's rows with Co(i, j) >= theta_co: concept ids and Co, by column (the gathered
-    partner vectors are then read in increasing order, measured 25% faster than by row)."""
+@dataclass(frozen=True)
+class Candidates:
+    """One block's candidate pairs, sorted by (row, col), in 10-12 bytes a pair (at 1M passages 75M candidates
+    are held at once until the threshold is known): the row as its offset from the block's first kept position
+    ``first`` (uint16 while a block has at most 65,536 rows), the column concept id, Co (uint16 where every Co of
+    the block fits) and the cosine."""
+
+    first: int
+    row: np.ndarray
+    col: np.ndarray
+    co: np.ndarray
+    cos: np.ndarray
+
+
+def _candidates(plan: _CoPlan, blk: tuple[int, int], vectors: np.ndarray, batch: int) -> Candidates:
+    """Pairs i < j of the block's rows with Co(i, j) >= theta_co and their cosines (computed by column: the
+    gathered partner vectors are then read in increasing order, measured 25% faster than by row), kept sorted by
+    (row, col) in the compact form of :class:`Candidates`."""
     a, b = blk
     P = sp.csr_matrix(plan.CT[a:b] @ plan.C[:, a:])
     hit = np.flatnonzero(P.data >= plan.theta_co)  # row of each hit from indptr: no array as long as P
-    rows = np.searchsorted(P.indptr, hit, side="right").astype(np.int32) - 1 + a
+    rows = np.searchsorted(P.indptr, hit, side="right").astype(np.int32) - 1
     cols = P.indices[hit].astype(np.int32) + a
     k = P.data[hit]
     del P, hit
-    upper = np.flatnonzero(cols > rows)
+    upper = np.flatnonzero(cols > rows + a)
     upper = upper[np.argsort(cols[upper], kind="stable")]
-    return plan.keep[rows[upper]], plan.keep[cols[upper]], k[upper].astype(np.int32)
-
-
-def _with_cosines(vectors: np.ndarray, pairs: Pairs3, batch: int) -> Block:
-    """The pairs with the cosine of each (unit vectors), in small batches: the two gathered vector blocks stay in
-    cache."""
-    r, c, k = pairs
+    rows, cols, k = rows[upper], cols[upper], k[upper]
+    del upper
+    r, c = plan.keep[rows + a], plan.keep[cols]
     cos = np.empty(len(r), dtype=np.float32)
-    for s in range(0, len(r), batch):
+    for s in range(0, len(r), batch):  # small batches: the two gathered vector blocks stay in cache
         cos[s : s + batch] = np.einsum("ij,ij->i", vectors[r[s : s + batch]], vectors[c[s : s + batch]])
-    return r, c, k, cos
+    del r
+    order = np.lexsort((cols, rows))
+    row_type = np.uint16 if b - a <= 1 << 16 else np.int32
+    co_type = np.uint16 if len(k) and int(k.max()) < 1 << 16 else np.int32
+    return Candidates(a, rows[order].astype(row_type), c[order], k[order].astype(co_type), cos[order])
 
 
 _R = TypeVar("_R")

@@ -85,7 +85,13 @@ def test_a_build_killed_mid_build_leaves_nothing(tmp_path: Path, sig: signal.Sig
     big, small = _corpus(tmp_path / "corpus.jsonl", 20_000), _corpus(tmp_path / "small.jsonl", 50)
     graph, tmpdir = tmp_path / "graph", tmp_path / "tmp"
     argv = [sys.executable, "-m", "g2cons_plugins.cli", "build", str(big), "--graph", str(graph), *HASH]
-    child = subprocess.Popen(argv, env=_env(tmpdir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # an ignored SIGINT is inherited through exec (another test or the shell running pytest may leave it so), and
+    # Python then installs no KeyboardInterrupt handler: spawn the child with Python's own disposition
+    previous_sigint = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        child = subprocess.Popen(argv, env=_env(tmpdir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    finally:
+        signal.signal(signal.SIGINT, previous_sigint)
     try:
         deadline = time.monotonic() + 60
         while not _holds_a_file_in(child.pid, tmpdir):
