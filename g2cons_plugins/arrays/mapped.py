@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["file_maps", "is_file_backed"]
+__all__ = ["file_maps", "is_file_backed", "unmap_read_pages"]
 
 
 def file_maps(a: Any) -> Iterator[Any]:
@@ -29,3 +29,14 @@ def file_maps(a: Any) -> Iterator[Any]:
 def is_file_backed(a: Any) -> bool:
     """Array ``a`` is a view of a file map (a loaded index's array, or one an add grew from it)."""
     return any(True for _ in file_maps(a))
+
+
+def unmap_read_pages(m: Any) -> bool:
+    """Unmap the resident pages of the read-only ``mmap.mmap`` ``m`` (``madvise(MADV_DONTNEED)``: a page read later
+    is mapped again from the page cache or the file); False for anything else, a closed or empty map, or where
+    ``madvise`` is missing."""
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    if advice is None or not isinstance(m, mmap.mmap) or m.closed or not len(m):
+        return False
+    m.madvise(advice)
+    return True

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError, PersistError
+from .mapped import file_maps, unmap_read_pages
 from .npy_file import load_npy
 from .positions import positions_of
 
@@ -544,12 +545,22 @@ class UnitANN:
         return graph
 
 
+#: Vectors added to a new graph per call: where the vectors are a file map (a streamed build's, a loaded index's),
+#: the pages one call read are unmapped before the next, so the build does not hold the whole vector file resident
+#: besides the graph's own copy (1.5 GB at 1M passages).
+ADD_ROWS = 1 << 16
+
+
 def build_unit_ann(vectors: np.ndarray, params: UnitANNParams, threads: int | None = None) -> UnitANN:
     """A unit index over ``vectors`` (row i gets key i), built with ``threads`` (default: every available core)."""
     vecs = np.asarray(vectors, dtype=np.float32)
     graph = _new_graph(vecs.shape[1], params)
-    if len(vecs):
-        graph.add(np.arange(len(vecs), dtype=np.uint64), vecs, threads=threads or available_threads())
+    keys = np.arange(len(vecs), dtype=np.uint64)
+    maps = list(file_maps(vecs))
+    for s in range(0, len(vecs), ADD_ROWS):  # keys in order, as one call adds them
+        graph.add(keys[s : s + ADD_ROWS], vecs[s : s + ADD_ROWS], threads=threads or available_threads())
+        for m in maps:  # the pages of mapped vectors this call read (the graph holds its own copy)
+            unmap_read_pages(m)
     shared = _Shared(graph, len(vecs), view=False)
     ann = UnitANN(shared, np.arange(len(vecs), dtype=np.uint64), params)
     shared.head = ann

@@ -30,7 +30,7 @@ from dataclasses import fields, is_dataclass
 from functools import cache
 from typing import Any
 
-from ..arrays.mapped import file_maps
+from ..arrays.mapped import file_maps, unmap_read_pages
 from .growable import drop_clean_pages
 
 __all__ = ["RELEASE_AFTER", "after_build_step", "drop_mapped_pages", "release_free_memory", "state_arrays"]
@@ -78,21 +78,18 @@ def drop_mapped_pages(arrays: Iterable[Any]) -> int:
     """Unmap the resident pages of every read-only file map behind ``arrays`` (NumPy arrays and sparse matrices;
     other objects are skipped); returns how many maps were advised. The arrays stay valid: a page read later is
     mapped again from the page cache or the file. A no-op where ``madvise`` is missing."""
-    advice = getattr(mmap, "MADV_DONTNEED", None)
     seen: dict[int, Any] = {}
     for a in arrays:
         parts = [getattr(a, k, None) for k in ("data", "indices", "indptr")] if hasattr(a, "indptr") else [a]
         for part in parts:
             for m in file_maps(part):
                 seen.setdefault(id(m), m)
-    if advice is None:
+    if getattr(mmap, "MADV_DONTNEED", None) is None:
         return 0
     done = 0
     for m in seen.values():
         if isinstance(m, mmap.mmap):
-            if not m.closed and len(m):
-                m.madvise(advice)
-                done += 1
+            done += unmap_read_pages(m)
         elif drop_clean_pages(m):  # the file pages of a grown loaded array (no-op for any other buffer)
             done += 1
     return done

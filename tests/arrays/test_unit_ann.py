@@ -410,3 +410,30 @@ def test_many_pending_units_pass_on_only_the_best_they_hold(
     fresh = G2ConSIndex.build(docs, embedder="hash", config=G2ConSConfig(ann_threshold=10**9))
     for q in _questions(8):
         _same(idx.retrieve(q, beta=600, strategy="dense"), fresh.retrieve(q, beta=600, strategy="dense"))
+
+
+def test_a_build_over_mapped_vectors_adds_in_parts_and_unmaps_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Vectors mapped from a file are added in parts of ``ADD_ROWS`` with the pages each part read unmapped after
+    it; with one thread the graph is the one a single call builds (same candidates for every query)."""
+    import mmap
+
+    rng = np.random.default_rng(0)
+    vecs = rng.normal(size=(500, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    np.save(tmp_path / "v.npy", vecs)
+    mapped = np.load(tmp_path / "v.npy", mmap_mode="r")
+    params = vector_index.unit_ann_params(G2ConSConfig())
+    whole = vector_index.build_unit_ann(vecs, params, threads=1)
+    advised: list[object] = []
+    real = vector_index.unmap_read_pages
+    monkeypatch.setattr(vector_index, "unmap_read_pages", lambda m: advised.append(m) or real(m))
+    monkeypatch.setattr(vector_index, "ADD_ROWS", 37)
+    parts = vector_index.build_unit_ann(mapped, params, threads=1)
+    assert len(advised) == -(-500 // 37) and all(isinstance(m, mmap.mmap) for m in advised)
+    assert len(parts) == len(whole) == 500
+    for q in rng.normal(size=(20, 16)).astype(np.float32):
+        a, b = whole.search(q, 10), parts.search(q, 10)
+        assert a is not None and b is not None
+        assert np.array_equal(np.sort(a), np.sort(b))
