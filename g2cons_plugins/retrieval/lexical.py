@@ -137,8 +137,15 @@ def bm25_weights(sent_unit: sp.spmatrix, counts: sp.spmatrix, block_entries: int
     idx = np.int32 if max(nnz, n_units, n_words) < 2**31 else np.int64
     indptr = np.zeros(n_words + 1, dtype=idx)
     np.cumsum(np.concatenate(sizes) if sizes else np.zeros(0, idx), out=indptr[1:])
-    values = np.concatenate(data) if data else np.zeros(0)
-    rows = np.concatenate(indices).astype(idx, copy=False) if indices else np.zeros(0, idx)
+    values, rows = np.empty(nnz, np.float64), np.empty(nnz, idx)
+    at = 0
+    data.reverse()
+    indices.reverse()
+    while data:  # each block freed once copied: the blocks and the result are not held twice
+        d, r = data.pop(), indices.pop()
+        values[at : at + len(d)], rows[at : at + len(d)] = d, r
+        at += len(d)
+        del d, r
     W = sp.csc_matrix((values, rows, indptr), shape=(n_units, n_words))
     W.has_sorted_indices = True
     return W
