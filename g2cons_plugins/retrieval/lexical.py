@@ -86,8 +86,9 @@ class LexicalIndex:
         if len(cols) == 1 and W.has_sorted_indices:  # one word: its column as it is
             lo, hi = W.indptr[cols[0]], W.indptr[cols[0] + 1]
             return W.indices[lo:hi].astype(np.int64), W.data[lo:hi].astype(np.float64)
-        return _sum_postings([(W.indices[W.indptr[c] : W.indptr[c + 1]], W.data[W.indptr[c] : W.indptr[c + 1]])
-                              for c in cols])
+        return _sum_postings(
+            [(W.indices[W.indptr[c] : W.indptr[c + 1]], W.data[W.indptr[c] : W.indptr[c + 1]]) for c in cols]
+        )
 
     def top(self, query: str, k: int) -> np.ndarray:
         """The ``k`` units with the highest BM25 (units with a query word only; by score descending, ties by
@@ -97,20 +98,35 @@ class LexicalIndex:
         return units[order]
 
 
-
-#: Entries of the per-sentence counts whose words :func:`bm25_weights` takes at a time: a block's unit x word
-#: product, its csc copy and its weights are its only temporaries (at 1M passages the whole product and its copies
-#: held about 3 GB; the weights themselves are 12 bytes an entry).
+#: Entries of the unit x word product that :func:`bm25_weights` computes at a time (an upper bound per block of
+#: words): a block's product, its csc copy and two float64 temporaries are its only working memory. The bound was
+#: first on the sentence counts' entries, which a corpus whose sentences sit in several units multiplies (at 1M
+#: passages one block of 2^22 counts held ~30M product entries: about 1.5 GB of temporaries at once).
 LEX_BLOCK_ENTRIES = 1 << 22
+
+
+def _word_blocks(A: sp.csr_matrix, C: sp.csc_matrix, block_entries: int) -> list[int]:
+    """Bounds of blocks of words (columns of ``C``) whose product ``A @ C[:, a:b]`` has at most about
+    ``block_entries`` entries: a word's product column has at most the sum, over its sentences, of the number of
+    units holding that sentence (exact when no unit holds two of them); a word above the bound is a block alone."""
+    n_words = C.shape[1]
+    per_sentence = np.diff(sp.csc_matrix(A).indptr).astype(np.int64)  # units holding each sentence
+    at = np.zeros(C.nnz + 1, dtype=np.int64)
+    np.cumsum(per_sentence[C.indices], out=at[1:])
+    bound = at[C.indptr]  # bound[j]: the product entries of words before j, at most
+    step = max(int(block_entries), 1)
+    ends = np.searchsorted(bound, np.arange(1, bound[-1] // step + 2) * step, side="right") - 1
+    return sorted({0, n_words, *np.clip(ends, 1, n_words).tolist()})
 
 
 def bm25_weights(sent_unit: sp.spmatrix, counts: sp.spmatrix, block_entries: int = LEX_BLOCK_ENTRIES) -> sp.csc_matrix:
     """Okapi BM25 weights (units x words, csc, row indices sorted) of the unit term counts
     ``sent_unit.T @ counts`` (``sent_unit``: sentences x units 0/1; ``counts``: sentences x words), computed over
-    blocks of words holding about ``block_entries`` entries of ``counts`` each: a word's document frequency is its
-    column's entry count, a unit's length (the sum of its counts) comes from the sentences' row sums, so no block
-    needs another. The same float64 expression per entry as over the whole product, hence the same weights bit for
-    bit whatever the block size (the counts are integers, exact in float64)."""
+    blocks of words whose product holds about ``block_entries`` entries each (:func:`_word_blocks`): a word's
+    document frequency is its column's entry count, a unit's length (the sum of its counts) comes from the
+    sentences' row sums, so no block needs another. The same float64 operations per entry as over the whole
+    product (products and sums in the same order; in place where that changes no bit), hence the same weights bit
+    for bit whatever the block size (the counts are integers, exact in float64)."""
     A = sp.csr_matrix(sent_unit.T)  # units x sentences
     n_units, n_words = A.shape[0], counts.shape[1]
     row_sums = np.asarray(counts.sum(axis=1), dtype=np.float64).ravel()
@@ -118,21 +134,27 @@ def bm25_weights(sent_unit: sp.spmatrix, counts: sp.spmatrix, block_entries: int
     avg = max(float(lengths.mean()) if n_units else 1.0, 1e-9)
     norm = K1 * (1 - B + B * lengths / avg)
     C = sp.csc_matrix(counts)
-    ends = np.searchsorted(C.indptr, np.arange(1, C.nnz // max(block_entries, 1) + 2) * max(block_entries, 1))
-    bounds = sorted({0, n_words, *np.minimum(ends, n_words).tolist()})
+    bounds = _word_blocks(A, C, block_entries)
     data: list[np.ndarray] = []
     indices: list[np.ndarray] = []
     sizes: list[np.ndarray] = []
     for a, b in zip(bounds, bounds[1:], strict=False):
         tf = sp.csc_matrix(A @ C[:, a:b], dtype=np.float64)
         tf.sort_indices()
-        df = np.diff(tf.indptr).astype(np.float64)
+        size = np.diff(tf.indptr)
+        df = size.astype(np.float64)
         idf = np.log1p((n_units - df + 0.5) / (df + 0.5))
-        cols = np.repeat(np.arange(b - a), np.diff(tf.indptr))
-        data.append(idf[cols] * tf.data * (K1 + 1) / (tf.data + norm[tf.indices]))
+        w = np.repeat(idf, size)  # idf of each entry's word
+        w *= tf.data
+        w *= K1 + 1
+        den = norm[tf.indices]
+        den += tf.data
+        w /= den  # ((idf * tf) * (K1 + 1)) / (tf + norm): the whole-product expression's operations, in its order
+        del den
+        data.append(w)
         indices.append(tf.indices)
-        sizes.append(np.diff(tf.indptr))
-        del tf, cols
+        sizes.append(size)
+        del tf, w
     nnz = sum(len(d) for d in data)
     idx = np.int32 if max(nnz, n_units, n_words) < 2**31 else np.int64
     indptr = np.zeros(n_words + 1, dtype=idx)
@@ -149,6 +171,7 @@ def bm25_weights(sent_unit: sp.spmatrix, counts: sp.spmatrix, block_entries: int
     W = sp.csc_matrix((values, rows, indptr), shape=(n_units, n_words))
     W.has_sorted_indices = True
     return W
+
 
 class QueryBM25:
     """The BM25 of one query over the units, computed as far as a question about it needs: the score of given

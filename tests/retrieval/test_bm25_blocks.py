@@ -56,3 +56,26 @@ def test_empty_corpus_parts() -> None:
     counts = sp.csr_matrix((4, 5), dtype=np.int32)
     got = bm25_weights(sent_unit, counts, 2)
     assert got.shape == (3, 5) and got.nnz == 0
+
+
+@pytest.mark.parametrize("block", [1, 7, 40, 1 << 30])
+def test_word_blocks_bound_the_product_not_the_counts(block: int) -> None:
+    """A block's unit x word product holds at most ``block`` entries unless one word alone holds more (then it is a
+    block alone); the blocks cover every word once, in order. Sentences here sit in several units each, so the
+    product is larger than the counts (what bounding the counts' entries let through at 1M passages)."""
+    from g2cons_plugins.retrieval.lexical import _word_blocks
+
+    rng = np.random.default_rng(3)
+    n_sent, n_units, n_words = 200, 60, 90
+    rows, cols = np.nonzero(rng.random((n_sent, n_units)) < 0.08)  # a sentence in ~5 units
+    sent_unit = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(n_sent, n_units))
+    counts = sp.csr_matrix(rng.poisson(0.08, (n_sent, n_words)).astype(np.int32))
+    A, C = sp.csr_matrix(sent_unit.T), sp.csc_matrix(counts)
+    bounds = _word_blocks(A, C, block)
+    assert bounds[0] == 0 and bounds[-1] == n_words and bounds == sorted(set(bounds))
+    assert (A @ C).nnz > counts.nnz
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        nnz = (A @ C[:, a:b]).nnz
+        assert nnz <= block or b - a == 1, (a, b, nnz)
+    if block >= (A @ C).nnz:
+        assert bounds == [0, n_words]
