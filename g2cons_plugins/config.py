@@ -3,7 +3,7 @@
 | paper symbol | field | paper value | our default |
 |---|---|---|---|
 | kappa (share of the KG build's input: chunk + prompt tokens, or chunks) | ``kappa`` | 0.8 | 0.8 |
-| lambda (host-KG share of the budget) | ``lambda_`` | 0.6 | 0.2 (``fusion="share"``; the ensemble with ``spill``) |
+| lambda (the host KG's part of the budget) | ``lambda_`` | 0.6 | 0.2 (``fusion="novel"``, ``"share"``, ensemble) |
 | beta (context budget, tokens) | ``beta`` | 12,000 | 12,000 |
 | theta_sem (cosine threshold of an edge) | ``theta_sem`` | 0.65 | ``None``: calibrated (see below) |
 | theta_co (chunk co-occurrence threshold) | ``theta_co`` | 3 | 3 |
@@ -22,12 +22,14 @@ same config; :meth:`G2ConSConfig.to_dict` (what an index saves) writes every par
 ``mode="paper"`` forces the paper's literal choices (theta_sem = 0.65, PageRank ``sum`` chunk score, the local/global
 reranked concept walk, lambda = 0.6 with hard budget caps); the default mode keeps the same graph but uses the
 choices our measurements support (docs/decisions.md). Both are a :class:`Preset` in :data:`PRESETS`, applied in one
-place (:func:`resolve`). Fusion (:mod:`g2cons_plugins.fusion`): the default rule is ``fusion="share"``: lambda is the
-host's share (0.2, scaled per query by ``host_agreement``): items both paths return first, the concept path's first
-``host_head`` (5) passages, the host's first item, then each path's best by fused rank score within its share and the
-spill; measured against a replayed gpt-3.5 extraction of MuSiQue walked as HippoRAG 2 walks it, the replay host and
-the LLM-free NER host (docs/dual-path.md, benchmarks/dual_path/fusion_compare.sh). ``fusion="score"`` (the default
-before) puts host chunks as evidence on the concept path's unit scores (``host_weight``). ``fusion="ensemble"``
+place (:func:`resolve`). Fusion (:mod:`g2cons_plugins.fusion`): the default rule is ``fusion="novel"``: the concept
+path's first ``host_head`` (5) passages, the host's first two passages the concept path lacks (the first always, the
+second within lambda x beta, lambda 0.2), the rest of the concept path, the spill; at or above the concept path in every
+cell measured against a replayed gpt-3.5 extraction of MuSiQue walked as HippoRAG 2 walks it (passages and 1,200-token
+packs) and the LLM-free NER host on four sets (docs/dual-path.md, benchmarks/dual_path/fusion_novel.sh).
+``fusion="share"`` (the default before) gives the host lambda of beta, scaled per query by ``host_agreement``, and gains
+more at 4k and in packs; ``fusion="score"`` puts host chunks as evidence on the concept path's unit scores
+(``host_weight``). ``fusion="ensemble"``
 (forced by paper mode) is the paper's Weighted Context Ensemble: ``lambda_=None`` and ``spill=None`` resolve to 0.2
 and True (default mode) or 0.6 and False (paper mode); ``spill`` lets one path use the budget the other leaves unused
 (still within beta). Selection: ``selector="coverage"`` (greedy name coverage per token) in the default mode,
@@ -93,7 +95,7 @@ Strategy = Literal["bridge", "paper", "ppr", "dense", "e2"]
 KappaBy = Literal["tokens", "chunks"]
 VectorLevel = Literal["sentence", "chunk", "unit"]
 FusionRule = Literal["share", "score", "ensemble", "novel"]
-DEFAULT_LAMBDA = 0.2  # default-mode lambda (share fusion): the sweep of benchmarks/dual_path/fusion_compare.sh
+DEFAULT_LAMBDA = 0.2  # default-mode lambda (novel, share): benchmarks/dual_path/fusion_novel.sh, fusion_compare.sh
 
 VECTOR_LEVEL: VectorLevel = "unit"  # the default mode's concept vectors (benchmarks/embedding_work/)
 
@@ -489,10 +491,10 @@ class G2ConSConfig:
     n_hops: int
     strategy: Strategy
     selector: Selector
-    # "share" (default): overlap first, then each path's best within its lambda share, then the spill
-    # (g2cons_plugins.fusion); "score": host chunks as evidence on the concept path's unit scores (the default
-    # before share fusion); "ensemble": the paper's Weighted Context Ensemble with lambda caps (forced by mode="paper");
-    # "novel" (opt-in): the host's first two passages the concept path lacks displace its tail
+    # "novel" (default): the host's first two passages the concept path lacks displace its tail, behind its head
+    # (g2cons_plugins.fusion); "share" (the default before): overlap first, then each path's best within its lambda
+    # share, then the spill; "score": host chunks as evidence on the concept path's unit scores; "ensemble": the
+    # paper's Weighted Context Ensemble with lambda caps (forced by mode="paper")
     fusion: FusionRule
     graph: GraphOptions
     selection: SelectionOptions
@@ -512,7 +514,7 @@ class G2ConSConfig:
         n_hops: int = 2,
         strategy: Strategy = "bridge",
         selector: Selector = "coverage",
-        fusion: FusionRule = "share",
+        fusion: FusionRule = "novel",
         graph: GraphOptions | None = None,
         selection: SelectionOptions | None = None,
         retrieval: RetrievalOptions | None = None,

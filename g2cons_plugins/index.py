@@ -312,9 +312,10 @@ class G2ConSIndex:
         query_vector: np.ndarray | None = None,
     ) -> list[FusedItem]:
         """Dual path: the concept path for ``query`` fused with ``host`` results into one context of at most
-        ``beta`` tokens by the config's rule (``fusion``: "share", the default, "score", or the paper's
+        ``beta`` tokens by the config's rule (``fusion``: "novel", the default, "share", "score", or the paper's
         "ensemble"; see :mod:`g2cons_plugins.fusion`). Id-only host items take their text from the graph.
-        ``lambda_``: the host's share (0.2; paper mode 0.6); ``spill``: the ensemble's (True; paper mode False).
+        ``lambda_``: the host's tokens beyond its first novel passage (novel) or its share (share, ensemble) of beta
+        (0.2; paper mode 0.6); ``spill``: the ensemble's (True; paper mode False).
         :meth:`fuse_report` also says which host items were not placed and why."""
         return self.fuse_report(host, query, beta, lambda_, spill, query_vector).items
 

@@ -58,11 +58,19 @@ CASES = {
 }
 
 
+# defaults changed on purpose since 0.1 (CHANGELOG): the default fusion rule is novel-first, no longer share
+CHANGED_SINCE_0_1: dict[str, dict[str, Any]] = {
+    "default": {"fusion": "novel"},
+    "legacy_lambda_only": {"fusion": "novel"},
+}
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_resolved_values_equal_those_of_0_1(case: str) -> None:
-    """Same defaults, same resolved values (and the same saved keys, in the same order) as before the split."""
+    """Same defaults, same resolved values (and the same saved keys, in the same order) as before the split, but for
+    the defaults changed on purpose since (:data:`CHANGED_SINCE_0_1`)."""
     got = _resolved(CASES[case]())
-    assert got == BEFORE[case]
+    assert got == {**BEFORE[case], **CHANGED_SINCE_0_1.get(case, {})}
     assert list(got) == list(BEFORE[case])
 
 
@@ -165,8 +173,10 @@ def test_from_dict_reads_a_saved_0_1_config_with_its_extra_key() -> None:
     for key in ("fusion_lambda", "fusion_spill", "unit_index_kind(150000)", "unit_index_kind(500000)",
                 "unit_index_kind(350000,hnsw)"):
         saved.pop(key)
-    assert G2ConSConfig.from_dict(saved) == G2ConSConfig()
-    assert G2ConSConfig.from_dict({**saved, "future_knob": 1}) == G2ConSConfig()  # unknown keys ignored
+    # a saved config keeps the rule it names: 0.1 wrote its default, share fusion (the default is novel-first now)
+    assert saved["fusion"] == "share"
+    assert G2ConSConfig.from_dict(saved) == G2ConSConfig(fusion="share")
+    assert G2ConSConfig.from_dict({**saved, "future_knob": 1}) == G2ConSConfig(fusion="share")  # unknown keys ignored
 
 
 def _resum(folder: Path) -> None:

@@ -1,6 +1,7 @@
 """Summary of benchmarks/dual_path/fusion_compare.sh: per run, kappa and budget, Context Recall (and supporting-passage
-recall@5) of the concept path alone, the host alone, score fusion (the default before share fusion), share fusion
-(the default) per lambda and the paper's ensemble at lambda 0.4 with spill, all from the same run.
+recall@5) of the concept path alone, the host alone, score fusion (the default before share fusion), novel-first
+fusion (the default) and share fusion (the default before it) per lambda and the paper's ensemble at lambda 0.4 with
+spill, all from the same run (a run made before novel-first fusion was swept has no novel columns).
 
 Usage: python benchmarks/dual_path/fusion_summary.py benchmarks/dual_path/results/fusion_*.json > summary.md
 """
@@ -17,7 +18,8 @@ def _fmt(row: dict[str, Any] | None) -> str:
     if row is None:
         return "-"
     r5 = row.get("recall_at_5")
-    return f"{row['context_recall']:.0f}" + (f" / {r5:.1f}" if r5 is not None else "")
+    cr = float(row["context_recall"])
+    return (f"{cr:.0f}" if cr.is_integer() else f"{cr:.1f}") + (f" / {r5:.1f}" if r5 is not None else "")
 
 
 def summarize(path: Path) -> list[str]:
@@ -28,22 +30,26 @@ def summarize(path: Path) -> list[str]:
     concept = {r["budget"]: r for r in host["concept"]}
     sweep = host["sweep"]
     lambdas = sorted({r["lambda"] for r in sweep if r["method"] == "fused-share"})
+    novels = sorted({r["lambda"] for r in sweep if r["method"] == "fused-novel"})
     default = st["config"].get("lambda_")
+    rule = st["config"].get("fusion", "share")
     lines = [
         f"## {path.stem}",
         "",
         f"host: {host['host']['name']} ({st['corpus']}, pack {st['pack_tokens']}, {st['n_questions']} questions, "
         f"embedder {st['embedder']}); cells: Context Recall / supporting-passage recall@5; "
-        f"share@{default:g} is the default",
+        f"{rule}@{default:g} is the run's config",
         "",
     ]
     head = ["kappa", "budget", "concept", "host", "score (old default)"]
+    head += [f"novel@{lam:g}" for lam in novels]
     head += [f"share@{lam:g}" for lam in lambdas] + ["ensemble@0.4+spill"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for kappa in sorted({r["kappa"] for r in sweep}, reverse=True):
         for b in sorted(concept):
             row = [r for r in sweep if r["kappa"] == kappa and r["budget"] == b]
             cells = [f"{kappa:g}", str(b), _fmt(concept[b]), _fmt(_pick(row, "host")), _fmt(_pick(row, "fused-score"))]
+            cells += [_fmt(_pick(row, "fused-novel", **{"lambda": lam})) for lam in novels]
             cells += [_fmt(_pick(row, "fused-share", **{"lambda": lam})) for lam in lambdas]
             cells.append(_fmt(_pick(row, "fused", **{"lambda": 0.4, "spill": True})))
             lines.append("| " + " | ".join(cells) + " |")

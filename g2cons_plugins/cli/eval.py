@@ -260,13 +260,13 @@ def _eval_host(
     for r in res["sweep"]:
         if r["kappa"] != args.host_kappa:
             continue
-        main_method = {"score": "fused-score", "share": "fused-share"}.get(rule, "fused")  # the config's: "fused"
+        main_method = {"score": "fused-score", "share": "fused-share", "novel": "fused-novel"}.get(rule, "fused")
         name = "host-kg" if r["method"] == "host" else "fused" if r["method"] == main_method else (
             {"fused": "fused-ensemble"}.get(r["method"], r["method"])
         )
         if r["method"] == "fused" and not (r["lambda"] == lam and r["spill"] == spill):
             continue
-        if r["method"] == "fused-share" and r["lambda"] != lam:
+        if r["method"] in ("fused-share", "fused-novel") and r["lambda"] != lam:
             continue
         if r["method"] == "fused-score" and r["host_weight"] != weight:
             continue

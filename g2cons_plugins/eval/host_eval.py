@@ -4,7 +4,8 @@ For each kappa the host KG is rebuilt over ``index.select(kappa=kappa)``'s kept 
 recorded (calls, input/output tokens, USD at the stated prices, share of the full build's tokens). Per question
 and budget beta: the host alone (its results in rank order, within beta), the concept path alone (once; it does
 not depend on kappa) and the fusion ``ensemble.fuse(host, concept, beta, lambda, spill)`` for every lambda and
-both budget rules (hard caps, the paper's; ``spill``: a path's unused share goes to the other). Context Recall and
+both budget rules (hard caps, the paper's; ``spill``: a path's unused share goes to the other), novel-first and
+share fusion for every lambda (:data:`LAMBDA_RULES`) and score fusion for every host weight. Context Recall and
 supporting-passage recall as in :mod:`g2cons_plugins.eval.evaluation`.
 """
 
@@ -30,9 +31,13 @@ __all__ = [
     "DOWNSTREAM_COLUMNS",
     "DOWNSTREAM_SELECTORS",
     "HOST_BUILD_COLUMNS",
+    "LAMBDA_RULES",
     "evaluate_host",
     "selection_downstream",
 ]
+
+LAMBDA_RULES = ("share", "novel")
+"""The fusion rules swept over lambda (sweep methods ``fused-share`` and ``fused-novel``)."""
 
 HOST_BUILD_COLUMNS = (
     "kappa",
@@ -222,16 +227,17 @@ def _score_question(
                 )
                 if keep == (kappa, lam, spill) and rule == "ensemble":
                     contexts.setdefault(("fused", b), []).append("\n".join(f.text for f in fused))
-        for lam in run.lambdas:
-            t1 = time.perf_counter()
-            opt = FuseOptions.of(index.config, rule="share", beta=b, lambda_=lam)
-            sh = fuse_context(index, hitems, q["question"], opt, run.qvecs[i], run.concept[b][i]).items
-            ms = host_ms + run.concept_ms[b][i] + 1000 * (time.perf_counter() - t1)
-            rows.setdefault(("fused-share", b, lam, None), _Score()).add(
-                q, [f.text for f in sh], [f.chunk_id for f in sh], ms
-            )
-            if keep is not None and keep[:2] == (kappa, lam) and rule == "share":
-                contexts.setdefault(("fused", b), []).append("\n".join(f.text for f in sh))
+        for lam_rule in LAMBDA_RULES:
+            for lam in run.lambdas:
+                t1 = time.perf_counter()
+                opt = FuseOptions.of(index.config, rule=lam_rule, beta=b, lambda_=lam)
+                sh = fuse_context(index, hitems, q["question"], opt, run.qvecs[i], run.concept[b][i]).items
+                ms = host_ms + run.concept_ms[b][i] + 1000 * (time.perf_counter() - t1)
+                rows.setdefault((f"fused-{lam_rule}", b, lam, None), _Score()).add(
+                    q, [f.text for f in sh], [f.chunk_id for f in sh], ms
+                )
+                if keep is not None and keep[:2] == (kappa, lam) and rule == lam_rule:
+                    contexts.setdefault(("fused", b), []).append("\n".join(f.text for f in sh))
         for w, snap in run.snaps.items():
             t1 = time.perf_counter()
             opt = FuseOptions.of(snap.config, rule="score", beta=b)
@@ -273,7 +279,7 @@ def _sweep_rows(kappa: float, rows: dict[tuple[Any, ...], _Score]) -> list[dict[
                 {"kappa": kappa, "method": method, "budget": b, "lambda": None, "spill": None, "host_weight": lam,
                  **sc.row()}
             )  # fmt: skip
-        elif method == "fused-share":
+        elif method in ("fused-share", "fused-novel"):
             out.append(
                 {"kappa": kappa, "method": method, "budget": b, "lambda": lam, "spill": None, "host_weight": None,
                  **sc.row()}

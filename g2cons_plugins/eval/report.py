@@ -163,9 +163,11 @@ def host_pivot(host: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
     lambdas = sorted({r["lambda"] for r in host["sweep"] if r["method"] == "fused"})
     weights = sorted({r["host_weight"] for r in host["sweep"] if r["method"] == "fused-score"})
     shares = sorted({r["lambda"] for r in host["sweep"] if r["method"] == "fused-share"})
+    novels = sorted({r["lambda"] for r in host["sweep"] if r["method"] == "fused-novel"})
     rows: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in host["sweep"]:
-        for spill in (False, True) if r["method"] in ("host", "fused-score", "fused-share") else (r["spill"],):
+        no_spill = ("host", "fused-score", "fused-share", "fused-novel")
+        for spill in (False, True) if r["method"] in no_spill else (r["spill"],):
             key = (r["kappa"], r["budget"], spill)
             row = rows.setdefault(
                 key, {"kappa": r["kappa"], "budget": r["budget"], "spill": spill, "concept": concept[r["budget"]]}
@@ -176,10 +178,13 @@ def host_pivot(host: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
                 col = f"fused@{r['lambda']:g}"
             elif r["method"] == "fused-share":
                 col = f"share@{r['lambda']:g}"
+            elif r["method"] == "fused-novel":
+                col = f"novel@{r['lambda']:g}"
             else:
                 col = f"score@{r['host_weight']:g}"
             row[col] = r["context_recall"]
-    cols = ["kappa", "budget", "spill", "host", "concept"] + [f"share@{lam:g}" for lam in shares]
+    cols = ["kappa", "budget", "spill", "host", "concept"] + [f"novel@{lam:g}" for lam in novels]
+    cols += [f"share@{lam:g}" for lam in shares]
     cols += [f"score@{w:g}" for w in weights]
     cols += [f"fused@{lam:g}" for lam in lambdas]
     return [rows[k] for k in sorted(rows)], cols
@@ -196,13 +201,13 @@ def plot_host(host: dict[str, Any], directory: Path) -> tuple[Path, Path]:
     for j, b in enumerate(budgets):
         h = sorted((r for r in host["sweep"] if r["method"] == "host" and r["budget"] == b), key=lambda r: r["kappa"])
         score = main.get("fusion") == "score"
-        shared = main.get("fusion") == "share"
+        shared = main.get("fusion") in ("share", "novel")
         f = sorted(
             (
                 r
                 for r in host["sweep"]
                 if r["budget"] == b and (
-                    (shared and r["method"] == "fused-share" and r["lambda"] == main["lambda"])
+                    (shared and r["method"] == f"fused-{main['fusion']}" and r["lambda"] == main["lambda"])
                     or (score and r["method"] == "fused-score" and r["host_weight"] == main["host_weight"])
                     or (not score and not shared and r["method"] == "fused" and r["lambda"] == main["lambda"]
                         and r["spill"] == main["spill"])

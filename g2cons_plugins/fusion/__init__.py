@@ -4,21 +4,22 @@ One entry, :func:`fuse_context`, takes the settings as one :class:`FuseOptions` 
 ``FuseOptions.of(config, ...)``) and runs the rule it names, chosen from :data:`RULES`; :func:`fuse_report` is the
 same with the settings as keywords (``None``: the config's). Four rules (``G2ConSConfig.fusion``):
 
-- ``"share"`` (the default, :mod:`~g2cons_plugins.fusion.share`): lambda is the host's share of the budget, scaled
-  per query by how much the host agrees with the concept path; overlap first, the concept path's head, the host's
-  first item, each path's best within its share by a fused rank score, then the spill.
+- ``"novel"`` (the default, :mod:`~g2cons_plugins.fusion.novel`): the host's first two passages the concept path
+  lacks displace the concept path's tail (the first always, the second within lambda x beta), behind its first five
+  passages; then the spill. At or above the concept path in every cell measured (benchmarks/dual_path/fusion_novel.sh).
+- ``"share"`` (:mod:`~g2cons_plugins.fusion.share`, the default before novel-first): lambda is the host's share of
+  the budget, scaled per query by how much the host agrees with the concept path; overlap first, the concept path's
+  head, the host's first item, each path's best within its share by a fused rank score, then the spill.
 - ``"score"`` (:mod:`~g2cons_plugins.fusion.score`, the default before share fusion): host chunks are evidence on
   the concept path's unit scores, one ranking, one budget. It needs a strategy that takes host evidence
   ("bridge" or "dense"): with another one it raises an ``InputError`` naming both.
 - ``"ensemble"`` (``mode="paper"``, :mod:`~g2cons_plugins.fusion.ensemble`): the paper's Weighted Context Ensemble
   (Section 3.2.1): overlap first, the host capped at lambda x beta, the concept path at (1 - lambda) x beta.
-- ``"novel"`` (opt-in, :mod:`~g2cons_plugins.fusion.novel`): the host's first two passages the concept path lacks
-  displace the concept path's tail (the first always, the second within lambda x beta), behind its first five
-  passages; then the spill (measured in benchmarks/dual_path/results/fusion_rules.md).
 
 Every host item that contributes nothing is reported with its reason in :class:`Fusion` (``dropped``): ranked
 below the budget, not in the graph and longer than the room left, or an id-only item the graph does not know.
-Measured against the old default and the ensemble on the same runs: benchmarks/dual_path/fusion_compare.sh.
+Measured on the same runs: benchmarks/dual_path/fusion_novel.sh (novel against share) and fusion_compare.sh (share,
+score and the ensemble).
 
 The modules: :mod:`~g2cons_plugins.fusion.items` (host and fused items), :mod:`~g2cons_plugins.fusion.options`
 (the settings), :mod:`~g2cons_plugins.fusion.matching` (host items against the graph), one module per rule, and

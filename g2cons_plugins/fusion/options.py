@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 __all__ = ["FUSIONS", "FuseOptions", "FuseRequest", "Recount"]
 
 FUSIONS = ("share", "score", "ensemble", "novel")
-"""The fusion rules by name (``G2ConSConfig.fusion``): share (the default), score, the paper's ensemble, and
-novel-first (opt-in)."""
+"""The fusion rules by name (``G2ConSConfig.fusion``): share (the default before novel-first), score, the paper's
+ensemble, and novel-first (the default)."""
 
 Recount = Callable[[list["RetrievedItem"]], list["RetrievedItem"]]
 """Gives concept units their token counts as the LLM will see them (an adapter rendering metadata)."""
@@ -34,7 +34,7 @@ class FuseOptions:
     ``host_agreement`` (share, score: the host's say scaled by its agreement; novel: the trust check) and the
     concept path's ``strategy``. :meth:`of` builds one from a config, a ``None`` value taking the config's."""
 
-    rule: str = "share"
+    rule: str = "novel"
     beta: int = 4000
     lambda_: float = 0.2
     spill: bool = True

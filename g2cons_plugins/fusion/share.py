@@ -1,4 +1,4 @@
-"""Share fusion (``fusion="share"``, the default rule): lambda is the host's share of the budget.
+"""Share fusion (``fusion="share"``, the default before novel-first fusion): lambda is the host's share of the budget.
 
 Candidates: the concept path's context at beta (its units) and the host's own context at beta (its items in its
 order while their tokens fit beta; a host chunk the graph holds stands for its units, a host text the graph lacks is

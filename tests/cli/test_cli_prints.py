@@ -41,11 +41,15 @@ def test_query_scores_never_increase(graph: Path, capsys: pytest.CaptureFixture[
 def test_fuse_names_a_text_only_host_item(graph: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     host = tmp_path / "host.json"
     host.write_text(json.dumps([{"text": "The Lantern Guild of Ostravel was founded by Mira Quell in 1820."}]))
-    assert main(["fuse", str(graph), "Who founded the Lantern Guild?", "--host", str(host), "--budget", "3000"]) == 0
-    out = capsys.readouterr().out
-    host_lines = [x for x in out.splitlines() if x.startswith("[host]")]
-    assert host_lines and all("None" not in x and "score 0.000" not in x for x in host_lines)
-    assert "(host text, no chunk of the graph)" in host_lines[0] and "no score given" in host_lines[0]
+    for rule in ("novel", "share"):  # the default (fused rank scores) and share fusion (the host's own scores)
+        args = ["fuse", str(graph), "Who founded the Lantern Guild?", "--host", str(host), "--budget", "3000"]
+        assert main([*args, "--fusion", rule]) == 0
+        out = capsys.readouterr().out
+        host_lines = [x for x in out.splitlines() if x.startswith("[host]")]
+        assert host_lines and all("None" not in x and "score 0.000" not in x for x in host_lines)
+        assert "(host text, no chunk of the graph)" in host_lines[0]
+        if rule == "share":
+            assert "no score given" in host_lines[0]
 
 
 def test_replay_label_says_counts_are_per_chunk() -> None:

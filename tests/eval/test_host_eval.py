@@ -171,16 +171,18 @@ def test_host_pivot_and_kept_contexts(corpus: list[dict[str, str]]) -> None:
     res["main"] = {"kappa": 1.0, "lambda": 0.5, "spill": True}
     rows, cols = host_pivot(res)
     assert cols == [
-        "kappa", "budget", "spill", "host", "concept", "share@0", "share@0.5", "score@0.6", "fused@0", "fused@0.5"
+        "kappa", "budget", "spill", "host", "concept", "novel@0", "novel@0.5", "share@0", "share@0.5", "score@0.6",
+        "fused@0", "fused@0.5",
     ]  # fmt: skip
     assert [(r["kappa"], r["budget"], r["spill"]) for r in rows] == [(1.0, 400, False), (1.0, 400, True)]
     want = {(x["spill"], x["lambda"]): x["context_recall"] for x in res["sweep"] if x["method"] == "fused"}
     score = [x["context_recall"] for x in res["sweep"] if x["method"] == "fused-score"]
     share = {x["lambda"]: x["context_recall"] for x in res["sweep"] if x["method"] == "fused-share"}
-    assert len(score) == 1 and set(share) == {0.0, 0.5}
+    novel = {x["lambda"]: x["context_recall"] for x in res["sweep"] if x["method"] == "fused-novel"}
+    assert len(score) == 1 and set(share) == {0.0, 0.5} and set(novel) == {0.0, 0.5}
     for r in rows:
         assert r["host"] == 100.0 and r["fused@0.5"] == want[(r["spill"], 0.5)] and r["score@0.6"] == score[0]
-        assert r["share@0.5"] == share[0.5]
+        assert r["share@0.5"] == share[0.5] and r["novel@0.5"] == novel[0.5]
 
 
 def test_report_verdicts_say_where_fusion_wins_and_where_not() -> None:

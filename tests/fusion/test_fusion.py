@@ -217,7 +217,7 @@ def test_fuse_options_from_the_config() -> None:
     assert (paper.rule, paper.lambda_, paper.spill, paper.strategy) == ("ensemble", 0.6, False, "paper")
     default = FuseOptions.of(G2ConSConfig(), beta=1000, lambda_=0.5, host_weight=1.0)
     assert (default.rule, default.beta, default.lambda_, default.spill, default.host_weight) == (
-        "share",
+        "novel",
         1000,
         0.5,
         True,

@@ -61,8 +61,9 @@ def unranked(index: G2ConSIndex, q: str, beta: int, n: int) -> list[str]:
     return [c.id for c in index.chunks if c.id.startswith("f") and c.id not in placed][:n]
 
 
-def test_novel_is_opt_in_and_chosen_by_name(wide: G2ConSIndex) -> None:
-    assert G2ConSConfig().fusion == "share"
+def test_novel_is_the_default_and_chosen_by_name(wide: G2ConSIndex) -> None:
+    assert G2ConSConfig().fusion == "novel"
+    assert fuse_report(wide, [{"chunk_id": "c17"}], Q, beta=300).rule == "novel"
     assert "novel" in RULES
     assert G2ConSConfig(fusion="novel").fusion == "novel"
     with pytest.raises(InputError, match="novel"):
@@ -122,6 +123,14 @@ def test_lambda_changes_the_context(wide: G2ConSIndex) -> None:
     assert novel_ids(contexts[0.3]) == [x, y]  # a second within lambda x beta
     for f in contexts.values():
         assert f.n_tokens <= beta
+    # the default rule with the config's lambda: lambda changes the default's context
+    by_config = {
+        lam: fuse_report(replace(wide.snapshot, config=wide.config.with_(lambda_=lam)), host, Q, beta=beta)
+        for lam in (0.0, 0.3)
+    }
+    assert {f.rule for f in by_config.values()} == {"novel"}
+    for lam, f in by_config.items():
+        assert [i.unit_id for i in f.items] == [i.unit_id for i in contexts[lam].items]
 
 
 def test_a_host_that_agrees_on_nothing_leaves_the_concept_path(wide: G2ConSIndex) -> None:

@@ -67,11 +67,14 @@ def index(corpus: list[dict[str, str]]) -> G2ConSIndex:
     return G2ConSIndex.build(rows, embedder="hash", config=G2ConSConfig(unit_tokens=120))
 
 
-def test_share_is_the_default_and_the_old_rules_stay_by_name(index: G2ConSIndex) -> None:
-    assert G2ConSConfig().fusion == "share"
+def test_share_and_the_old_rules_stay_by_name(index: G2ConSIndex) -> None:
+    assert G2ConSConfig().fusion == "novel"  # the default since novel-first fusion measured better
+    assert G2ConSConfig(fusion="share").fusion == "share"
     assert G2ConSConfig(mode="paper").fusion == "ensemble"
     host = [{"chunk_id": "c3"}, {"chunk_id": "c14"}]
-    assert fuse_report(index, host, Q, beta=300).rule == "share"
+    assert fuse_report(index, host, Q, beta=300, rule="share").rule == "share"
+    snap = replace(index.snapshot, config=index.config.with_(fusion="share"))
+    assert fuse_report(snap, host, Q, beta=300).rule == "share"
     assert fuse_report(index, host, Q, beta=300, rule="score").rule == "score"
     assert fuse_report(index, host, Q, beta=300, rule="ensemble").rule == "ensemble"
 
@@ -124,9 +127,10 @@ def test_lambda_changes_the_context(wide: G2ConSIndex) -> None:
         assert host_only[-1] <= lam * beta + first
     assert len(set(contexts)) == 4
     assert host_only == sorted(host_only) and host_only[-1] > host_only[0]
-    # the default rule reads lambda from the config
-    a = fuse_report(wide, host, q, beta=beta)
-    other = replace(wide.snapshot, config=wide.config.with_(lambda_=0.9))
+    # share fusion chosen in the config reads lambda from the config
+    shared = replace(wide.snapshot, config=wide.config.with_(fusion="share"))
+    a = fuse_report(shared, host, q, beta=beta)
+    other = replace(wide.snapshot, config=wide.config.with_(fusion="share", lambda_=0.9))
     b = fuse_report(other, host, q, beta=beta)
     assert a.rule == b.rule == "share"
     assert sum(x.source == "host" for x in b.items) > sum(x.source == "host" for x in a.items)

@@ -160,7 +160,7 @@ def test_eval_with_host_smoke(tmp_path: Path) -> None:
     assert {"dense", "concept", "concept-e2", "host-kg", "fused"} <= methods
     lams = {x["lambda"] for x in host["sweep"] if x["method"] == "fused"}
     assert lams == {0.0, 0.2, 0.5, 1.0}  # the sweep plus the main row's lambda (config default: 0.2)
-    assert host["main"] == {"kappa": 0.8, "lambda": 0.2, "spill": True, "fusion": "share", "host_weight": 0.6}
+    assert host["main"] == {"kappa": 0.8, "lambda": 0.2, "spill": True, "fusion": "novel", "host_weight": 0.6}
     report = (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
     assert "kappa_frontier.png" in report and "lambda_curve.png" in report
     for png in ("cr.png", "latency.png", "kappa_frontier.png", "lambda_curve.png"):
@@ -203,7 +203,7 @@ def test_eval_host_rows_and_em_f1_of_host_and_fused(context_answerer: None, tmp_
             "--answer-budget", "1000", "--out", str(out), "--quiet"]  # fmt: skip
     assert main(args) == 0
     r = json.loads(out.read_text(encoding="utf-8"))
-    assert r["host"]["main"] == {"kappa": 1.0, "lambda": 0.5, "spill": False, "fusion": "share", "host_weight": 0.6}
+    assert r["host"]["main"] == {"kappa": 1.0, "lambda": 0.5, "spill": False, "fusion": "novel", "host_weight": 0.6}
     sweep = {(x["method"], x["budget"], x["lambda"], x["spill"]): x for x in r["host"]["sweep"]}
     rows = {(x["method"], x["budget"]): x for x in r["results"]}
     for b in (300, 1000):

@@ -244,10 +244,11 @@ class ConceptGraphRetriever(_IndexRetriever):
 
 class G2ConSRetriever(_IndexRetriever):
     """A host retriever (any ``BaseRetriever``: a graph retriever, a Neo4j retriever, a vector store ...) plus the
-    concept path, fused by the core's Weighted Context Ensemble under ``beta`` tokens with host share ``lambda_``.
+    concept path, fused under ``beta`` tokens by the config's rule (``fusion``; novel-first by default, the paper's
+    Weighted Context Ensemble in paper mode; ``lambda_`` as that rule reads it).
 
     Each result carries ``metadata["relevance_score"]`` (the fused score) and ``metadata["g2cons_source"]`` in
-    ``{"host", "concept", "both"}``; ``"both"`` items come first. Host documents match concept units by chunk id:
+    ``{"host", "concept", "both"}``. Host documents match concept units by chunk id:
     ``metadata[id_key]``, else ``Document.id`` if the index knows it, else (no id) by text. Host-sourced results
     keep the host's text and metadata (a host score moves to ``g2cons_host_score``). ``ainvoke`` runs the host and
     the concept path concurrently. Host texts are counted with the index's tokenizer (tiktoken, offline).
@@ -257,15 +258,16 @@ class G2ConSRetriever(_IndexRetriever):
     host: BaseRetriever
     """The host retriever (its own ``k``/search settings decide how many host documents compete)."""
     lambda_: float | None = None
-    """Host share of ``beta``; default ``index.config.lambda_`` (0.4; paper mode 0.6)."""
+    """The host's tokens beyond its first novel passage (novel) or its share (share, ensemble) of ``beta``; default
+    the config's ``fusion_lambda`` (0.2; paper mode 0.6)."""
     spill: bool | None = None
     """Let one path use the other's unused share (still within beta); default ``index.config.fusion_spill`` (True; paper
     mode False)."""
     fusion: Literal["share", "score", "ensemble", "novel"] | None = None
-    """"share" (the default: overlap first, then each path's best within its lambda share, then the spill), "score"
-    (host chunks as evidence on the concept path's unit scores; lambda does not apply), "ensemble" (the paper's;
-    the only one ``spill`` applies to) or "novel" (opt-in: the host's first two passages the concept path lacks
-    displace its tail); default ``index.config.fusion``."""
+    """"novel" (the default: the host's first two passages the concept path lacks displace its tail, behind its
+    first five), "share" (overlap first, then each path's best within its lambda share, then the spill), "score"
+    (host chunks as evidence on the concept path's unit scores; lambda does not apply) or "ensemble" (the paper's;
+    the only one ``spill`` applies to); default ``index.config.fusion``."""
 
     @field_validator("lambda_")
     @classmethod

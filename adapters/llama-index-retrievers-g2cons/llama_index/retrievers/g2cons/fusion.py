@@ -1,5 +1,5 @@
 """``G2ConSRetriever``: a host retriever and the concept path, fused by the core's rule (``G2ConSConfig.fusion``:
-share fusion by default, the paper's lambda-weighted ensemble in paper mode; ``g2cons_plugins.fusion``)
+novel-first fusion by default, the paper's lambda-weighted ensemble in paper mode; ``g2cons_plugins.fusion``)
 under beta. The adapter only translates: host nodes -> ``HostItem`` (chunk id, LLM-visible text and its
 tokens), concept items -> nodes, fused items -> ``NodeWithScore``."""
 
@@ -32,11 +32,14 @@ class G2ConSRetriever(BaseRetriever):
         g2cons_index: the concept graph (``CoreChunkSelector.index``, ``G2ConSIndex.build`` or ``load``).
         host_retriever: any LlamaIndex retriever over the host index.
         beta: token budget of the fused context; default ``g2cons_index.config.beta``.
-        lambda_: host share of ``beta``; default the config's ``fusion_lambda`` (0.4; paper mode 0.6).
+        lambda_: the host's tokens beyond its first novel passage (novel) or its share (share, ensemble) of
+            ``beta``; default the config's ``fusion_lambda`` (0.2; paper mode 0.6).
         spill: let one path use the other's unused share; default the config's ``fusion_spill``.
-        fusion: "share" (the default: overlap first, then each path's best within its lambda share, then the
-            spill), "score" (host chunks as evidence on the concept path's unit scores; lambda_ does not apply)
-            or "ensemble" (the paper's; the only one spill applies to); default the config's ``fusion``.
+        fusion: "novel" (the default: the concept path's first five passages, the host's first two passages the
+            concept path lacks, the rest, the spill), "share" (overlap first, then each path's best within its
+            lambda share, then the spill), "score" (host chunks as evidence on the concept path's unit scores;
+            lambda_ does not apply) or "ensemble" (the paper's; the only one spill applies to); default the
+            config's ``fusion``.
         strategy: concept-path strategy; default the config's.
         similarity_top_k: at most this many fused nodes (after the budget); ``None``: all that fit.
     """
