@@ -5,7 +5,11 @@ over the measured sizes of one tree, by default "after": the code here); prints 
 module holds, and each measured size against the prediction.
 
     python benchmarks/scale/fit_cost_model.py benchmarks/scale/results/build_stages.json \
-        benchmarks/scale/results/build_stages_40k.json
+        benchmarks/scale/results/build_stages_40k.json \
+        --peaks benchmarks/scale/results/build_peaks_streaming.json
+
+``--peaks``: the peak memory and disk lines are fitted on these streaming builds (``build_peaks.py``: the whole
+build and its save, 20k to 1M passages) instead of the stage measurements (in-memory stages, up to 40k passages).
 """
 
 from __future__ import annotations
@@ -45,10 +49,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("measurements", type=Path, nargs="+")
     ap.add_argument("--tree", default="after")
+    ap.add_argument("--peaks", type=Path, nargs="*", default=[], help="build_peaks.py results (memory and disk)")
     args = ap.parse_args()
     rows = [r for f in args.measurements for r in json.loads(f.read_text())["rows"] if r["tree"] == args.tree]
     rows.sort(key=lambda r: r["tokens"])
     m = model(rows)
+    peaks = sorted((r for f in args.peaks for r in json.loads(f.read_text())["rows"]), key=lambda r: r["tokens"])
+    if peaks:
+        x = np.array([r["tokens"] for r in peaks], dtype=np.float64)
+        m["PEAK_MB"] = fit(x, np.array([r["peak_mb"] for r in peaks]))
+        m["DISK_MB"] = fit(x, np.array([r["disk_mb"] for r in peaks]))
+        m["FITTED_PEAK_UP_TO_TOKENS"] = int(x.max())
     for k, v in m.items():
         print(f"{k} = {v!r}")
     print("\n| passages | tokens | time s measured / model | peak MB measured / model | disk MB measured / model |")
@@ -63,6 +74,18 @@ def main() -> None:
             f"{r['peak_mb']:,.0f} / {peak:,.0f} ({peak / r['peak_mb'] - 1:+.0%}) | "
             f"{r['disk_mb']:.1f} / {disk:.1f} ({disk / r['disk_mb'] - 1:+.0%}) |"
         )
+    if peaks:
+        print("\n| passages | tokens | peak MB (build, save) measured / model | disk MB measured / model |")
+        print("|---|---|---|---|")
+        for r in peaks:
+            t = r["tokens"] / 1e6
+            peak = m["PEAK_MB"][0] + m["PEAK_MB"][1] * t
+            disk = m["DISK_MB"][0] + m["DISK_MB"][1] * t
+            print(
+                f"| {r['n']:,} | {r['tokens']:,} | {r['peak_mb']:,.0f} ({r['build_peak_mb']:,.0f}, "
+                f"{r['save_peak_mb']:,.0f}) / {peak:,.0f} ({peak / r['peak_mb'] - 1:+.0%}) | "
+                f"{r['disk_mb']:,.0f} / {disk:,.0f} ({disk / r['disk_mb'] - 1:+.0%}) |"
+            )
 
 
 if __name__ == "__main__":
