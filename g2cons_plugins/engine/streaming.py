@@ -10,8 +10,9 @@ memory (at 1M passages: ~1.2 GB of chunks, ~2.3 GB of units, 1.5 GB of vectors, 
 2. :func:`stream_store` walks the sorted chunks in batches: splits them (here, or in an engine's workers, the
    next batch while this one is embedded when the engine can), counts, embeds the units (and the sentences where
    the concept vectors need them) and appends everything to spools: unit parents, token counts and sentence
-   positions, the distinct sentences, the vectors. What stays in memory is the distinct sentences' positions
-   (a dict, for the sentences' order of first use) and 8 bytes per chunk.
+   positions, the distinct sentences, the vectors. What stays in memory is the distinct sentences' numbers (in
+   order of first use, kept as ~25 bytes of hashes each: :class:`~g2cons_plugins.arrays.first_use.FirstUse`) and
+   8 bytes per chunk.
 
 The result is a :class:`~g2cons_plugins.build.Stored` over columns (a :class:`~g2cons_plugins.arrays.tables.UnitTable`,
 a :class:`~g2cons_plugins.arrays.columns.TextColumn` of sentences, mapped vectors) that equals ``store``'s on the
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..arrays.columns import TextColumn, bisect_left
+from ..arrays.first_use import FirstUse
 from ..arrays.tables import ChunkTable, UnitTable, metadata_json
 from ..build import (
     Stored,
@@ -145,7 +147,7 @@ class _Columns:
     unit_vecs: ArraySpool
     sent_vecs: ArraySpool | None
     text_at: array[int]
-    sent_pos: dict[str, int]
+    sent_ids: FirstUse
     chunk_tokens: np.ndarray
     timings: dict[str, float]
 
@@ -198,7 +200,7 @@ def _new_columns(n_chunks: int, dim: int, sentence_vectors: bool) -> _Columns:
         unit_vecs=ArraySpool(np.float32, (dim,)),
         sent_vecs=ArraySpool(np.float32, (dim,)) if sentence_vectors else None,
         text_at=array("q"),
-        sent_pos={},
+        sent_ids=FirstUse(),
         chunk_tokens=np.full(n_chunks, -1, np.int64),
         timings={"split_and_count": 0.0, "embed": 0.0},
     )
@@ -278,7 +280,8 @@ def _append(
         raise RuntimeError(f"the split gave units for {len(unit_lists)} of {len(part)} chunks")
     t0 = time.perf_counter()
     reuse = engine is None and not own_batch_counter(tok)
-    parents, tokens, counts, flat, new_sents, unit_texts = [], [], [], [], [], []
+    parents, tokens, counts, unit_texts = [], [], [], []
+    flat: list[str] = []  # the batch's sentences, unit by unit
     recount: list[int] = []
     for i, (ch, units) in enumerate(zip(part, unit_lists, strict=True)):
         p = lo + i
@@ -288,12 +291,7 @@ def _append(
             parents.append(p)
             tokens.append(u.n_tokens)
             counts.append(len(u.sentences))
-            for s in u.sentences:
-                k = cols.sent_pos.get(s)
-                if k is None:
-                    k = cols.sent_pos[s] = len(cols.sent_pos)
-                    new_sents.append(s)
-                flat.append(k)
+            flat.extend(u.sentences)
             if not single or u.text != ch.text:  # as the saved columns: a text that is not its chunk's is written
                 _written_text(cols, cols.parent.rows + len(parents) - 1, u.text)
             unit_texts.append(u.text)
@@ -306,7 +304,9 @@ def _append(
         cols.chunk_tokens[[lo + i for i in recount]] = got
     for spool, values in ((cols.parent, parents), (cols.unit_tokens, tokens), (cols.sent_counts, counts)):
         spool.append(np.asarray(values, dtype=np.int64))
-    cols.sent_flat.append(np.asarray(flat, dtype=np.int64))
+    numbers, first = cols.sent_ids.number(flat)  # the sentences' numbers, in order of first use
+    new_sents = [flat[i] for i in first]
+    cols.sent_flat.append(numbers)
     for s in new_sents:
         cols.sentences.append(s)
     cols.timings["split_and_count"] += time.perf_counter() - t0

@@ -1,0 +1,75 @@
+"""Texts numbered in order of first use (:class:`g2cons_plugins.arrays.first_use.FirstUse`): the numbers a ``dict``
+keyed by the texts gives, whatever the batches, the merges and the hash collisions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from g2cons_plugins.arrays import first_use
+from g2cons_plugins.arrays.first_use import FirstUse
+
+
+def _dict_numbers(batches: list[list[str]]) -> tuple[list[list[int]], list[list[int]]]:
+    """What the streaming build's dict gave: each text's number, and the positions of the new ones per batch."""
+    seen: dict[str, int] = {}
+    numbers, new = [], []
+    for batch in batches:
+        got, fresh = [], []
+        for i, t in enumerate(batch):
+            if t not in seen:
+                seen[t] = len(seen)
+                fresh.append(i)
+            got.append(seen[t])
+        numbers.append(got)
+        new.append(fresh)
+    return numbers, new
+
+
+def _check(batches: list[list[str]]) -> FirstUse:
+    fu = FirstUse()
+    want_numbers, want_new = _dict_numbers(batches)
+    for batch, numbers, new in zip(batches, want_numbers, want_new, strict=True):
+        got, fresh = fu.number(batch)
+        assert got.dtype == np.int64 and got.tolist() == numbers
+        assert fresh == new
+    assert len(fu) == len({t for b in batches for t in b})
+    return fu
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.sampled_from([f"s{i}" for i in range(40)] + ["", "a b", "\x1f", "é"]), max_size=30),
+                max_size=12))  # fmt: skip
+def test_numbers_are_the_dicts(batches: list[list[str]]) -> None:
+    _check(batches)
+
+
+def test_merged_keys_are_found_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a merge after every batch, every later batch looks its known texts up in the sorted arrays."""
+    monkeypatch.setattr(first_use, "_MIN_PENDING", 1)
+    batches = [[f"t{(7 * b + i) % 50}" for i in range(9)] for b in range(20)]
+    fu = _check(batches)
+    assert len(fu._pending) < len(fu)  # noqa: SLF001 - most keys went to the arrays
+
+
+def test_equal_first_hashes_are_told_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Distinct texts whose first hash is equal (forced here: three values for all) keep distinct numbers, in the
+    pending keys and in the sorted arrays."""
+    real = hash
+
+    def weak(t: str) -> int:
+        return real(t) if t.startswith(first_use._SEP) else len(t) % 3  # noqa: SLF001
+
+    monkeypatch.setattr(first_use, "hash", weak, raising=False)
+    monkeypatch.setattr(first_use, "_MIN_PENDING", 2)
+    batches = [[f"x{i * j}" for i in range(6)] for j in range(1, 15)]
+    _check(batches)
+
+
+def test_empty_batches() -> None:
+    fu = FirstUse()
+    got, fresh = fu.number([])
+    assert got.shape == (0,) and fresh == []
+    _check([[], ["a"], [], ["a", "b"]])
