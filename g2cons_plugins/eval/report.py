@@ -240,13 +240,21 @@ def plot_host(host: dict[str, Any], directory: Path) -> tuple[Path, Path]:
                 key=lambda r: r["lambda"],
             )  # fmt: skip
             ax.plot([r["lambda"] for r in rows], [r["context_recall"] for r in rows], style, color=f"C{j}",
-                    label=f"@{b} {'spill' if spill else 'hard caps'}")  # fmt: skip
+                    label=f"@{b} ensemble, {'spill' if spill else 'hard caps'}")  # fmt: skip
+        if main.get("fusion") in ("share", "novel"):  # the config's lambda rule, swept over the same lambdas
+            rows = sorted(
+                (r for r in host["sweep"] if r["method"] == f"fused-{main['fusion']}" and r["budget"] == b
+                 and r["kappa"] == main["kappa"]),
+                key=lambda r: r["lambda"],
+            )  # fmt: skip
+            ax.plot([r["lambda"] for r in rows], [r["context_recall"] for r in rows], "-s", lw=2.2, color=f"C{j}",
+                    label=f"@{b} {main['fusion']} (the config's rule)")  # fmt: skip
         ax.axhline(concept[b], color=f"C{j}", lw=0.8, ls=":")
     curve = _finish(
         plt,
         fig,
         ax,
-        "lambda (host share of beta; items both paths found come first at any lambda)",
+        "lambda (the host's part of beta, as each rule reads it)",
         f"fusion lambda curve, kappa {main['kappa']:g} (dotted: concept alone)",
         directory / "lambda_curve.png",
     )
