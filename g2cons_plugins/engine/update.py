@@ -48,7 +48,7 @@ from ..graph import concept_vectors, graph_stats, pagerank
 from ..storage.memory import drop_mapped_pages, release_free_memory, state_arrays
 from .edge_update import PairWorkExceeded, update_edges
 from .trickle_log import Origin, TrickleOp
-from .trickle_store import Inserted, RowMap, insert_rows, spliced
+from .trickle_store import Inserted, RowMap, TextRows, insert_rows, spliced
 
 __all__ = [
     "DEFER_CHUNKS",
@@ -132,7 +132,7 @@ class Pending:
     concept_cols: np.ndarray  # term-index column of each concept
     name_cols: np.ndarray  # term-index column of each bridge name
     live: np.ndarray  # per sentence row: in at least one unit
-    sent_map: RowMap  # sentence text -> row
+    sent_map: TextRows  # sentence text -> row
     word_map: RowMap  # word -> term-index column
     n_base: int  # chunks at the last exact derive
     n_changed: int  # chunks added + removed since then
@@ -150,7 +150,7 @@ class Pending:
         name_cols = np.fromiter((word_map.rows[w] for w in dv.names), np.int64, count=len(dv.names))
         live = np.ones(len(st.sentences), bool)
         stale = np.zeros(len(dv.vocab), np.float64)
-        return cls(cols, name_cols, live, RowMap(st.sentences), word_map, len(st.chunks), 0, stale, origin=origin)
+        return cls(cols, name_cols, live, TextRows(st.sentences), word_map, len(st.chunks), 0, stale, origin=origin)
 
     def logged(self, op: TrickleOp) -> Pending:
         """This state with ``op`` appended to its log."""

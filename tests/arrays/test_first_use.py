@@ -73,3 +73,24 @@ def test_empty_batches() -> None:
     got, fresh = fu.number([])
     assert got.shape == (0,) and fresh == []
     _check([[], ["a"], [], ["a", "b"]])
+
+
+def test_text_rows_give_the_row_maps_rows_on_every_branch() -> None:
+    """The sentences' text -> row map (:class:`g2cons_plugins.engine.trickle_store.TextRows`) gives the rows the
+    dict-keyed ``RowMap`` gives: known texts their rows, new ones appended in order, and a snapshot that appends
+    after another one appended to the shared map gets a fresh map of its own rows first."""
+    from g2cons_plugins.engine.trickle_store import RowMap, TextRows
+
+    base = [f"sentence {i}." for i in range(300)]
+    for cls in (RowMap, TextRows):
+        m0 = cls(base)
+        m1, rows1 = m0.extended(300, ["sentence 5.", "new a.", "sentence 299.", "new a.", "new b."], base)
+        assert m1 is m0 and rows1 == [5, 300, 299, 300, 301]
+        after1 = [*base, "new a.", "new b."]
+        # a second branch from the 300-row snapshot: the shared map has 302 rows, so it gets its own copy
+        m2, rows2 = m0.extended(300, ["new b.", "sentence 0."], base)
+        assert m2 is not m0 and rows2 == [300, 0]
+        # the first branch goes on appending to its map
+        m3, rows3 = m1.extended(302, ["new b.", "new c."], after1)
+        assert rows3 == [301, 302]
+        assert m3 is m1
