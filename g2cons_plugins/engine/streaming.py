@@ -11,8 +11,8 @@ memory (at 1M passages: ~1.2 GB of chunks, ~2.3 GB of units, 1.5 GB of vectors, 
    next batch while this one is embedded when the engine can), counts, embeds the units (and the sentences where
    the concept vectors need them) and appends everything to spools: unit parents, token counts and sentence
    positions, the distinct sentences, the vectors. What stays in memory is the distinct sentences' numbers (in
-   order of first use, kept as ~25 bytes of hashes each: :class:`~g2cons_plugins.arrays.first_use.FirstUse`) and
-   8 bytes per chunk.
+   order of first use, by two 64-bit hashes each, ~64 bytes: :class:`~g2cons_plugins.arrays.first_use.FirstUse`)
+   and 8 bytes per chunk.
 
 The result is a :class:`~g2cons_plugins.build.Stored` over columns (a :class:`~g2cons_plugins.arrays.tables.UnitTable`,
 a :class:`~g2cons_plugins.arrays.columns.TextColumn` of sentences, mapped vectors) that equals ``store``'s on the

@@ -408,7 +408,7 @@ def _downstream_hits(
             alone = fuse(hitems, [], b, 1.0, tokenizer=index.tokenizer, spill=False)
             if index.config.fusion == "ensemble":
                 fused = fuse(hitems, ctx.concept[b][i], b, lam, tokenizer=index.tokenizer, spill=spill)
-            else:  # share or score, with the index's settings
+            else:  # novel, share or score, with the index's settings
                 opt = FuseOptions.of(index.config, beta=b)
                 fused = fuse_context(index, hitems, q["question"], opt, ctx.pairs[i][1], ctx.concept[b][i]).items
             hits[b][0].append(int(answer_in_context(q["answers"], "\n".join(f.text for f in alone))))
