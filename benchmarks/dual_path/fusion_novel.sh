@@ -3,9 +3,8 @@
 # --host` run sweeps both rules over lambda. Hosts: HippoRAG 2's walk over MuSiQue train100's replayed gpt-3.5
 # extraction (graph-walk), passages as they are and packed into 1,200-token chunks, at kappa 0.5 and 1.0; the LLM-free
 # NER host on the four multi-hop sets at kappa 0.8 (the KET-RAG 500-question sets were not looked at while the rule
-# was chosen). Results: benchmarks/dual_path/results/novel_*.md / .json and novel_summary.md. The committed results ran
-# just before novel-first became the default: their main table's "fused" row is share fusion; the swept
-# novel@lambda / share@lambda columns do not depend on the default.
+# was chosen). Results: benchmarks/dual_path/results/novel_*.md / .json and novel_summary.md (the main table's "fused"
+# row is the default, novel-first; a run before the switch gave the same swept columns cell for cell).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 D=${G2CONS_DATA:-../shared/data}  # the shared benchmark sets

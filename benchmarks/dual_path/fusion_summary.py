@@ -62,7 +62,7 @@ def _pick(rows: list[dict[str, Any]], method: str, **kw: Any) -> dict[str, Any] 
 
 
 def main(argv: list[str]) -> int:
-    print("# Fusion rules on the same runs (benchmarks/dual_path/fusion_compare.sh)\n")
+    print("# Fusion rules on the same runs (benchmarks/dual_path/fusion_compare.sh, fusion_novel.sh)\n")
     for p in argv:
         print("\n".join(summarize(Path(p))))
     return 0
