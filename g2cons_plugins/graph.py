@@ -283,7 +283,6 @@ def default_workers() -> int:
     return max(1, min(n, 4))
 
 
-
 # bound on the entries of one block's co-occurrence product (:func:`_row_blocks`): with the default 2 threads, two
 # such products and their hit arrays are in flight (~12 bytes an entry). At 1M passages the first 2,048 concepts'
 # product alone had ~50M entries.

@@ -62,31 +62,32 @@ def main() -> None:
         m["FITTED_PEAK_UP_TO_TOKENS"] = int(x.max())
     for k, v in m.items():
         print(f"{k} = {v!r}")
-    print("\n| passages | tokens | time s measured / model | peak MB measured / model | disk MB measured / model |")
-    print("|---|---|---|---|---|")
+    def line(name: str, t: float) -> float:
+        return float(m[name][0] + m[name][1] * t)
+
+    print("\n| passages | tokens | time s measured / model |" + ("" if peaks else " peak MB measured / model | disk MB "
+          "measured / model |"))  # fmt: skip
+    print("|---|---|---|" + ("" if peaks else "---|---|"))
     for r in rows:
         t = r["tokens"] / 1e6
         secs = sum(a + b * t for a, b in m["STAGE_SECONDS"].values())
-        peak = m["PEAK_MB"][0] + m["PEAK_MB"][1] * t
-        disk = m["DISK_MB"][0] + m["DISK_MB"][1] * t
-        print(
-            f"| {r['n']:,} | {r['tokens']:,} | {r['total_s']:.1f} / {secs:.1f} ({secs / r['total_s'] - 1:+.0%}) | "
-            f"{r['peak_mb']:,.0f} / {peak:,.0f} ({peak / r['peak_mb'] - 1:+.0%}) | "
-            f"{r['disk_mb']:.1f} / {disk:.1f} ({disk / r['disk_mb'] - 1:+.0%}) |"
-        )
+        cells = [f"{r['n']:,}", f"{r['tokens']:,}", f"{r['total_s']:.1f} / {secs:.1f} ({secs / r['total_s'] - 1:+.0%})"]
+        if not peaks:  # the memory and disk lines were fitted on these rows
+            peak, disk = line("PEAK_MB", t), line("DISK_MB", t)
+            cells += [f"{r['peak_mb']:,.0f} / {peak:,.0f} ({peak / r['peak_mb'] - 1:+.0%})",
+                      f"{r['disk_mb']:.1f} / {disk:.1f} ({disk / r['disk_mb'] - 1:+.0%})"]  # fmt: skip
+        print("| " + " | ".join(cells) + " |")
     if peaks:
         print("\n| passages | tokens | peak MB (build, save) measured / model | disk MB measured / model |")
         print("|---|---|---|---|")
         for r in peaks:
             t = r["tokens"] / 1e6
-            peak = m["PEAK_MB"][0] + m["PEAK_MB"][1] * t
-            disk = m["DISK_MB"][0] + m["DISK_MB"][1] * t
+            peak, disk = line("PEAK_MB", t), line("DISK_MB", t)
             print(
                 f"| {r['n']:,} | {r['tokens']:,} | {r['peak_mb']:,.0f} ({r['build_peak_mb']:,.0f}, "
                 f"{r['save_peak_mb']:,.0f}) / {peak:,.0f} ({peak / r['peak_mb'] - 1:+.0%}) | "
                 f"{r['disk_mb']:,.0f} / {disk:,.0f} ({disk / r['disk_mb'] - 1:+.0%}) |"
             )
-
 
 if __name__ == "__main__":
     main()

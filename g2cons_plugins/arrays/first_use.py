@@ -62,16 +62,18 @@ class FirstUse:
         pending, n_known = self._pending, self._n
         miss = np.flatnonzero(out < 0)
         got = []
-        for i, a, b in zip(miss.tolist(), k1[miss].tolist(), k2[miss].view(np.uint64).tolist(), strict=True):
-            key = (a << 64) | b
-            v = pending.get(key)
-            if v is None:
-                v = pending[key] = n_known
-                n_known += 1
-                new.append(i)
-            got.append(v)
+        try:
+            for i, a, b in zip(miss.tolist(), k1[miss].tolist(), k2[miss].view(np.uint64).tolist(), strict=True):
+                key = (a << 64) | b
+                v = pending.get(key)
+                if v is None:
+                    v = pending[key] = n_known
+                    n_known += 1
+                    new.append(i)
+                got.append(v)
+        finally:  # whatever was numbered stays counted: a number is never given twice (the map is shared)
+            self._n = n_known
         out[miss] = got
-        self._n = n_known
         if len(pending) >= max(_MIN_PENDING, len(self._k1) >> 3):
             self._merge()
         return out, new
