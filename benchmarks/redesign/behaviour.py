@@ -13,11 +13,10 @@ and never a submodule, so the same file runs on the old and on the new module la
 - ``hosts``: the host list of the question: the ids of the 10 passages sharing most distinct words with the question
   (plain Python here, independent of the package; ties by corpus order);
 - ``fusion``: that host list fused with the concept path at beta 2000 and lambda 0.2 / 0.6 by every rule: ``share``
-  (the default index's rule: share fusion until novel-first became the default), ``rule_share`` and ``rule_novel``
-  (each lambda rule by name on the default index), ``score`` (an index with ``fusion="score"``), ``ensemble`` (an
-  index with ``fusion="ensemble"``), ``paper`` (the paper-mode index: the ensemble with hard caps) and ``fuse_fn``
-  (the top-level ``fuse`` on the default concept path, spill on): ``[source, chunk_id, unit_id, n_tokens, score]``
-  per item, plus the report (host items given, contributed, dropped by reason, rule);
+  (the default rule), ``score`` (an index with ``fusion="score"``), ``ensemble`` (an index with
+  ``fusion="ensemble"``), ``paper`` (the paper-mode index: the ensemble with hard caps) and ``fuse_fn`` (the top-level
+  ``fuse`` on the default concept path, spill on): ``[source, chunk_id, unit_id, n_tokens, score]`` per item, plus
+  the report (host items given, contributed, dropped by reason, rule);
 
 and per set:
 
@@ -247,10 +246,6 @@ def run_set(name: str, data: Path, embedder: str, cache_dir: Path | None, limit:
             for rule, idx in (("share", default), ("score", indexes["score"]), ("ensemble", indexes["ensemble"]),
                               ("paper", paper)):  # fmt: skip
                 per[f"{rule}@{lam}"] = report(idx.fuse_report(items, text, beta=FUSION_BETA, lambda_=lam))
-            for named in ("share", "novel"):  # each lambda rule by name on the default index, whatever the default
-                per[f"rule_{named}@{lam}"] = report(
-                    default.fuse_report(items, text, beta=FUSION_BETA, lambda_=lam, rule=named)
-                )
             per[f"fuse_fn@{lam}"] = {
                 "items": fused(fuse(items, concept, FUSION_BETA, lambda_=lam, tokenizer=default.tokenizer, spill=True))
             }
