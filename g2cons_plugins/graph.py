@@ -92,7 +92,10 @@ def _mean_vectors(incidence: sp.csr_matrix, vecs: np.ndarray) -> ConceptVectors:
     with np.errstate(divide="ignore", invalid="ignore"):
         V /= np.maximum(counts, 1)[:, None]
         norms = np.linalg.norm(V, axis=1, keepdims=True)
-        V = np.where(norms > 0, V / np.maximum(norms, 1e-12), 0.0).astype(np.float32)
+        # in place (the values of np.where(norms > 0, V / max(norms, 1e-12), 0) bit for bit): no temporary copies of
+        # the matrix, which is the step's peak (at 100k passages 58 MB a copy, three of them)
+        np.divide(V, np.maximum(norms, np.float32(1e-12)), out=V)
+        V[~(norms.ravel() > 0)] = 0.0
     if not np.isfinite(V).all():
         raise EmbeddingError("concept vectors contain NaN/inf: the sentence embeddings are not finite")
     return ConceptVectors(V, counts, norms.ravel().astype(np.float64) * np.maximum(counts, 1))

@@ -31,7 +31,7 @@ from .build import Derived, Stored, store, with_vectors
 from .chunks import Chunk, Unit, make_chunks
 from .config import G2ConSConfig
 from .embedders import CachedEmbedder, Embedder, get_embedder
-from .engine.snapshot_updates import refreshed, with_added, with_removed
+from .engine.snapshot_updates import refreshed, spilled_snapshot, with_added, with_removed
 from .engine.streaming import SpooledChunks, spool_chunks, stream_store
 from .errors import InputError
 from .fusion import FusedItem, FuseOptions, Fusion, fuse_context
@@ -183,6 +183,7 @@ class G2ConSIndex:
             raise InputError("remove() takes an iterable of ids; wrap a single id in a list")
         id_list = list(ids)
         with self._write_lock:
+            self._spill_trickled()
             self._snapshot = with_removed(self._snapshot, id_list, exact)
             release_free_memory()  # the replaced snapshot's copies (see Scale: what an updating process gives back)
 
@@ -190,7 +191,16 @@ class G2ConSIndex:
         """Recompute the derived state after trickle updates, so the index equals a fresh build on its chunks
         exactly (nothing is re-embedded); a no-op when :attr:`refreshed`. Atomic like :meth:`add`."""
         with self._write_lock:
+            self._spill_trickled()
             self._snapshot = refreshed(self._snapshot)
+            release_free_memory()
+
+    def _spill_trickled(self) -> None:
+        """Before a removal or a refresh (which make the next state beside this one): the arrays earlier trickle
+        updates made in memory moved to temporary file maps, the same state (``spilled_snapshot``)."""
+        snap = spilled_snapshot(self._snapshot)
+        if snap is not self._snapshot:
+            self._snapshot = snap
             release_free_memory()
 
     @property

@@ -112,3 +112,34 @@ def test_a_refresh_spills_and_equals_a_fresh_derive(
     assert is_file_backed(index.derived.A.data) and is_file_backed(index.derived.edges.dice)
     del index
     assert list(scratch.iterdir()) == []
+
+
+def test_a_removal_and_a_refresh_start_from_the_trickle_state_in_files(
+    spilled: G2ConSIndex, scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The arrays trickle updates made in memory are moved to files before a refresh builds the next state beside
+    them (engine.snapshot_updates.spilled_snapshot): the same state (digests), file-backed; then the refresh
+    equals a fresh build."""
+    from g2cons_plugins import index as index_mod
+    from g2cons_plugins.engine import snapshot_updates as su
+    from g2cons_plugins.engine import update as upd
+
+    monkeypatch.setattr(upd, "MIN_CHUNKS", 50)
+    rows = _passages()
+    index = G2ConSIndex.build(rows[:-4], embedder="hash", config=G2ConSConfig())
+    monkeypatch.setattr(step_spill, "SPILL_STEP_MIN_BYTES", 2**40)  # the trickle add keeps its arrays in memory
+    index.add(rows[-4:], exact=False)
+    trickled = index.snapshot
+    assert not is_file_backed(trickled.derived.concept_vecs)
+    want = _digests(trickled.derived)
+    monkeypatch.setattr(step_spill, "SPILL_STEP_MIN_BYTES", 0)
+    seen: list[Any] = []
+    real = index_mod.refreshed
+    monkeypatch.setattr(index_mod, "refreshed", lambda snap: seen.append(snap) or real(snap))
+    index.refresh()
+    (given,) = seen
+    assert given is not trickled and given.pending is trickled.pending
+    assert is_file_backed(given.derived.concept_vecs) and is_file_backed(given.derived.edges.dice)
+    assert _digests(given.derived) == want
+    assert index_digest(index) == EXPECTED
+    assert su.spilled_snapshot(index.snapshot) is index.snapshot  # exact: nothing to move

@@ -18,11 +18,11 @@ import numpy as np
 
 from ..chunks import Chunk, Unit, unit_id
 from ..errors import PersistError
-from .columns import Rope, SequenceEq, concat, position, take
+from .columns import Rope, SequenceEq, TextColumn, concat, position, take
 
 __all__ = [
-    "ChunkTable", "UnitTable", "chunk_id_view", "unit_fields", "unit_fields_of", "unit_id_view", "unit_text",
-    "unit_text_view", "unit_texts",
+    "ChunkTable", "UnitTable", "chunk_id_view", "column_arrays", "unit_fields", "unit_fields_of", "unit_id_view",
+    "unit_text", "unit_text_view", "unit_texts",
 ]
 
 
@@ -265,3 +265,23 @@ def unit_id_view(units: Sequence[Unit]) -> Sequence[str]:
 def unit_text_view(units: Sequence[Unit]) -> Sequence[str]:
     """``[u.text for u in units]`` as a sequence read one text at a time (no unit is made from a table)."""
     return _view(units, "text")
+
+
+def column_arrays(seq: Any, _depth: int = 0) -> Iterator[np.ndarray]:
+    """The NumPy arrays behind a sequence of columns: a :class:`~.columns.TextColumn`'s bytes and offsets, a
+    :class:`ChunkTable`'s or :class:`UnitTable`'s columns, the sequences a :class:`~.columns.Rope` or a field
+    view joins (followed down), an array itself; nothing for anything else (a list of Python objects is not
+    walked). What :func:`g2cons_plugins.storage.memory.drop_mapped_pages` unmaps of a loaded index's texts."""
+    if _depth > 8:
+        return
+    if isinstance(seq, np.ndarray):
+        yield seq
+    elif isinstance(seq, TextColumn):
+        yield from (seq.buf, seq.off)
+    elif isinstance(seq, Rope):
+        for piece, _, _ in seq.pieces:
+            yield from column_arrays(piece, _depth + 1)
+    elif isinstance(seq, ChunkTable | UnitTable | _Field):
+        for name in type(seq).__slots__:
+            yield from column_arrays(getattr(seq, name, None), _depth + 1)
+

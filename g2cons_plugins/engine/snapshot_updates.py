@@ -19,13 +19,13 @@ from ..concepts import update as update_terms
 from ..errors import InputError, PersistError, normalize_id
 from ..snapshot import Snapshot, make_snapshot
 from ..storage.memory import after_build_step, drop_mapped_pages, release_free_memory, state_arrays
-from ..storage.step_spill import SpillSteps
+from ..storage.step_spill import SpillSteps, spilled
 from .refresh_store import refreshed_stored
 from .trickle_log import Origin, RecordingEmbedder, ReplayEmbedder, TrickleOp
 from .trickle_store import drop_stored, insert_stored
 from .update import Pending, TrickleTooLarge, append_terms, derive_added, derive_removed, supports, use_trickle
 
-__all__ = ["refreshed", "replayed", "with_added", "with_origin", "with_removed"]
+__all__ = ["refreshed", "replayed", "spilled_snapshot", "with_added", "with_origin", "with_removed"]
 
 
 def with_added(
@@ -100,6 +100,7 @@ def refreshed(snap: Snapshot) -> Snapshot:
     st = refreshed_stored(snap.stored, snap.config) or store(
         snap.stored.chunks, snap.embedder, snap.tokenizer, snap.config, False, previous=snap.stored
     )
+    drop_mapped_pages(state_arrays(snap.stored))  # what that read of the texts and vectors of a loaded index
     # previous=snap: the same units, so the unit index is kept as it is (not rebuilt)
     return make_snapshot(
         st,
@@ -134,6 +135,29 @@ def replayed(snap: Snapshot, ops: Sequence[TrickleOp]) -> Snapshot:
                 raise InputError(f"update {i} removes chunk ids the index does not hold ({unknown[:5]}) or all of them")
             snap = _trickle_removed(snap, set(op.ids), force=True)
     return snap
+
+
+def spilled_snapshot(snap: Snapshot) -> Snapshot:
+    """``snap`` with the large arrays its trickle updates made in memory (the concept vectors, the edges, the
+    adjacency, the incidences a removal renumbered) in read-only maps of unlinked temporary files
+    (:func:`g2cons_plugins.storage.step_spill.spilled`): the same state, its computed look-ups kept; ``snap`` itself
+    when it has nothing to move (an exact loaded index is file-backed already).
+
+    Why: a removal or a refresh makes the next state beside this one (readers may hold it until the swap), so what
+    this one holds in memory is paid twice at its peak. Measured at 100k passages after the benchmark's adds
+    (``benchmarks/scale/bench.py``): 230-400 MB of such arrays. The caller swaps this in first and gives the freed
+    heap back (:class:`g2cons_plugins.G2ConSIndex` does, before a removal or a refresh)."""
+    if snap.pending is None:
+        return snap
+    stored, n_stored = spilled(snap.stored)
+    derived, n_derived = spilled(snap.derived)
+    if n_stored + n_derived == 0:
+        return snap
+    new = replace(snap, stored=stored, derived=derived)
+    for name in ("chunk_pos", "unit_pos", "lexical"):
+        if name in snap.__dict__:
+            new.__dict__[name] = snap.__dict__[name]
+    return new
 
 
 def with_origin(snap: Snapshot, origin: Origin) -> Snapshot:

@@ -30,7 +30,10 @@ from dataclasses import fields, is_dataclass
 from functools import cache
 from typing import Any
 
+import numpy as np
+
 from ..arrays.mapped import file_maps, unmap_read_pages
+from ..arrays.tables import column_arrays
 from .growable import drop_clean_pages
 
 __all__ = ["RELEASE_AFTER", "after_build_step", "drop_mapped_pages", "release_free_memory", "state_arrays"]
@@ -75,12 +78,18 @@ def after_build_step(step: str) -> None:
 
 
 def drop_mapped_pages(arrays: Iterable[Any]) -> int:
-    """Unmap the resident pages of every read-only file map behind ``arrays`` (NumPy arrays and sparse matrices;
-    other objects are skipped); returns how many maps were advised. The arrays stay valid: a page read later is
+    """Unmap the resident pages of every read-only file map behind ``arrays`` (NumPy arrays, sparse matrices and
+    columns of texts or tables of chunks and units, :func:`~g2cons_plugins.arrays.tables.column_arrays`; other
+    objects are skipped); returns how many maps were advised. The arrays stay valid: a page read later is
     mapped again from the page cache or the file. A no-op where ``madvise`` is missing."""
     seen: dict[int, Any] = {}
     for a in arrays:
-        parts = [getattr(a, k, None) for k in ("data", "indices", "indptr")] if hasattr(a, "indptr") else [a]
+        if hasattr(a, "indptr"):
+            parts = [getattr(a, k, None) for k in ("data", "indices", "indptr")]
+        elif isinstance(a, np.ndarray):
+            parts = [a]
+        else:
+            parts = list(column_arrays(a))  # a column of texts, a table of chunks or units: its arrays
         for part in parts:
             for m in file_maps(part):
                 seen.setdefault(id(m), m)

@@ -30,7 +30,7 @@ from ..arrays.ones import is_shared_ones, share_ones
 from . import spill
 from .memory import drop_mapped_pages, release_free_memory, state_arrays
 
-__all__ = ["SPILL_STEP_MIN_BYTES", "SpillSteps"]
+__all__ = ["SPILL_STEP_MIN_BYTES", "SpillSteps", "spilled"]
 
 SPILL_STEP_MIN_BYTES = 16 * 2**20  # smaller arrays stay in memory (at 100k passages the largest are 20-80 MB)
 
@@ -95,6 +95,16 @@ class SpillSteps:
             self.spilled.append(out)
             self._freed = True
         return out
+
+
+def spilled(value: _V, min_bytes: int | None = None) -> tuple[_V, int]:
+    """``value`` (an array, a sparse matrix or a dataclass of them, followed down) with each in-memory array of at
+    least ``min_bytes`` (default :data:`SPILL_STEP_MIN_BYTES`) in a read-only file map, as :class:`SpillSteps` keeps
+    a step's result, and how many arrays were written; ``value`` itself when there was nothing to move. The same
+    values, dtypes and shapes."""
+    keep = SpillSteps(min_bytes=min_bytes)
+    out = keep._keep(value)
+    return cast(_V, out), len(keep.spilled)
 
 
 def _mapped(a: Any) -> bool:

@@ -48,3 +48,22 @@ def test_updates_give_freed_memory_back(corpus: list[dict[str, str]], monkeypatc
     assert seen[-1][1] is idx.snapshot and seen[-1][1] is not before  # after the swap
     idx.refresh()
     assert seen[-1] == ("swap", idx.snapshot)
+
+
+def test_the_pages_of_a_loaded_index_texts_are_dropped_too(corpus: list[dict[str, str]], tmp_path: Path) -> None:
+    """drop_mapped_pages follows a loaded index's chunk and unit tables down to their mapped text columns
+    (arrays.tables.column_arrays); the texts read back the same."""
+    from g2cons_plugins.arrays.mapped import is_file_backed
+    from g2cons_plugins.arrays.tables import column_arrays
+
+    idx = G2ConSIndex.build(corpus, embedder="hash")
+    idx.save(tmp_path / "i")
+    loaded = G2ConSIndex.load(tmp_path / "i")
+    st = loaded.stored
+    texts = [c.text for c in st.chunks]
+    arrays = list(column_arrays(st.chunks)) + list(column_arrays(st.units))
+    assert any(is_file_backed(a) for a in arrays)
+    assert list(column_arrays(["a", "list", "of", "texts"])) == []
+    assert drop_mapped_pages([st.chunks, st.units, st.sentences]) >= 1
+    assert [c.text for c in st.chunks] == texts == [c.text for c in idx.stored.chunks]
+    assert [u.text for u in st.units] == [u.text for u in idx.stored.units]
