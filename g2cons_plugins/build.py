@@ -167,7 +167,7 @@ def derive(
         inc = kept("incidences", concept_incidences(terms, cols, extracted, st.sent_unit, unit_chunk, config))
         step("incidences")
         vecs = concept_vectors(
-            config.graph.vector_level, inc.sentences, inc.units, st.sent_unit, st.sent_vecs, st.unit_vecs
+            config.graph.vector_level, inc.sentences, inc.units, st.sent_unit, st.sent_vecs, st.unit_vecs, step
         )
         vecs = kept("vectors", vecs)
         step("vectors")

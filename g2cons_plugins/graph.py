@@ -27,6 +27,7 @@ __all__ = [
     "EDGE_BLOCK_WORK",
     "NEAR_MARGIN",
     "THREADS_ENV",
+    "VECTOR_BLOCK_ROWS",
     "ConceptVectors",
     "EdgeSet",
     "GraphStats",
@@ -62,17 +63,20 @@ def concept_vectors(
     sent_unit: sp.csr_matrix,
     sent_vecs: np.ndarray | None,
     unit_vecs: np.ndarray,
+    step: Callable[[str], None] | None = None,
 ) -> ConceptVectors:
     """The concept vector step, by ``level`` (``config.graph.vector_level``): "sentence" = Eq. 1 (mean of the vectors
     of the sentences holding the concept, |S_w|; ``sent_vecs`` needed); "chunk" = ablation C (mean of the vectors
     of the units holding it, the unit count); "unit" = Eq. 1 with each sentence's vector replaced by its unit's:
     the unit vectors weighted by how many of their sentences hold the concept (|S_w|), so no sentence is embedded
     (any other ``level``, None included, is "sentence"). ``sent_inc`` / ``unit_inc``: sentences / units x
-    concepts (0/1); ``sent_unit``: sentences x units."""
+    concepts (0/1); ``sent_unit``: sentences x units. ``step``: the derive's hook, called with
+    ``"vectors.block"`` after each block of :data:`VECTOR_BLOCK_ROWS` rows of vectors is read (the engine unmaps
+    the pages of a loaded index's vectors there)."""
     if level == "chunk":
-        return _mean_vectors(unit_inc, unit_vecs)
+        return _mean_vectors(unit_inc, unit_vecs, step)
     if level == "unit":
-        means = _mean_vectors(sp.csr_matrix(sent_unit.T @ sent_inc), unit_vecs)
+        means = _mean_vectors(sp.csr_matrix(sent_unit.T @ sent_inc), unit_vecs, step)
         return ConceptVectors(means.vectors, np.asarray(sent_inc.sum(axis=0)).ravel(), means.sum_norms)
     if sent_vecs is None:
         raise InputError(
@@ -80,15 +84,21 @@ def concept_vectors(
             "was built with vector_level='unit' or 'chunk'): build it with vector_level='sentence', or embed them "
             "with g2cons_plugins.build.with_vectors(stored, embedder, config)"
         )
-    return _mean_vectors(sent_inc, sent_vecs)
+    return _mean_vectors(sent_inc, sent_vecs, step)
 
 
-def _mean_vectors(incidence: sp.csr_matrix, vecs: np.ndarray) -> ConceptVectors:
+#: Rows of vectors read per block by :func:`concept_vectors` (64 MB of 256-dimensional float32 vectors).
+VECTOR_BLOCK_ROWS = 65536
+
+
+def _mean_vectors(
+    incidence: sp.csr_matrix, vecs: np.ndarray, step: Callable[[str], None] | None = None
+) -> ConceptVectors:
     """Eq. 1 over the rows of ``incidence`` (rows x concepts, 0/1 or weights): per concept the mean of the
     ``vecs`` of its rows, L2-normalised (cosine is all that is used; a concept in none gets a zero vector), its row
     count and the norm of its unnormalised sum (:class:`ConceptVectors`)."""
     counts = np.asarray(incidence.sum(axis=0)).ravel()
-    V = np.asarray(incidence.T @ vecs, dtype=np.float32)
+    V = _transposed_product(incidence, vecs, step)
     with np.errstate(divide="ignore", invalid="ignore"):
         V /= np.maximum(counts, 1)[:, None]
         norms = np.linalg.norm(V, axis=1, keepdims=True)
@@ -99,6 +109,38 @@ def _mean_vectors(incidence: sp.csr_matrix, vecs: np.ndarray) -> ConceptVectors:
     if not np.isfinite(V).all():
         raise EmbeddingError("concept vectors contain NaN/inf: the sentence embeddings are not finite")
     return ConceptVectors(V, counts, norms.ravel().astype(np.float64) * np.maximum(counts, 1))
+
+
+def _transposed_product(incidence: sp.csr_matrix, vecs: np.ndarray, step: Callable[[str], None] | None) -> np.ndarray:
+    """``incidence.T @ vecs`` as float32, read in blocks of :data:`VECTOR_BLOCK_ROWS` rows of ``vecs`` (``step``
+    called after each), so a caller can give back the pages of mapped vectors as they are read (at 1M passages
+    the unit vectors are 1.5 GB). Bit for bit the product SciPy computes in one call: its compressed-column kernel
+    (``csc_matvecs``, the one ``csc @ dense`` runs) adds each row's contribution to every concept's sum in row
+    order, and here the same kernel is run block after block on the same accumulator, so each sum is the same
+    sequence of float32 additions (``tests/test_vector_level.py``). The one-call product where the types are not
+    float32 x float32, the kernel is missing (another SciPy) or there is a single block."""
+    kernel = getattr(getattr(sp, "_sparsetools", None), "csc_matvecs", None)
+    n, m = incidence.shape
+    if (
+        kernel is None
+        or step is None
+        or n <= VECTOR_BLOCK_ROWS
+        or vecs.ndim != 2
+        or incidence.dtype != np.float32
+        or vecs.dtype != np.float32
+    ):
+        return np.asarray(incidence.T @ vecs, dtype=np.float32)
+    d = vecs.shape[1]
+    out = np.zeros((m, d), dtype=np.float32)
+    flat = out.reshape(-1)
+    for lo in range(0, n, VECTOR_BLOCK_ROWS):
+        hi = min(n, lo + VECTOR_BLOCK_ROWS)
+        block = incidence[lo:hi].T  # CSC: concepts x the block's rows, the same entries in the same order
+        x = np.ascontiguousarray(vecs[lo:hi]).reshape(-1)
+        kernel(m, hi - lo, d, block.indptr, block.indices, block.data, x, flat)
+        del x, block
+        step("vectors.block")
+    return out
 
 
 # the cosine band below theta_sem whose candidate pairs are kept as near pairs (trickle state: they let an update

@@ -39,8 +39,8 @@ from .graph import GraphStats
 from .retrieval import RetrievedItem
 from .selection import SelectionReport
 from .snapshot import Snapshot, make_snapshot
-from .storage.memory import after_build_step, release_free_memory
-from .storage.step_spill import SpillSteps
+from .storage.memory import release_free_memory
+from .storage.step_spill import derive_hooks
 from .text import Tokenizer, get_tokenizer
 from .text.language import AUTO, check_corpus, choose_embedder
 
@@ -64,7 +64,7 @@ class G2ConSIndex:
         self._write_lock = threading.Lock()
         stored = with_vectors(stored, embedder, config)  # e.g. paper mode over a default build: embed the sentences
         self._snapshot = make_snapshot(
-            stored, embedder, config, tokenizer, derived, after_step=after_build_step, keep=SpillSteps(stored)
+            stored, embedder, config, tokenizer, derived, **derive_hooks(stored)
         )
         log.info("%s", self._snapshot.stats)
 
@@ -153,7 +153,7 @@ class G2ConSIndex:
         with tqdm(total=1, desc="concept graph", unit="stage") as bar:
             index = cls.from_snapshot(
                 make_snapshot(
-                    stored, emb, config, tok, terms=terms, after_step=after_build_step, keep=SpillSteps(stored)
+                    stored, emb, config, tok, terms=terms, **derive_hooks(stored)
                 )
             )
             log.info("%s", index._snapshot.stats)

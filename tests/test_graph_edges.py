@@ -187,7 +187,8 @@ def test_derive_runs_in_paper_order_and_calls_its_hook_between_the_steps(corpus:
 def test_a_build_gives_the_freed_heap_back_where_it_did_before(
     corpus: list[dict[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The index passes the engine's memory hook (storage.memory.after_build_step): a build releases the free heap
+    """The index passes the engine's memory hook (storage.memory.after_build_step, through
+    storage.step_spill.derive_hooks): a build releases the free heap
     after the candidate blocks, after the kept pairs are sorted and after the bridge names, as when the releases
     were lines inside the algorithm; a refresh (an exact derive) too."""
     from g2cons_plugins.storage import memory
@@ -204,11 +205,9 @@ def test_a_build_gives_the_freed_heap_back_where_it_did_before(
         if len(released) > n:
             steps[-1] += " (released)"
 
-    import g2cons_plugins.engine.snapshot_updates as updates_mod
-    import g2cons_plugins.index as index_mod
+    import g2cons_plugins.storage.step_spill as step_spill_mod
 
-    monkeypatch.setattr(index_mod, "after_build_step", spy)
-    monkeypatch.setattr(updates_mod, "after_build_step", spy)
+    monkeypatch.setattr(step_spill_mod, "after_build_step", spy)  # SpillSteps.after_step, the engine's derive hook
     index = G2ConSIndex.build(corpus[:14], embedder="hash")
     want = [f"{s} (released)" if s in memory.RELEASE_AFTER else s for s in STEPS]
     assert steps == want and {"edges.candidates", "edges.pairs", "names"} == memory.RELEASE_AFTER

@@ -222,3 +222,33 @@ def test_a_saved_config_without_vector_level_is_eq_1() -> None:
     assert G2ConSConfig.from_dict(saved).graph.vector_level == "sentence"
     assert G2ConSConfig.from_dict({"beta": 4000}).graph.vector_level == "unit"
     assert G2ConSConfig.from_dict(G2ConSConfig(vector_level="chunk").to_dict()).graph.vector_level == "chunk"
+
+
+@pytest.mark.parametrize("level", ["unit", "chunk", "sentence"])
+def test_concept_vectors_read_in_blocks_are_the_one_call_product_bit_for_bit(
+    level: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """graph.concept_vectors reads the vectors in blocks of VECTOR_BLOCK_ROWS rows (the derive's hook called after
+    each, so the engine can unmap them) and sums them with SciPy's own kernel block after block: the same float32
+    sums as one product, on real passages and on random weights."""
+    from test_build_speed import _passages
+
+    from g2cons_plugins import graph
+
+    idx = G2ConSIndex.build(_passages()[:120], embedder="hash", config=G2ConSConfig(mode="paper"))
+    st, dv = idx.snapshot.stored, idx.snapshot.derived
+    args = (level, dv.sent_inc, dv.unit_inc, st.sent_unit, st.sent_vecs, st.unit_vecs)
+    whole = graph.concept_vectors(*args)
+    monkeypatch.setattr(graph, "VECTOR_BLOCK_ROWS", 7)
+    steps: list[str] = []
+    blocked = graph.concept_vectors(*args, steps.append)
+    rows = len(st.sent_vecs) if level == "sentence" else len(st.unit_vecs)
+    assert steps == ["vectors.block"] * -(-rows // 7) and len(steps) > 10
+    for name in ("vectors", "counts", "sum_norms"):
+        a, b = getattr(whole, name), getattr(blocked, name)
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    rng = np.random.default_rng(0)
+    W = dv.unit_inc.astype(np.float32)
+    W.data = rng.integers(1, 5, W.nnz).astype(np.float32) * np.float32(0.37)  # weights whose sums round
+    V = rng.standard_normal(st.unit_vecs.shape).astype(np.float32)
+    assert graph._transposed_product(W, V, steps.append).tobytes() == np.asarray(W.T @ V, np.float32).tobytes()

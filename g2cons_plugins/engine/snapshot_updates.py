@@ -18,8 +18,8 @@ from ..concepts import TermIndex
 from ..concepts import update as update_terms
 from ..errors import InputError, PersistError, normalize_id
 from ..snapshot import Snapshot, make_snapshot
-from ..storage.memory import after_build_step, drop_mapped_pages, release_free_memory, state_arrays
-from ..storage.step_spill import SpillSteps, spilled
+from ..storage.memory import drop_mapped_pages, release_free_memory, state_arrays
+from ..storage.step_spill import derive_hooks, spilled
 from .refresh_store import refreshed_stored
 from .trickle_log import Origin, RecordingEmbedder, ReplayEmbedder, TrickleOp
 from .trickle_store import drop_stored, insert_stored
@@ -58,8 +58,7 @@ def with_added(
         snap.tokenizer,
         terms=_terms(snap, st),
         previous=snap,
-        after_step=after_build_step,
-        keep=SpillSteps(st),
+        **derive_hooks(st),
     )
 
 
@@ -86,8 +85,7 @@ def with_removed(snap: Snapshot, ids: Iterable[Any], exact: bool | None = None) 
         snap.tokenizer,
         terms=_terms(snap, st),
         previous=snap,
-        after_step=after_build_step,
-        keep=SpillSteps(st),
+        **derive_hooks(st),
     )
 
 
@@ -109,8 +107,7 @@ def refreshed(snap: Snapshot) -> Snapshot:
         snap.tokenizer,
         terms=_terms(snap, st),
         previous=snap,
-        after_step=after_build_step,
-        keep=SpillSteps(st),
+        **derive_hooks(st),
     )
 
 

@@ -111,9 +111,9 @@ from ..snapshot import HasSnapshot, Snapshot, as_snapshot, make_snapshot
 from ..text import Tokenizer, get_tokenizer
 from .derived_io import DERIVED_FILES, differences, read_derived, write_array, write_derived
 from .lexical_io import LEXICAL_NPZ, read_lexical, write_lexical
-from .memory import after_build_step, drop_mapped_pages, state_arrays
+from .memory import drop_mapped_pages, state_arrays
 from .outputs import NO_ROOM
-from .step_spill import SpillSteps
+from .step_spill import derive_hooks
 from .stored_io import (
     SENTENCE_VECTORS,
     STORED_FILES,
@@ -901,7 +901,7 @@ def _parse(
     if not rebuild:
         derived = read_derived(folder, stored, dim, config, saved_config=m["config"])
         if verify:
-            differ = differences(derive(stored, config, after_step=after_build_step, keep=SpillSteps(stored)), derived)
+            differ = differences(derive(stored, config, **derive_hooks(stored)), derived)
             if differ:
                 raise PersistError(
                     f"{folder / 'derived.npz'}: the stored derived state differs from a fresh derive in "
@@ -919,8 +919,7 @@ def _parse(
         derived=derived,
         unit_ann=ann,
         bm25=bm25,
-        after_step=after_build_step,
-        keep=SpillSteps(stored),
+        **derive_hooks(stored),
     )
     drop_mapped_pages([*state_arrays(snap.stored, snap.derived), bm25])  # checked; queries map what they read
     if not rebuild:

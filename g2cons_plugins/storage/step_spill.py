@@ -28,9 +28,9 @@ import scipy.sparse as sp
 from ..arrays.mapped import is_file_backed
 from ..arrays.ones import is_shared_ones, share_ones
 from . import spill
-from .memory import drop_mapped_pages, release_free_memory, state_arrays
+from .memory import after_build_step, drop_mapped_pages, release_free_memory, state_arrays
 
-__all__ = ["SPILL_STEP_MIN_BYTES", "SpillSteps", "spilled"]
+__all__ = ["SPILL_STEP_MIN_BYTES", "SpillSteps", "derive_hooks", "spilled"]
 
 SPILL_STEP_MIN_BYTES = 16 * 2**20  # smaller arrays stay in memory (at 100k passages the largest are 20-80 MB)
 
@@ -60,6 +60,15 @@ class SpillSteps:
             release_free_memory()
             self._freed = False
         return cast(_V, self._keep(value))
+
+    def after_step(self, step: str) -> None:
+        """The derive's ``after_step`` hook to go with this ``keep``: :func:`.memory.after_build_step`, and after
+        each block of vectors the concept vector step read (``"vectors.block"``,
+        :func:`g2cons_plugins.graph.concept_vectors`) the pages read of the inputs' file maps unmapped (at 1M
+        passages the unit vectors: 1.5 GB)."""
+        if step == "vectors.block":
+            drop_mapped_pages(self._inputs)
+        after_build_step(step)
 
     def _keep(self, value: Any) -> Any:
         if isinstance(value, np.ndarray):
@@ -95,6 +104,14 @@ class SpillSteps:
             self.spilled.append(out)
             self._freed = True
         return out
+
+
+def derive_hooks(inputs: Any) -> dict[str, Any]:
+    """The engine's two hooks for a derive over ``inputs`` (a stored state): ``keep`` a :class:`SpillSteps`,
+    ``after_step`` its :meth:`SpillSteps.after_step`; as keyword arguments of :func:`g2cons_plugins.build.derive`
+    or :func:`g2cons_plugins.snapshot.make_snapshot`."""
+    keep = SpillSteps(inputs)
+    return {"after_step": keep.after_step, "keep": keep}
 
 
 def spilled(value: _V, min_bytes: int | None = None) -> tuple[_V, int]:
