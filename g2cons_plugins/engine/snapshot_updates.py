@@ -151,10 +151,7 @@ def spilled_snapshot(snap: Snapshot) -> Snapshot:
     if n_stored + n_derived == 0:
         return snap
     new = replace(snap, stored=stored, derived=derived)
-    for name in ("chunk_pos", "unit_pos", "lexical"):
-        if name in snap.__dict__:
-            new.__dict__[name] = snap.__dict__[name]
-    return new
+    return _with_lookups(new, snap)
 
 
 def with_origin(snap: Snapshot, origin: Origin) -> Snapshot:
@@ -165,6 +162,11 @@ def with_origin(snap: Snapshot, origin: Origin) -> Snapshot:
         if snap.pending is None
         else replace(snap, pending=replace(snap.pending, origin=origin))
     )
+    return _with_lookups(new, snap)
+
+
+def _with_lookups(new: Snapshot, snap: Snapshot) -> Snapshot:
+    """``new`` (the same chunks and units as ``snap``) with the look-ups ``snap`` computed (positions, BM25)."""
     for name in ("chunk_pos", "unit_pos", "lexical"):
         if name in snap.__dict__:
             new.__dict__[name] = snap.__dict__[name]
