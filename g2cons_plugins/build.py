@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .arrays.ones import binary, share_ones
+from .arrays.products import transposed_product
 from .arrays.tables import chunk_id_view, unit_text_view
 from .arrays.wide_rows import Matrix, WideRows
 from .chunks import Chunk, Unit, check_unit_ids, split_units
@@ -148,12 +149,13 @@ def derive(
     given, e.g. updated by an add: :mod:`g2cons_plugins.concepts`); the rest is sparse algebra.
 
     ``after_step``: called with each step's name once it is done ("concepts", "incidences", "vectors",
-    "edges.candidates", "edges.pairs", "edges", "pagerank", "names"); the caller's hook between the steps (the
-    index passes the engine's memory hook, :func:`g2cons_plugins.storage.memory.after_build_step`). ``keep``: given
-    each result the derive holds on to as soon as it is made ("terms", "concepts", "incidences", "vectors", "edges",
-    "adjacency", "names", and the assembled state as "derived"), returns what to hold instead, with the same
-    values (the engine's :class:`g2cons_plugins.storage.step_spill.SpillSteps` moves large arrays to files); by
-    default each is kept as it is."""
+    "edges.plan", "edges.candidates", "edges.pairs", "edges", "pagerank", "names"); the caller's hook between the
+    steps (the index passes the engine's memory hook, :func:`g2cons_plugins.storage.memory.after_build_step`).
+    ``keep``: given each result the derive holds on to as soon as it is made ("terms", "concepts", "incidences",
+    "vectors", each block of candidate edges as "edges.block", "edges", "adjacency", "names", "unit_concepts",
+    "name_units", and the assembled state as "derived"), returns what to hold instead, with the same values (the
+    engine's :class:`g2cons_plugins.storage.step_spill.SpillSteps` moves large arrays to files); by default each is
+    kept as it is."""
     step = after_step or _no_step
     kept = keep or _same
     terms = kept("terms", _terms(st, config, terms))
@@ -171,15 +173,17 @@ def derive(
         )
         vecs = kept("vectors", vecs)
         step("vectors")
-        edges = kept("edges", _edges(inc, vecs.vectors, config, step))
+        edges = kept("edges", _edges(inc, vecs.vectors, config, step, kept))
         step("edges")
         A = kept("adjacency", adjacency(edges, len(cols)))
         pr = pagerank(A, damping=config.graph.pagerank_damping)
         step("pagerank")
         names = kept("names", names_job.result())
         step("names")
+    # the transposes retrieval reads by row, each held as soon as it is made
+    by_row = (kept("unit_concepts", _unit_concepts(inc, st, config)), kept("name_units", names.unit_names.T.tocsr()))
     vocab = [terms.words[j] for j in cols.tolist()]
-    dv = _assemble(st, terms, vocab, share(terms, cols), extracted, inc, vecs, edges, A, pr, names)
+    dv = _assemble(st, terms, vocab, share(terms, cols), extracted, inc, vecs, edges, A, pr, names, by_row)
     return freeze(kept("derived", dv))
 
 
@@ -215,13 +219,28 @@ def _unit_chunk(st: Stored) -> sp.csr_matrix:
     )
 
 
-def _edges(inc: Incidences, vectors: np.ndarray, config: G2ConSConfig, step: Callable[[str], None]) -> EdgeSet:
+def _edges(
+    inc: Incidences, vectors: np.ndarray, config: G2ConSConfig, step: Callable[[str], None], kept: Keep
+) -> EdgeSet:
     """The edge step: co-occurrence over chunks (or sentences: ablation A) filtered by cosine; near pairs kept for
-    trickle updates except in ``mode="paper"`` (the paper has none)."""
+    trickle updates except in ``mode="paper"`` (the paper has none). The candidate blocks it holds go through
+    ``kept`` too (as "edges.block")."""
     co_inc = inc.sentences if config.graph.cooccurrence == "sentence" else inc.chunks
     margin = 0.0 if config.mode == "paper" else NEAR_MARGIN
     percentile = config.graph.theta_sem_percentile
-    return build_edges(co_inc, vectors, config.theta_co, config.theta_sem, percentile, margin=margin, after_step=step)
+    return build_edges(
+        co_inc, vectors, config.theta_co, config.theta_sem, percentile, margin=margin, after_step=step, keep=kept
+    )
+
+
+def _unit_concepts(inc: Incidences, st: Stored, config: G2ConSConfig) -> sp.csr_matrix:
+    """Concepts x units, the transpose of ``inc.units`` by row. Where a unit holds the concepts of its sentences
+    (``incidence="contains"``) it is made from the sentence incidence, the same matrix (0/1, sorted) without
+    reading the units x concepts one back (at 1M passages its transpose read 0.7 GB of it from its file beside the
+    0.7 GB it made)."""
+    if config.graph.incidence == "contains":
+        return binary(transposed_product(inc.sentences, st.sent_unit))
+    return inc.units.T.tocsr()
 
 
 def _assemble(
@@ -236,8 +255,10 @@ def _assemble(
     A: sp.csr_matrix,
     pr: np.ndarray,
     names: BridgeNames,
+    by_row: tuple[sp.csr_matrix, sp.csr_matrix],
 ) -> Derived:
-    """The :class:`Derived` of the steps' results (with the transposes retrieval reads by row, and the stats)."""
+    """The :class:`Derived` of the steps' results (with ``by_row``: the transposes retrieval reads by row, of the
+    unit and the name incidences; and the stats)."""
     return Derived(
         vocab=vocab,
         concept_index={w: i for i, w in enumerate(vocab)},
@@ -245,7 +266,7 @@ def _assemble(
         sent_inc=inc.sentences,
         unit_inc=inc.units,
         chunk_inc=inc.chunks,
-        unit_concepts=inc.units.T.tocsr(),
+        unit_concepts=by_row[0],
         concept_vecs=vecs.vectors,
         sentence_counts=vecs.counts,
         df=np.asarray(inc.chunks.sum(axis=0)).ravel().astype(np.int64),
@@ -257,7 +278,7 @@ def _assemble(
         names=names.names,
         name_df=names.df,
         unit_names=names.unit_names,
-        name_units=names.unit_names.T.tocsr(),
+        name_units=by_row[1],
         stats=graph_stats((len(st.chunks), len(st.units), len(st.sentences), len(vocab)), edges, A),
         sum_norms=vecs.sum_norms,
     )

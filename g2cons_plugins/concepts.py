@@ -54,6 +54,7 @@ import scipy.sparse as sp
 from sklearn.feature_extraction.text import CountVectorizer
 
 from .arrays.ones import binary
+from .arrays.products import transposed_product
 from .config import G2ConSConfig
 from .errors import InputError
 from .text import english_stopwords
@@ -233,7 +234,7 @@ def chunk_concepts(
     The chunk x sentence occurrences are whole numbers; when they are stored as such they are multiplied as int32
     with the int32 counts, so the chunk x word counts (the one matrix of corpus size this step holds) take 4
     bytes an entry instead of float64's 8, with the same values, entries and entry order."""
-    chunk_sent = (unit_chunk.T @ sent_unit.T).tocsr()
+    chunk_sent = transposed_product(unit_chunk, sent_unit.T)
     if terms.counts.dtype == np.int32 and _whole(chunk_sent.data):
         chunk_sent.data = chunk_sent.data.astype(np.int32)
     chunk_counts = chunk_sent @ terms.counts
@@ -360,8 +361,8 @@ def concept_incidences(
     unit and chunk whose text holds the concept (columns ``cols`` of ``terms``); with ``"extracted"`` only those of
     the chunks it was extracted from (``extracted``: chunks x concepts)."""
     sent_inc = binary(terms.counts[:, cols])
-    unit_inc = binary(sent_unit.T @ sent_inc)
-    chunk_inc = binary(unit_chunk.T @ unit_inc)
+    unit_inc = binary(transposed_product(sent_unit, sent_inc))
+    chunk_inc = binary(transposed_product(unit_chunk, unit_inc))
     if config.graph.incidence == "extracted":
         chunk_inc = binary(chunk_inc.multiply(extracted))
         unit_inc = binary(unit_inc.multiply(unit_chunk @ extracted))
@@ -396,8 +397,8 @@ def bridge_names(
     # the units x words products over the name words only (the others are dropped anyway): the same columns, the
     # same entries in the same order; at 1M passages the products over every word held ~2.5 GB at once
     names = words[is_name]
-    U = binary(sent_unit.T @ terms.counts[:, names])
-    df = np.asarray(binary(unit_chunk.T @ U).sum(axis=0)).ravel().astype(np.int64)
+    U = binary(transposed_product(sent_unit, terms.counts[:, names]))
+    df = np.asarray(binary(transposed_product(unit_chunk, U)).sum(axis=0)).ravel().astype(np.int64)
     keep = np.flatnonzero(df >= 2)
     return BridgeNames([terms.words[j] for j in names[keep].tolist()], U[:, keep].tocsr(), df[keep])
 

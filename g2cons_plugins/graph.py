@@ -10,16 +10,22 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from itertools import islice
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
 
+from .arrays.products import transposed_product
 from .errors import EmbeddingError, InputError
+
+_R = TypeVar("_R")
+_T = TypeVar("_T")
+_V = TypeVar("_V")
 
 __all__ = [
     "ADJ_BLOCK",
@@ -76,7 +82,7 @@ def concept_vectors(
     if level == "chunk":
         return _mean_vectors(unit_inc, unit_vecs, step)
     if level == "unit":
-        means = _mean_vectors(sp.csr_matrix(sent_unit.T @ sent_inc), unit_vecs, step)
+        means = _mean_vectors(transposed_product(sent_unit, sent_inc), unit_vecs, step)
         return ConceptVectors(means.vectors, np.asarray(sent_inc.sum(axis=0)).ravel(), means.sum_norms)
     if sent_vecs is None:
         raise InputError(
@@ -195,6 +201,7 @@ def build_edges(
     margin: float = 0.0,
     after_step: Callable[[str], None] | None = None,
     block_work: int | None = None,
+    keep: Callable[[str, Any], Any] | None = None,
 ) -> EdgeSet:
     """Edge iff Co >= theta_co AND cos >= theta_sem. With ``theta_sem=None`` the threshold is the
     ``percentile``-th percentile of the cosines of all candidate pairs (Co >= theta_co), so the share of
@@ -208,18 +215,28 @@ def build_edges(
     whatever the block, so the result depends neither on ``workers`` nor on the block sizes. ``margin`` > 0 also
     keeps the candidates with cosine in [theta_sem - margin, theta_sem) as :class:`NearPairs` (state for trickle
     updates).
-    ``after_step``: called with ``"edges.candidates"`` once every candidate block is computed and
+    ``after_step``: called with ``"edges.plan"`` once the co-occurrence products' input is copied from the
+    incidence (which is not read again), ``"edges.candidates"`` once every candidate block is computed and
     ``"edges.pairs"`` once the kept pairs are sorted (the derive's hook: e.g. the engine gives the freed heap back
-    there)."""
+    there). ``keep``: the derive's hook on what it holds (:class:`g2cons_plugins.build.Keep`), given each
+    candidate block as ``("edges.block", block)`` as soon as it is made (every block is held until the threshold
+    is known: at 1M passages 75M candidates); identity by default."""
     step = after_step or _no_step
-    plan = _co_plan(chunk_incidence, theta_co, block_concepts, EDGE_BLOCK_WORK if block_work is None else block_work)
+    hold = keep or _same
+    work = EDGE_BLOCK_WORK if block_work is None else block_work
+    plan, C = _co_plan(chunk_incidence, theta_co, block_concepts, work, step)
     n_workers = default_workers() if workers is None else max(1, int(workers))
-    blocks = list(_in_order(lambda blk: _candidates(plan, blk, vectors, batch), plan.blocks, n_workers))
+    tasks = _column_suffixes(C, plan.blocks)
+    del C  # the suffixes own it: its leading columns are freed as the blocks move past them
+    make = partial(_candidates, plan, vectors=vectors, batch=batch)
+    blocks = [hold("edges.block", b) for b in _in_order(make, tasks, n_workers)]
+    concepts_kept = plan.keep
+    del plan, make  # C^T (at 1M passages ~300 MB): the candidates are all the rest reads
     n_candidates = sum(len(b.cos) for b in blocks)
     step("edges.candidates")
     theta = _threshold([b.cos for b in blocks], theta_sem, percentile)
     n_concepts = max(int(chunk_incidence.shape[1]), 1)
-    kept, near = _kept_and_near(blocks, plan.keep, theta, margin, pair_ids(n_concepts))  # empties ``blocks``
+    kept, near = _kept_and_near(blocks, concepts_kept, theta, margin, pair_ids(n_concepts))  # empties ``blocks``
     rows, cols, co, cos = kept
     df = np.asarray(chunk_incidence.sum(axis=0)).ravel().astype(np.float64)
     dice = np.empty(len(rows), dtype=np.float32)
@@ -241,6 +258,11 @@ def build_edges(
 
 def _no_step(step: str) -> None:
     """No hook: nothing between the steps."""
+
+
+def _same(step: str, value: _V) -> _V:
+    """No hook: what a step holds is kept as it is."""
+    return value
 
 
 def _threshold(cosines: list[np.ndarray], theta_sem: float | None, percentile: float) -> float:
@@ -330,36 +352,65 @@ def default_workers() -> int:
 
 # bound on the entries of one block's co-occurrence product (:func:`_row_blocks`): with the default 2 threads, two
 # such products and their hit arrays are in flight (~12 bytes an entry). At 1M passages the first 2,048 concepts'
-# product alone had ~50M entries.
-EDGE_BLOCK_WORK = 1 << 24
+# product alone had ~50M entries. Measured at 1M (the candidate step's peak): 2^24 2,399 MB, 2^23 2,235, 2^22 2,301.
+EDGE_BLOCK_WORK = 1 << 23
 
 
 @dataclass(frozen=True)
 class _CoPlan:
-    """What the candidate blocks share: the concepts that can reach theta_co (``keep``), the chunk x kept-concept
-    counts by row (``C``) and its transpose (``CT``), theta_co, and the blocks as (first, end) kept positions."""
+    """What the candidate blocks share: the concepts that can reach theta_co (``keep``), the transpose of the
+    chunk x kept-concept counts by row (``CT``), theta_co, and the blocks as (first, end) kept positions."""
 
     keep: np.ndarray
-    C: sp.csr_matrix
     CT: sp.csr_matrix
     theta_co: int
     blocks: list[tuple[int, int]]
 
 
-def _co_plan(incidence: sp.spmatrix, theta_co: int, block: int, work: int) -> _CoPlan:
-    """Concepts in fewer than theta_co chunks cannot reach it and are left out of the product, and each block
-    multiplies only the columns from its first row on (measured: 4x faster than the full product at 10k passages,
-    same pairs)."""
+def _co_plan(
+    incidence: sp.spmatrix, theta_co: int, block: int, work: int, step: Callable[[str], None] = _no_step
+) -> tuple[_CoPlan, sp.csr_matrix]:
+    """The plan and the chunk x kept-concept counts ``C`` (int32, by row). Concepts in fewer than theta_co chunks
+    cannot reach it and are left out of the product, and each block multiplies only the columns from (about) its
+    first row on (measured: 4x faster than the full product at 10k passages, same pairs). ``step("edges.plan")``
+    once the incidence is copied (it is not read again)."""
     df = np.asarray(incidence.sum(axis=0)).ravel()
     keep = np.flatnonzero(df >= max(theta_co, 1)).astype(np.int32)
-    Ck = sp.csc_matrix(incidence)[:, keep]
-    # the transpose's 0/1 entries as int8 (a quarter of int32's bytes): int8 x int32 multiplies as int32
-    small = Ck.nnz == 0 or (float(Ck.data.min()) >= 0 and float(Ck.data.max()) <= 127)
-    CT = Ck.T.tocsr().astype(np.int8 if small else np.int32)
-    C = Ck.astype(np.int32).tocsr()  # a column slice of a csr matrix is 3x faster than a csc slice (80k passages)
-    del Ck
+    # by row (a column slice of a csr matrix is 3x faster than a csc slice, 80k passages); one copy of the entries,
+    # whose data is cast in place of the float32 one (at 1M passages 61M entries: the plan peaked at 1.7 GB over
+    # its start through csc copies and casts of the whole matrix, ~0.9 GB now)
+    C = sp.csr_matrix(incidence)[:, keep]
+    step("edges.plan")
     C.sort_indices()
-    return _CoPlan(keep, C, CT, theta_co, _row_blocks(C, CT, block, work))
+    # the transpose's 0/1 entries as int8 (a quarter of int32's bytes): int8 x int32 multiplies as int32
+    small = C.nnz == 0 or (float(C.data.min()) >= 0 and float(C.data.max()) <= 127)
+    C.data = C.data.astype(np.int8 if small else np.int32)
+    CT = C.T.tocsr()
+    CT.sort_indices()
+    C.data = C.data.astype(np.int32)
+    return _CoPlan(keep, CT, theta_co, _row_blocks(C, CT, block, work)), C
+
+
+# a block multiplies the columns of C from ``s`` on, re-sliced when its first row has moved past ``s`` by more than
+# this share of the columns left (:func:`_column_suffixes`). Measured at 1M passages (the candidate step's peak and
+# seconds, 2 threads): a slice per block (0) 62 s; 1/8: 2,235 MB, 42 s; 1/4: 2,212, 40 s; 1/2: 2,052, 39 s; never
+# (1 or more: every block multiplies all columns, no copy) 1,985, 47 s
+SUFFIX_SLACK = 1 / 2
+
+_Task = tuple[tuple[int, int], sp.csr_matrix, int]
+
+
+def _column_suffixes(C: sp.csr_matrix, blocks: list[tuple[int, int]]) -> Iterator[_Task]:
+    """Each block ``(a, b)`` with the columns of ``C`` from some ``s <= a`` on, as ``(block, C[:, s:], s)``. A
+    column slice is a copy (at 1M passages the first blocks' slices were most of C's ~500 MB, two in flight), so
+    one suffix serves the blocks until their first row is more than :data:`SUFFIX_SLACK` of the columns left past
+    ``s``, and the next is cut from it; the columns in [s, a) a block multiplies are left out by its upper-triangle
+    filter, so the pairs and counts are the same. ``C`` itself is dropped here once it is cut."""
+    n, s = C.shape[1], 0
+    for a, b in blocks:
+        if a - s > SUFFIX_SLACK * (n - s):
+            C, s = C[:, a - s :], a
+        yield (a, b), C, s
 
 
 def _row_blocks(C: sp.csr_matrix, CT: sp.csr_matrix, block: int, work: int) -> list[tuple[int, int]]:
@@ -367,7 +418,7 @@ def _row_blocks(C: sp.csr_matrix, CT: sp.csr_matrix, block: int, work: int) -> l
     alone exceeds it, of at most ``work`` entries by a bound: row i of a block has at most min(its partners
     counted with repeats, the columns from i on) entries."""
     n = C.shape[1]
-    partners = CT @ np.diff(C.indptr).astype(np.int64)  # sum over the chunks of a concept of their concepts
+    partners = _products_by_rows(CT, np.diff(C.indptr).astype(np.int64))  # over a concept's chunks, their concepts
     bound = np.minimum(np.asarray(partners).ravel(), n - np.arange(n, dtype=np.int64))
     ends = np.cumsum(bound)
     out, a = [], 0
@@ -379,6 +430,21 @@ def _row_blocks(C: sp.csr_matrix, CT: sp.csr_matrix, block: int, work: int) -> l
         out.append((a, b))
         a = b
     return out
+
+
+# rows of a sparse matrix multiplied at a time by :func:`_products_by_rows`
+PRODUCT_BLOCK_ROWS = 4096
+
+
+def _products_by_rows(M: sp.csr_matrix, x: np.ndarray) -> np.ndarray:
+    """``M @ x`` by blocks of :data:`PRODUCT_BLOCK_ROWS` rows: SciPy casts a matrix's data to the product's type
+    first (an int8 matrix times an int64 vector: a copy of the data as int64, at 1M passages 490 MB at once), so
+    each block's copy is small. Whole numbers: the same sums."""
+    if M.shape[0] <= PRODUCT_BLOCK_ROWS:
+        return np.asarray(M @ x)
+    return np.concatenate(
+        [np.asarray(M[r : r + PRODUCT_BLOCK_ROWS] @ x) for r in range(0, M.shape[0], PRODUCT_BLOCK_ROWS)]
+    )
 
 
 @dataclass(frozen=True)
@@ -395,15 +461,16 @@ class Candidates:
     cos: np.ndarray
 
 
-def _candidates(plan: _CoPlan, blk: tuple[int, int], vectors: np.ndarray, batch: int) -> Candidates:
+def _candidates(plan: _CoPlan, task: _Task, vectors: np.ndarray, batch: int) -> Candidates:
     """Pairs i < j of the block's rows with Co(i, j) >= theta_co and their cosines (computed by column: the
     gathered partner vectors are then read in increasing order, measured 25% faster than by row), kept sorted by
-    (row, col) in the compact form of :class:`Candidates`."""
-    a, b = blk
-    P = sp.csr_matrix(plan.CT[a:b] @ plan.C[:, a:])
+    (row, col) in the compact form of :class:`Candidates`. ``task``: the block, the columns of C it multiplies
+    (from ``s`` on) and ``s`` (:func:`_column_suffixes`)."""
+    (a, b), C, s = task
+    P = sp.csr_matrix(plan.CT[a:b] @ C)
     hit = np.flatnonzero(P.data >= plan.theta_co)  # row of each hit from indptr: no array as long as P
     rows = np.searchsorted(P.indptr, hit, side="right").astype(np.int32) - 1
-    cols = P.indices[hit].astype(np.int32) + a
+    cols = P.indices[hit].astype(np.int32) + s
     k = P.data[hit]
     del P, hit
     upper = np.flatnonzero(cols > rows + a)
@@ -412,8 +479,8 @@ def _candidates(plan: _CoPlan, blk: tuple[int, int], vectors: np.ndarray, batch:
     del upper
     r, c = plan.keep[rows + a], plan.keep[cols]
     cos = np.empty(len(r), dtype=np.float32)
-    for s in range(0, len(r), batch):  # small batches: the two gathered vector blocks stay in cache
-        cos[s : s + batch] = np.einsum("ij,ij->i", vectors[r[s : s + batch]], vectors[c[s : s + batch]])
+    for lo in range(0, len(r), batch):  # small batches: the two gathered vector blocks stay in cache
+        cos[lo : lo + batch] = np.einsum("ij,ij->i", vectors[r[lo : lo + batch]], vectors[c[lo : lo + batch]])
     del r
     order = np.lexsort((cols, rows))
     row_type = np.uint16 if b - a <= 1 << 16 else np.int32
@@ -421,18 +488,15 @@ def _candidates(plan: _CoPlan, blk: tuple[int, int], vectors: np.ndarray, batch:
     return Candidates(a, rows[order].astype(row_type), c[order], k[order].astype(co_type), cos[order])
 
 
-_R = TypeVar("_R")
-
-
-def _in_order(fn: Callable[[tuple[int, int]], _R], blocks: list[tuple[int, int]], workers: int) -> Iterator[_R]:
-    """``fn`` of each block, yielded in order; up to ``workers`` blocks computed at once on a thread pool (each
-    block's product is a memory peak, so no more are in flight)."""
-    if workers == 1 or len(blocks) < 2:
-        yield from map(fn, blocks)
+def _in_order(fn: Callable[[_T], _R], tasks: Iterable[_T], workers: int) -> Iterator[_R]:
+    """``fn`` of each task, yielded in order; up to ``workers`` tasks computed at once on a thread pool (each
+    block's product is a memory peak, so no more are in flight; the tasks are drawn as they are submitted)."""
+    if workers == 1:
+        yield from map(fn, tasks)
         return
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="g2cons-edges") as pool:
-        todo = iter(blocks)
-        pending: deque[Future[_R]] = deque(pool.submit(fn, blk) for blk in islice(todo, workers))
+        todo = iter(tasks)
+        pending: deque[Future[_R]] = deque(pool.submit(fn, task) for task in islice(todo, workers))
         while pending:
             done = pending.popleft().result()
             nxt = next(todo, None)

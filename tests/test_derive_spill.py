@@ -78,12 +78,35 @@ def test_derive_with_the_spilling_hook_equals_the_plain_derive(spilled: G2ConSIn
     names: list[str] = []
     inner = SpillSteps(min_bytes=0)
 
+    file_blocks = 0
+
     def keep(step: str, value: Any) -> Any:
+        nonlocal file_blocks
         names.append(step)
-        return inner(step, value)
+        out = inner(step, value)
+        if step == "edges.block":  # a candidate block, held by the edge step until its threshold is known
+            made = [value.row, value.col, value.co, value.cos]
+            held = [out.row, out.col, out.co, out.cos]
+            assert not any(is_file_backed(a) for a in made)
+            file_blocks += all(is_file_backed(a) for a in held if a.size)
+        return out
 
     got = derive(st, config, keep=keep)
-    assert names == ["terms", "concepts", "incidences", "vectors", "edges", "adjacency", "names", "derived"]
+    steps = [n for n in names if n != "edges.block"]
+    assert steps == [
+        "terms",
+        "concepts",
+        "incidences",
+        "vectors",
+        "edges",
+        "adjacency",
+        "names",
+        "unit_concepts",
+        "name_units",
+        "derived",
+    ]
+    assert file_blocks == names.count("edges.block") >= 1  # each block held in files, between vectors and edges
+    assert names[names.index("vectors") + 1] == "edges.block" and names[names.index("edges") - 1] == "edges.block"
     assert len(inner.spilled) >= 20
     want = derive(st, config)
     assert not any(is_file_backed(a) for a in _parts(want))  # no hook: all in memory, as before

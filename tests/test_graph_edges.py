@@ -71,7 +71,7 @@ def test_blocks_bounded_by_work_give_the_same_edges_and_near_pairs(seed: int, wo
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     want = build_edges(inc, vecs, 2, None, 60.0, margin=0.2, block_work=1 << 40)
     got = build_edges(inc, vecs, 2, None, 60.0, margin=0.2, block_work=work, workers=2)
-    plan = _co_plan(inc, 2, 2048, work)
+    plan, _ = _co_plan(inc, 2, 2048, work)
     assert plan.blocks[0][0] == 0 and plan.blocks[-1][1] == len(plan.keep)
     assert all(a < b == c for (a, b), (c, _) in zip(plan.blocks, plan.blocks[1:], strict=False))
     if work == 1:
@@ -83,6 +83,57 @@ def test_blocks_bounded_by_work_give_the_same_edges_and_near_pairs(seed: int, wo
     for name in ("rows", "cols", "co", "cosine"):
         assert np.array_equal(getattr(got.near, name), getattr(want.near, name)), name
     assert np.all(want.near.cosine < want.theta_sem) and np.all(want.near.cosine >= want.theta_sem - 0.2)
+
+
+@pytest.mark.parametrize("slack", [0.0, 1 / 8, 2.0])
+def test_blocks_sharing_a_column_suffix_give_the_same_edges(slack: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether each block cuts its own columns of C (slack 0), blocks share a suffix cut from the last one (the
+    default) or every block multiplies all columns (slack 2): the same edges, near pairs, threshold and count."""
+    from g2cons_plugins import graph
+    from g2cons_plugins.graph import _co_plan, _column_suffixes
+
+    rng = np.random.default_rng(3)
+    inc = sp.csr_matrix((rng.random((400, 150)) < rng.uniform(0.02, 0.3, size=150)).astype(np.float32))
+    vecs = rng.normal(size=(150, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    want = build_edges(inc, vecs, 2, None, 60.0, margin=0.2, block_work=1 << 40)
+    monkeypatch.setattr(graph, "SUFFIX_SLACK", slack)
+    plan, C = _co_plan(inc, 2, 2048, 30)
+    n = C.shape[1]
+    tasks = list(_column_suffixes(C, plan.blocks))
+    assert [t[0] for t in tasks] == plan.blocks and len(tasks) > 20
+    for (a, _), Cs, s in tasks:
+        assert s <= a and Cs.shape[1] == n - s and a - s <= slack * (n - s)
+        assert (Cs != C[:, s:]).nnz == 0
+    cuts = len({s for _, _, s in tasks})  # the suffixes cut
+    if slack == 0.0:
+        assert cuts == len(tasks)
+    elif slack == 2.0:
+        assert cuts == 1
+    else:
+        assert 1 < cuts < len(tasks)
+    got = build_edges(inc, vecs, 2, None, 60.0, margin=0.2, block_work=30, workers=2)
+    assert (got.theta_sem, got.n_candidates) == (want.theta_sem, want.n_candidates)
+    for name in ("rows", "cols", "co", "cosine", "dice"):
+        assert np.array_equal(getattr(got, name), getattr(want, name)), name
+    for name in ("rows", "cols", "co", "cosine"):
+        assert np.array_equal(getattr(got.near, name), getattr(want.near, name)), name
+
+
+@pytest.mark.parametrize("rows", [1, 7, 10_000])
+def test_a_product_by_blocks_of_rows_is_the_whole_product(rows: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The row blocks' bound (an int8 matrix times an int64 vector, by blocks of rows so SciPy's cast of the data
+    stays small) equals the one-call product, type included."""
+    from g2cons_plugins import graph
+
+    rng = np.random.default_rng(5)
+    M = sp.random(300, 90, density=0.1, format="csr", random_state=7, data_rvs=lambda k: rng.integers(1, 127, k))
+    M = M.astype(np.int8)
+    x = rng.integers(0, 10**12, size=90, dtype=np.int64)
+    monkeypatch.setattr(graph, "PRODUCT_BLOCK_ROWS", rows)
+    got = graph._products_by_rows(M, x)
+    want = M @ x
+    assert got.dtype == want.dtype == np.int64 and np.array_equal(got, want)
 
 
 def test_release_free_memory_is_safe_to_call_anywhere() -> None:
@@ -159,7 +210,17 @@ def test_pairs_sorted_compares_without_subtracting(dtype: type) -> None:
     assert not pairs_sorted(np.array([2, 2], dtype), np.array([1, 1], dtype))  # a repeat
 
 
-STEPS = ["concepts", "incidences", "vectors", "edges.candidates", "edges.pairs", "edges", "pagerank", "names"]
+STEPS = [
+    "concepts",
+    "incidences",
+    "vectors",
+    "edges.plan",
+    "edges.candidates",
+    "edges.pairs",
+    "edges",
+    "pagerank",
+    "names",
+]
 
 
 def test_derive_runs_in_paper_order_and_calls_its_hook_between_the_steps(corpus: list[dict[str, str]]) -> None:

@@ -97,18 +97,25 @@ def job_derive(variant: str, path: Path) -> dict[str, Any]:
     _reset_peak()
     t = time.perf_counter()
 
+    keep: dict[str, Any] = {}
+    memory_hook = after_build_step
+    if variant != "before":
+        from g2cons_plugins.storage.step_spill import SpillSteps
+
+        spill = SpillSteps(st)  # the stored state's file pages are unmapped at each step too
+        keep = {"keep": spill}
+        if hasattr(spill, "after_step"):  # the engine's own pair of hooks (storage.step_spill.derive_hooks)
+            memory_hook = spill.after_step
+
     def hook(step: str) -> None:
         nonlocal t
-        after_build_step(step)
+        memory_hook(step)
+        if step == "vectors.block":
+            return
         steps.append({"step": step, "s": round(time.perf_counter() - t, 2), **_status()})
         _reset_peak()
         t = time.perf_counter()
 
-    keep = {}
-    if variant != "before":
-        from g2cons_plugins.storage.step_spill import SpillSteps
-
-        keep = {"keep": SpillSteps(st)}  # the stored state's file pages are unmapped at each step too
     t_all = time.perf_counter()
     dv = derive(st, config, terms, after_step=hook, **keep)
     steps.append({"step": "assemble", "s": round(time.perf_counter() - t, 2), **_status()})

@@ -6,7 +6,8 @@ sentence x unit membership) hold only ones, one per entry. At 80k passages their
 snapshot's ~330 MB of derived arrays. An update builds new matrices while the snapshot it replaces stays whole
 (readers may hold it), so at its peak each is held twice: a removal of 1% peaked 1.2-1.3 GB, of which those arrays
 were ~150 MB. As views of one buffer they cost nothing each; the buffer (as long as the largest matrix, per dtype)
-is allocated once and grown by half when a larger matrix comes.
+is allocated once and grown by half when a larger matrix comes, and freed once no matrix views it. A derive that
+spills its results (:mod:`g2cons_plugins.storage.step_spill`) writes their ones to files instead.
 
 A matrix whose data is a view of a file map (a loaded index) is left as it is: its pages are the file's, which
 the kernel can drop, and sharing them would add the buffer to a process that only queries.
@@ -30,7 +31,8 @@ from .mapped import is_file_backed
 __all__ = ["binary", "is_shared_ones", "share_ones"]
 
 _LOCK = threading.Lock()
-_CURRENT: dict[np.dtype[Any], np.ndarray] = {}  # per dtype: the buffer new views are taken from
+# per dtype: the buffer new views are taken from, while any matrix views it (then it is freed, not kept for later)
+_CURRENT: weakref.WeakValueDictionary[np.dtype[Any], np.ndarray] = weakref.WeakValueDictionary()
 _ALL: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()  # every buffer still viewed
 
 M = TypeVar("M")

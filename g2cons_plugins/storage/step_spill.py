@@ -10,8 +10,10 @@ cost the process only the pages a step is reading; the kernel writes the rest ba
 
 :class:`SpillSteps` is the ``keep`` hook of :func:`g2cons_plugins.build.derive` (the method knows nothing of
 memory: identity by default). Only arrays of at least :data:`SPILL_STEP_MIN_BYTES` go to files, so a small index
-keeps everything in memory, as before; a 0/1 matrix's data becomes a view of the shared buffer of ones first
-(:func:`g2cons_plugins.arrays.ones.share_ones`, as ``freeze`` would do) and is not written. Where the temporary
+keeps everything in memory, as before. A 0/1 matrix's data is written too, though ``freeze`` would make it a view
+of the shared buffer of ones (:func:`g2cons_plugins.arrays.ones.share_ones`): that buffer is as long as the largest
+such matrix and stays in memory while any matrix views it (at 1M passages 274 MB, for the life of the index);
+its pages in a file cost a step only while it reads them. Where the temporary
 directory is in memory (``tmpfs``) or a file cannot be written, the arrays stay where they are. The values, dtypes
 and shapes are the same either way: the derived state is equal bit for bit.
 """
@@ -26,13 +28,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..arrays.mapped import is_file_backed
-from ..arrays.ones import is_shared_ones, share_ones
 from . import spill
 from .memory import after_build_step, drop_mapped_pages, release_free_memory, state_arrays
 
-__all__ = ["SPILL_STEP_MIN_BYTES", "SpillSteps", "derive_hooks", "spilled"]
+__all__ = ["SPILL_BLOCK_MIN_BYTES", "SPILL_STEP_MIN_BYTES", "SpillSteps", "derive_hooks", "spilled"]
 
 SPILL_STEP_MIN_BYTES = 16 * 2**20  # smaller arrays stay in memory (at 100k passages the largest are 20-80 MB)
+# the floor for the candidate edge blocks a derive holds until its threshold is known ("edges.block"): many small
+# blocks (at 1M passages ~100 of 1-12 MB an array, 75M candidates, ~820 MB in all)
+SPILL_BLOCK_MIN_BYTES = 2**20
 
 _V = TypeVar("_V")
 _SPARSE_PARTS = ("data", "indices", "indptr")
@@ -54,7 +58,12 @@ class SpillSteps:
         self._freed = False
 
     def __call__(self, step: str, value: _V) -> _V:
-        """``value`` (the result of ``step``) with its large arrays file-backed (class doc)."""
+        """``value`` (the result of ``step``) with its large arrays file-backed (class doc). A block of candidate
+        edges (``"edges.block"``, held by the edge step until its threshold is known and freed by it) goes to
+        files from :data:`SPILL_BLOCK_MIN_BYTES`, in the middle of a step: nothing is unmapped then, and its maps
+        go with the block."""
+        if step == "edges.block":
+            return cast(_V, SpillSteps(min_bytes=min(self.min_bytes, SPILL_BLOCK_MIN_BYTES))._keep(value))
         drop_mapped_pages([*self.spilled, *self._inputs])  # what the steps since the last call read of them
         if self._freed:  # the arrays spilled last time were freed since (the caller held them until it returned)
             release_free_memory()
@@ -65,9 +74,12 @@ class SpillSteps:
         """The derive's ``after_step`` hook to go with this ``keep``: :func:`.memory.after_build_step`, and after
         each block of vectors the concept vector step read (``"vectors.block"``,
         :func:`g2cons_plugins.graph.concept_vectors`) the pages read of the inputs' file maps unmapped (at 1M
-        passages the unit vectors: 1.5 GB)."""
+        passages the unit vectors: 1.5 GB); once the edge step has made its products' inputs (``"edges.plan"``),
+        the pages read of every map (the incidence it copied)."""
         if step == "vectors.block":
             drop_mapped_pages(self._inputs)
+        elif step == "edges.plan":  # the products' inputs are copied: the incidence's pages are not read again
+            drop_mapped_pages([*self.spilled, *self._inputs])
         after_build_step(step)
 
     def _keep(self, value: Any) -> Any:
@@ -86,7 +98,6 @@ class SpillSteps:
         return value
 
     def _sparse(self, M: Any) -> Any:
-        share_ones(M)  # a 0/1 matrix: its data is a view of the shared ones (freeze does it anyway), not written
         parts = {k: getattr(M, k) for k in _SPARSE_PARTS if isinstance(getattr(M, k, None), np.ndarray)}
         moved = {k: self._array(a) for k, a in parts.items()}
         if all(moved[k] is parts[k] for k in parts):
@@ -97,7 +108,7 @@ class SpillSteps:
         return out
 
     def _array(self, a: np.ndarray) -> np.ndarray:
-        if a.nbytes < self.min_bytes or a.size == 0 or is_file_backed(a) or is_shared_ones(a):
+        if a.nbytes < self.min_bytes or a.size == 0 or is_file_backed(a):
             return a
         out = spill.to_file(a)
         if out is not a:

@@ -82,3 +82,22 @@ def test_an_index_shares_the_ones_through_build_update_save_and_load(
 def test_freeze_shares_the_ones_of_a_sparse_matrix() -> None:
     M = freeze(_binary(20, 6))
     assert is_shared_ones(M.data) and not M.indices.flags.writeable
+
+
+def test_the_buffer_of_ones_is_freed_once_no_matrix_views_it() -> None:
+    import gc
+    import weakref
+
+    M = share_ones(_binary(5000, 7))
+    buf = weakref.ref(M.data.base)
+    assert is_shared_ones(M.data) and buf() is not None
+    N = share_ones(_binary(300, 5))  # a smaller matrix: a view of the same buffer
+    assert N.data.base is buf()
+    del M
+    gc.collect()
+    assert buf() is not None  # N still views it
+    del N
+    gc.collect()
+    assert buf() is None  # not held for later: the next matrix takes a new one
+    again = share_ones(_binary(300, 5))
+    assert is_shared_ones(again.data) and np.all(again.data == 1)

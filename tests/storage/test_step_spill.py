@@ -90,8 +90,9 @@ def test_spill_steps_follows_matrices_and_dataclasses(scratch: Path) -> None:
     weights.sort_indices()
     edges = _edges(300)
     got_ones, got_weights, got_edges = keep("a", ones), keep("b", weights), keep("c", edges)
-    assert is_shared_ones(got_ones.data)  # a 0/1 matrix's data is the shared ones, as freeze makes it
-    assert is_file_backed(got_ones.indices) and is_file_backed(got_ones.indptr)
+    # a 0/1 matrix's data goes to a file too: as the shared ones (what freeze makes) it would stay in memory
+    assert all(is_file_backed(getattr(got_ones, k)) for k in ("data", "indices", "indptr"))
+    assert not is_shared_ones(got_ones.data)
     assert all(is_file_backed(getattr(got_weights, k)) for k in ("data", "indices", "indptr"))
     assert got_weights.has_sorted_indices and got_weights.indices.dtype == weights.indices.dtype
     assert (got_weights != weights).nnz == 0 and (got_ones != ones).nnz == 0
@@ -102,7 +103,7 @@ def test_spill_steps_follows_matrices_and_dataclasses(scratch: Path) -> None:
     assert is_file_backed(got_edges.near.cosine) and got_edges.near.margin == 0.05
     assert keep("d", got_edges) is got_edges  # already in files: nothing written again
     assert keep("e", [1, 2]) == [1, 2] and keep("f", "x") == "x"
-    assert len(keep.spilled) == 2 + 3 + 9
+    assert len(keep.spilled) == 3 + 3 + 9  # the 0/1 matrix's data too
     assert list(scratch.iterdir()) == []
 
 
