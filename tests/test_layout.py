@@ -33,7 +33,7 @@ MAX_LINES = 80
 MAX_TOP_MODULES = 12
 MAX_TOP_ENTRIES = 20
 MAX_SELECTION_CLOSURE = 12
-MAX_RETRIEVAL_CLOSURE = 30  # the concept path: its 14 modules + snapshot, arrays, text, graph, chunks, errors
+MAX_RETRIEVAL_CLOSURE = 31  # the concept path: its 14 modules + snapshot, arrays, text, graph, chunks, errors
 MAX_FUSION_CLOSURE = 40  # fusion runs the concept path: retrieval's closure + its own 8 modules
 
 # the method: what the paper describes, in its order (packages include their modules)

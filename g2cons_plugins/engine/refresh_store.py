@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import time
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
+from typing import Any, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -38,8 +39,14 @@ from ..arrays.tables import chunk_id_view, unit_text_view
 from ..build import Stored, freeze, needs_sentence_vectors
 from ..chunks import Unit
 from ..config import G2ConSConfig
+from ..storage.memory import drop_mapped_pages
 
-__all__ = ["refreshed_stored"]
+_T = TypeVar("_T")
+
+__all__ = ["PAGE_DROP_UNITS", "refreshed_stored"]
+
+# units read between two unmappings of the pages read of their texts (:func:`_dropping`)
+PAGE_DROP_UNITS = 1 << 17
 
 
 def refreshed_stored(st: Stored, config: G2ConSConfig) -> Stored | None:
@@ -88,7 +95,7 @@ def _sentence_units(units: Sequence[Unit]) -> tuple[list[str], sp.csr_matrix]:
     (:func:`g2cons_plugins.build._sentence_units`), with the pairs in arrays instead of lists of ints."""
     sent_pos: dict[str, int] = {}
     rows, cols = array("q"), array("q")
-    for j, u in enumerate(units):
+    for j, u in enumerate(_dropping(units, units)):
         for s in u.sentences:
             rows.append(sent_pos.setdefault(s, len(sent_pos)))
             cols.append(j)
@@ -104,7 +111,7 @@ def _same_text_same_vector(units: Sequence[Unit], vecs: np.ndarray) -> np.ndarra
     """``vecs`` where each unit's vector is the vector of the last unit with its text (``store``'s copy by text),
     as it is when no two units of the same text have different vectors; a corrected copy otherwise."""
     texts = unit_text_view(units)
-    keys = np.fromiter((hash(t) for t in texts), dtype=np.int64, count=len(texts))
+    keys = np.fromiter((hash(t) for t in _dropping(texts, units)), dtype=np.int64, count=len(texts))
     order = np.argsort(keys, kind="stable")
     sk = keys[order]
     starts = np.flatnonzero(np.concatenate(([True], sk[1:] != sk[:-1])))
@@ -127,6 +134,19 @@ def _same_text_same_vector(units: Sequence[Unit], vecs: np.ndarray) -> np.ndarra
     for others, last in fixes:
         out[others] = out[last]
     return _frozen(out)
+
+
+def _dropping(items: Sequence[_T], owner: Any) -> Iterator[_T]:
+    """``items`` in order, the pages read of ``owner``'s file maps (a loaded index's unit table: its texts)
+    unmapped every :data:`PAGE_DROP_UNITS` items and at the end. A pass over every unit text of a loaded 1M-passage
+    index otherwise held its ~1 GB of text pages until the refresh dropped them (two passes: 2 GB at the peak)."""
+    try:
+        for j, x in enumerate(items):
+            if j and j % PAGE_DROP_UNITS == 0:
+                drop_mapped_pages([owner])
+            yield x
+    finally:  # also when the reader stops at a count (``np.fromiter``) and the generator is closed
+        drop_mapped_pages([owner])
 
 
 def _int64(a: np.ndarray) -> np.ndarray:

@@ -46,15 +46,18 @@ class SpillSteps:
     """A derive's ``keep`` hook (module doc): ``keep(step, value)`` returns ``value`` with each of its arrays of at
     least ``min_bytes`` (default :data:`SPILL_STEP_MIN_BYTES`) in a read-only file map, following sparse matrices'
     parts and dataclasses' fields; other values unchanged. Each call first unmaps the pages read since the last
-    call of what it spilled before and gives the heap freed since back (:func:`.memory.release_free_memory`).
-    ``inputs``: the state the derive reads (a :class:`~g2cons_plugins.build.Stored`, or any dataclass of arrays):
-    the pages the steps read of its file maps (a loaded or streamed index: the unit vectors, 1.5 GB at 1M passages)
-    are unmapped at each call too. One object per derive: it holds the maps it made until it goes."""
+    call of what it spilled before and gives the heap freed since back (:func:`.memory.release_free_memory`). A
+    kept array that is a file map already (shared with the state the derive starts from: a refresh's term counts)
+    is not written, and the pages read of it are unmapped as the spilled ones are. ``inputs``: the state the
+    derive reads (a :class:`~g2cons_plugins.build.Stored`, or any dataclass of arrays): the pages the steps read
+    of its file maps (a loaded or streamed index: the unit vectors, 1.5 GB at 1M passages) are unmapped at each
+    call too. One object per derive: it holds the maps it made until it goes."""
 
     def __init__(self, inputs: Any = None, min_bytes: int | None = None) -> None:
         self.min_bytes = SPILL_STEP_MIN_BYTES if min_bytes is None else int(min_bytes)
         self.spilled: list[np.ndarray] = []  # the arrays written to files so far
         self._inputs = [] if inputs is None else [a for a in state_arrays(inputs) if _mapped(a)]
+        self._mapped: list[np.ndarray] = []  # kept values' arrays that were file maps already (shared with a state)
         self._freed = False
 
     def __call__(self, step: str, value: _V) -> _V:
@@ -64,7 +67,7 @@ class SpillSteps:
         go with the block."""
         if step == "edges.block":
             return cast(_V, SpillSteps(min_bytes=min(self.min_bytes, SPILL_BLOCK_MIN_BYTES))._keep(value))
-        drop_mapped_pages([*self.spilled, *self._inputs])  # what the steps since the last call read of them
+        drop_mapped_pages([*self.spilled, *self._inputs, *self._mapped])  # what the steps since the last call read
         if self._freed:  # the arrays spilled last time were freed since (the caller held them until it returned)
             release_free_memory()
             self._freed = False
@@ -79,7 +82,7 @@ class SpillSteps:
         if step == "vectors.block":
             drop_mapped_pages(self._inputs)
         elif step == "edges.plan":  # the products' inputs are copied: the incidence's pages are not read again
-            drop_mapped_pages([*self.spilled, *self._inputs])
+            drop_mapped_pages([*self.spilled, *self._inputs, *self._mapped])
         after_build_step(step)
 
     def _keep(self, value: Any) -> Any:
@@ -108,7 +111,10 @@ class SpillSteps:
         return out
 
     def _array(self, a: np.ndarray) -> np.ndarray:
-        if a.nbytes < self.min_bytes or a.size == 0 or is_file_backed(a):
+        if is_file_backed(a):  # e.g. a refresh's term counts, shared with the state it refreshes: unmapped too
+            self._mapped.append(a)
+            return a
+        if a.nbytes < self.min_bytes or a.size == 0:
             return a
         out = spill.to_file(a)
         if out is not a:

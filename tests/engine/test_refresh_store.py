@@ -78,6 +78,27 @@ def test_equals_store_on_a_loaded_index(tmp_path: Path) -> None:
     assert _digests(idx.stored) == _digests(fresh.stored)
 
 
+def test_on_a_loaded_index_the_pages_of_the_unit_texts_are_dropped_as_they_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each pass over the unit texts unmaps what it read of their file maps every PAGE_DROP_UNITS units and at
+    its end (a loaded 1M index: ~1 GB of text pages a pass), and the state is the same."""
+    from g2cons_plugins.engine import refresh_store
+    from g2cons_plugins.storage.memory import drop_mapped_pages
+
+    docs = _docs()
+    G2ConSIndex.build(docs[:100], embedder="hash", config=CFG).save(tmp_path / "ix")
+    idx = _trickled(G2ConSIndex.load(tmp_path / "ix"), docs)
+    units = idx.snapshot.stored.units
+    advised: list[int] = []
+    monkeypatch.setattr(refresh_store, "PAGE_DROP_UNITS", 40)
+    monkeypatch.setattr(refresh_store, "drop_mapped_pages", lambda xs: advised.append(drop_mapped_pages(xs)))
+    _equal_to_store(idx)
+    passes, n = 2, len(units)
+    assert len(advised) == passes * ((n - 1) // 40 + 1) and n > 80
+    assert all(k > 0 for k in advised)  # the texts are file maps of the loaded index
+
+
 def _unit(i: int, text: str) -> Unit:
     return Unit(f"c{i}", f"c{i}", text, 1, (text,))
 

@@ -157,3 +157,22 @@ def test_each_call_unmaps_the_pages_read_of_the_derives_mapped_inputs(
     keep("a", "nothing")
     keep("b", "nothing")
     assert [[id(a) for a in s] for s in seen] == [[id(mapped)], [id(mapped)]]
+
+
+def test_a_kept_array_that_is_a_file_map_already_is_not_written_and_its_pages_are_unmapped(
+    scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refresh keeps term counts shared with the state it refreshes (file maps already): not written again, and
+    at the next step the pages read of them are unmapped like those of the spilled arrays."""
+    from g2cons_plugins.storage import step_spill
+
+    shared = spill.to_file(np.arange(50_000, dtype=np.float64))
+    assert is_file_backed(shared)
+    seen: list[list[np.ndarray]] = []
+    monkeypatch.setattr(step_spill, "drop_mapped_pages", lambda arrays: seen.append(list(arrays)) or 0)
+    keep = SpillSteps(min_bytes=0)
+    assert keep("terms", shared) is shared and keep.spilled == []
+    own = keep("concepts", np.arange(1000, dtype=np.int64))
+    assert is_file_backed(own) and len(keep.spilled) == 1
+    keep("incidences", np.arange(10))
+    assert any(a is shared for a in seen[-1]) and any(a is own for a in seen[-1])
