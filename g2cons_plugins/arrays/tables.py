@@ -11,7 +11,7 @@ the few written out (``text_at``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
 import numpy as np
@@ -21,8 +21,8 @@ from ..errors import PersistError
 from .columns import Rope, SequenceEq, TextColumn, concat, position, take
 
 __all__ = [
-    "ChunkTable", "UnitTable", "chunk_id_view", "column_arrays", "unit_fields", "unit_fields_of", "unit_id_view",
-    "unit_text", "unit_text_view", "unit_texts",
+    "ChunkTable", "UnitTable", "chunk_id_view", "column_arrays", "ids_increase", "unit_fields", "unit_fields_of",
+    "unit_id_view", "unit_text", "unit_text_view", "unit_texts",
 ]
 
 
@@ -255,6 +255,17 @@ def _view(seq: Sequence[Any], name: str) -> Sequence[str]:
 def chunk_id_view(chunks: Sequence[Chunk]) -> Sequence[str]:
     """``[c.id for c in chunks]`` as a sequence read one id at a time (a table's id column; no chunk is made)."""
     return _view(chunks, "id")
+
+
+def ids_increase(ids: Iterable[str]) -> bool:
+    """The ids strictly increase (sorted by id, none repeated), read one at a time (e.g. from
+    :func:`chunk_id_view`: no chunk, and no chunk text, is made)."""
+    prev = None
+    for i in ids:
+        if prev is not None and not prev < i:
+            return False
+        prev = i
+    return True
 
 
 def unit_id_view(units: Sequence[Unit]) -> Sequence[str]:

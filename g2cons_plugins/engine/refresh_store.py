@@ -35,7 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..arrays.ones import binary
-from ..arrays.tables import chunk_id_view, unit_text_view
+from ..arrays.tables import chunk_id_view, ids_increase, unit_text_view
 from ..build import Stored, freeze, needs_sentence_vectors
 from ..chunks import Unit
 from ..config import G2ConSConfig
@@ -54,7 +54,7 @@ def refreshed_stored(st: Stored, config: G2ConSConfig) -> Stored | None:
     (module doc), without embedding, splitting or counting anything; None where ``st`` is not one a trickle update
     leaves (then ``store`` must run)."""
     t0 = time.perf_counter()
-    if (st.sent_vecs is None and needs_sentence_vectors(config)) or not _sorted(chunk_id_view(st.chunks)):
+    if (st.sent_vecs is None and needs_sentence_vectors(config)) or not ids_increase(chunk_id_view(st.chunks)):
         return None
     sentences, sent_unit = _sentence_units(st.units)
     sent_vecs = None
@@ -78,16 +78,6 @@ def refreshed_stored(st: Stored, config: G2ConSConfig) -> Stored | None:
         unit_vecs=unit_vecs,
         timings=timings,
     )
-
-
-def _sorted(ids: Sequence[str]) -> bool:
-    """The ids strictly increase (as ``store`` sorts them; ids are distinct)."""
-    prev = None
-    for i in ids:
-        if prev is not None and not prev < i:
-            return False
-        prev = i
-    return True
 
 
 def _sentence_units(units: Sequence[Unit]) -> tuple[list[str], sp.csr_matrix]:
