@@ -21,8 +21,8 @@ from ..errors import PersistError
 from .columns import Rope, SequenceEq, TextColumn, concat, position, take
 
 __all__ = [
-    "ChunkTable", "UnitTable", "chunk_id_view", "column_arrays", "ids_increase", "unit_fields", "unit_fields_of",
-    "unit_id_view", "unit_text", "unit_text_view", "unit_texts",
+    "ChunkTable", "UnitTable", "chunk_id_view", "column_arrays", "first_out_of_order", "ids_increase", "unit_fields",
+    "unit_fields_of", "unit_id_view", "unit_text", "unit_text_view", "unit_texts",
 ]
 
 
@@ -257,15 +257,21 @@ def chunk_id_view(chunks: Sequence[Chunk]) -> Sequence[str]:
     return _view(chunks, "id")
 
 
-def ids_increase(ids: Iterable[str]) -> bool:
-    """The ids strictly increase (sorted by id, none repeated), read one at a time (e.g. from
-    :func:`chunk_id_view`: no chunk, and no chunk text, is made)."""
+def first_out_of_order(ids: Iterable[str]) -> int | None:
+    """The position of the first id that is not greater than the one before it (repeated or out of order), read
+    one at a time (e.g. from :func:`chunk_id_view`: no chunk, and no chunk text, is made); None when the ids
+    strictly increase."""
     prev = None
-    for i in ids:
+    for k, i in enumerate(ids):
         if prev is not None and not prev < i:
-            return False
+            return k
         prev = i
-    return True
+    return None
+
+
+def ids_increase(ids: Iterable[str]) -> bool:
+    """The ids strictly increase (sorted by id, none repeated): :func:`first_out_of_order` finds none."""
+    return first_out_of_order(ids) is None
 
 
 def unit_id_view(units: Sequence[Unit]) -> Sequence[str]:

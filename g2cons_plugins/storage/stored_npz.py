@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ..arrays.columns import TextColumn, check_utf8, text_column
-from ..arrays.tables import ChunkTable, UnitTable, metadata_json
+from ..arrays.tables import ChunkTable, UnitTable, first_out_of_order, metadata_json
 from ..build import Stored
 from ..errors import PersistError
 from .derived_io import savez
@@ -201,11 +201,9 @@ def _check_ids(r: _Reader, ids: TextColumn) -> None:
     """Chunk ids non-empty, sorted and distinct (one pass)."""
     if (np.diff(ids.off) == 0).any():
         raise r.fail("chunk.id", f"holds an empty id (record {int(np.argmax(np.diff(ids.off) == 0)) + 1})")
-    prev = None
-    for k, i in enumerate(ids):
-        if prev is not None and not prev < i:
-            raise r.fail("chunk.id", f"record {k + 1}: id {i!r} is repeated or out of order")
-        prev = i
+    k = first_out_of_order(ids)
+    if k is not None:
+        raise r.fail("chunk.id", f"record {k + 1}: id {ids[k]!r} is repeated or out of order")
 
 
 def _check_meta(r: _Reader, meta: TextColumn) -> None:
