@@ -14,7 +14,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import scipy.sparse as sp
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..concepts import TermIndex
     from ..config import G2ConSConfig
 
-__all__ = ["LEX_BLOCK_ENTRIES", "LexicalIndex", "QueryBM25", "SortedColumns", "bm25_weights", "sorted_unique"]
+__all__ = ["LEX_BLOCK_ENTRIES", "LexicalIndex", "QueryBM25", "SortedColumns", "Spool", "bm25_weights", "sorted_unique"]
 
 K1 = 1.5
 B = 0.75
@@ -43,9 +43,13 @@ class LexicalIndex:
         return QueryBM25(self, self.query_columns(query))
 
     @classmethod
-    def build(cls, stored: Stored, terms: TermIndex, config: G2ConSConfig) -> LexicalIndex:
-        """Weights of every (unit, word) from the sentence term counts (:func:`bm25_weights`)."""
-        return cls.from_weights(bm25_weights(stored.sent_unit, terms.counts), terms, config)
+    def build(
+        cls, stored: Stored, terms: TermIndex, config: G2ConSConfig, spool: Callable[[np.dtype[Any]], Spool] | None = None
+    ) -> LexicalIndex:
+        """Weights of every (unit, word) from the sentence term counts (:func:`bm25_weights`; ``spool``: where its
+        blocks go, default memory)."""
+        W = bm25_weights(stored.sent_unit, terms.counts, spool=spool or _Blocks)
+        return cls.from_weights(W, terms, config)
 
     @classmethod
     def from_weights(cls, weights: sp.csc_matrix, terms: TermIndex, config: G2ConSConfig) -> LexicalIndex:
@@ -99,16 +103,19 @@ class LexicalIndex:
 
 
 #: Entries of the unit x word product that :func:`bm25_weights` computes at a time (an upper bound per block of
-#: words): a block's product, its csc copy and two float64 temporaries are its only working memory. The bound was
-#: first on the sentence counts' entries, which a corpus whose sentences sit in several units multiplies (at 1M
-#: passages one block of 2^22 counts held ~30M product entries: about 1.5 GB of temporaries at once).
-LEX_BLOCK_ENTRIES = 1 << 22
+#: words): a block's product, its csc copy and two float64 temporaries are its only working memory, ~40 bytes an
+#: entry. The bound was first on the sentence counts' entries, which a corpus whose sentences sit in several units
+#: multiplies (at 1M passages one block of 2^22 counts held ~30M product entries: about 1.5 GB of temporaries at
+#: once). 2^20: at 100k passages the weights took 0.25 s with a working peak of 42 MB, against 0.23 s and 126 MB
+#: at 2^22 (0.30 s, 28 MB at 2^19).
+LEX_BLOCK_ENTRIES = 1 << 20
 
 
-def _word_blocks(A: sp.csr_matrix, C: sp.csc_matrix, block_entries: int) -> list[int]:
+def _word_blocks(A: sp.csr_matrix, C: sp.csc_matrix, block_entries: int) -> tuple[list[int], int]:
     """Bounds of blocks of words (columns of ``C``) whose product ``A @ C[:, a:b]`` has at most about
     ``block_entries`` entries: a word's product column has at most the sum, over its sentences, of the number of
-    units holding that sentence (exact when no unit holds two of them); a word above the bound is a block alone."""
+    units holding that sentence (exact when no unit holds two of them); a word above the bound is a block alone.
+    Also the bound over every word: the product has at most that many entries."""
     n_words = C.shape[1]
     per_sentence = np.diff(sp.csc_matrix(A).indptr).astype(np.int64)  # units holding each sentence
     at = np.zeros(C.nnz + 1, dtype=np.int64)
@@ -116,17 +123,58 @@ def _word_blocks(A: sp.csr_matrix, C: sp.csc_matrix, block_entries: int) -> list
     bound = at[C.indptr]  # bound[j]: the product entries of words before j, at most
     step = max(int(block_entries), 1)
     ends = np.searchsorted(bound, np.arange(1, bound[-1] // step + 2) * step, side="right") - 1
-    return sorted({0, n_words, *np.clip(ends, 1, n_words).tolist()})
+    return sorted({0, n_words, *np.clip(ends, 1, n_words).tolist()}), int(bound[-1])
 
 
-def bm25_weights(sent_unit: sp.spmatrix, counts: sp.spmatrix, block_entries: int = LEX_BLOCK_ENTRIES) -> sp.csc_matrix:
+class Spool(Protocol):
+    """Where :func:`bm25_weights` puts its blocks of one array as it makes them: ``append`` a block, ``finish`` gives
+    every block in order as one array (e.g. :class:`g2cons_plugins.storage.spool.ArraySpool`: a temporary file)."""
+
+    def append(self, block: np.ndarray) -> None: ...
+
+    def finish(self) -> np.ndarray: ...
+
+
+class _Blocks:
+    """The default :class:`Spool`: blocks kept in memory, joined by :meth:`finish` into one array, each block freed
+    once copied (the blocks and the result are not held twice)."""
+
+    def __init__(self, dtype: np.dtype[Any] | type) -> None:
+        self.dtype = np.dtype(dtype)
+        self._blocks: list[np.ndarray] = []
+
+    def append(self, block: np.ndarray) -> None:
+        self._blocks.append(block)
+
+    def finish(self) -> np.ndarray:
+        blocks, self._blocks = self._blocks[::-1], []
+        out = np.empty(sum(len(b) for b in blocks), self.dtype)
+        at = 0
+        while blocks:
+            b = blocks.pop()
+            out[at : at + len(b)] = b
+            at += len(b)
+            del b
+        return out
+
+
+def bm25_weights(
+    sent_unit: sp.spmatrix,
+    counts: sp.spmatrix,
+    block_entries: int = LEX_BLOCK_ENTRIES,
+    spool: Callable[[np.dtype[Any]], Spool] = _Blocks,
+) -> sp.csc_matrix:
     """Okapi BM25 weights (units x words, csc, row indices sorted) of the unit term counts
     ``sent_unit.T @ counts`` (``sent_unit``: sentences x units 0/1; ``counts``: sentences x words), computed over
     blocks of words whose product holds about ``block_entries`` entries each (:func:`_word_blocks`): a word's
     document frequency is its column's entry count, a unit's length (the sum of its counts) comes from the
     sentences' row sums, so no block needs another. The same float64 operations per entry as over the whole
     product (products and sums in the same order; in place where that changes no bit), hence the same weights bit
-    for bit whatever the block size (the counts are integers, exact in float64)."""
+    for bit whatever the block size (the counts are integers, exact in float64).
+
+    ``spool(dtype)``: where the blocks of the weights and of their row indices go as they are made (default: in
+    memory, joined at the end); the engine passes a spool over a temporary file, so the weights (at 1M passages
+    ~0.75 GB) are never all in anonymous memory. The result is the same whichever spool."""
     A = sp.csr_matrix(sent_unit.T)  # units x sentences
     n_units, n_words = A.shape[0], counts.shape[1]
     row_sums = np.asarray(counts.sum(axis=1), dtype=np.float64).ravel()
@@ -134,9 +182,9 @@ def bm25_weights(sent_unit: sp.spmatrix, counts: sp.spmatrix, block_entries: int
     avg = max(float(lengths.mean()) if n_units else 1.0, 1e-9)
     norm = K1 * (1 - B + B * lengths / avg)
     C = sp.csc_matrix(counts)
-    bounds = _word_blocks(A, C, block_entries)
-    data: list[np.ndarray] = []
-    indices: list[np.ndarray] = []
+    bounds, most = _word_blocks(A, C, block_entries)
+    small = max(most, n_units, n_words) < 2**31  # at most ``most`` entries: 32-bit row indices whatever the count
+    values, rows = spool(np.dtype(np.float64)), spool(np.dtype(np.int32 if small else np.int64))
     sizes: list[np.ndarray] = []
     for a, b in zip(bounds, bounds[1:], strict=False):
         tf = sp.csc_matrix(A @ C[:, a:b], dtype=np.float64)
@@ -151,24 +199,18 @@ def bm25_weights(sent_unit: sp.spmatrix, counts: sp.spmatrix, block_entries: int
         den += tf.data
         w /= den  # ((idf * tf) * (K1 + 1)) / (tf + norm): the whole-product expression's operations, in its order
         del den
-        data.append(w)
-        indices.append(tf.indices)
+        values.append(w)
+        rows.append(tf.indices)
         sizes.append(size)
         del tf, w
-    nnz = sum(len(d) for d in data)
+    nnz = int(sum(int(s.sum()) for s in sizes))
     idx = np.int32 if max(nnz, n_units, n_words) < 2**31 else np.int64
     indptr = np.zeros(n_words + 1, dtype=idx)
     np.cumsum(np.concatenate(sizes) if sizes else np.zeros(0, idx), out=indptr[1:])
-    values, rows = np.empty(nnz, np.float64), np.empty(nnz, idx)
-    at = 0
-    data.reverse()
-    indices.reverse()
-    while data:  # each block freed once copied: the blocks and the result are not held twice
-        d, r = data.pop(), indices.pop()
-        values[at : at + len(d)], rows[at : at + len(d)] = d, r
-        at += len(d)
-        del d, r
-    W = sp.csc_matrix((values, rows, indptr), shape=(n_units, n_words))
+    data, indices = values.finish(), rows.finish()
+    if indices.dtype != idx:  # more entries were possible than came: 32-bit indices, as the count allows
+        indices = indices.astype(idx)
+    W = sp.csc_matrix((data, indices, indptr), shape=(n_units, n_words))
     W.has_sorted_indices = True
     return W
 

@@ -107,12 +107,14 @@ from ..embedders import CachedEmbedder, Embedder, get_embedder
 from ..engine.snapshot_updates import refreshed, replayed, with_origin
 from ..engine.trickle_log import Origin
 from ..errors import G2ConSError, PersistError
+from ..retrieval.lexical import LexicalIndex
 from ..snapshot import HasSnapshot, Snapshot, as_snapshot, make_snapshot
 from ..text import Tokenizer, get_tokenizer
 from .derived_io import DERIVED_FILES, differences, read_derived, write_array, write_derived
 from .lexical_io import LEXICAL_NPZ, read_lexical, write_lexical
 from .memory import drop_mapped_pages, state_arrays
 from .outputs import NO_ROOM
+from .spool import ArraySpool
 from .step_spill import derive_hooks
 from .stored_io import (
     SENTENCE_VECTORS,
@@ -492,7 +494,7 @@ def _write_version(snap: Snapshot, folder: Path) -> bytes:
             _write(folder / name, _npy(arr))
     write_derived(folder, snap.derived, snap.config)
     if WRITE_VERSION >= 5:
-        write_lexical(folder, snap.lexical.weights)
+        write_lexical(folder, _lexical_weights(snap))
     files, ann = list(_written(st)), {}
     if isinstance(snap.unit_ann, UnitANN):  # the unit index, so a load maps it instead of rebuilding it
         ann["unit_ann"] = write_unit_ann(snap.unit_ann, folder, _write)
@@ -513,6 +515,18 @@ def _write_version(snap: Snapshot, folder: Path) -> bytes:
     data = json.dumps(manifest, indent=2).encode("utf-8")
     _write(folder / "manifest.json", lambda fh: fh.write(data))
     return data
+
+
+def _lexical_weights(snap: Snapshot) -> Any:
+    """The BM25 weights to save: the snapshot's where it has them (read with it, or made for a query), else made
+    here with their blocks written to temporary files as they come (:class:`.spool.ArraySpool`; at 1M passages
+    ~0.75 GB that a save made right after a build held in memory on top of the index) and kept on the snapshot, as
+    its first query would have made them: the same weights bit for bit, file-backed."""
+    if snap.bm25 is not None or "lexical" in snap.__dict__:
+        return snap.lexical.weights
+    lexical = LexicalIndex.build(snap.stored, snap.derived.terms, snap.config, spool=ArraySpool)
+    snap.__dict__["lexical"] = lexical  # the memo ``Snapshot.lexical`` would have filled
+    return lexical.weights
 
 
 def _written(st: Stored) -> tuple[str, ...]:

@@ -70,16 +70,18 @@ class _Bytes:
         self._fh.seek(pos)
         return out
 
-    def finish(self) -> np.ndarray:
-        """The bytes as a read-only uint8 array (a map of the file, or memory); the spool is closed."""
+    def finish(self, dtype: Any = np.uint8) -> np.ndarray:
+        """The bytes as a read-only 1-d array of ``dtype`` (a map of the file, or memory); the spool is closed. Made
+        with ``dtype`` directly, not as a view of bytes: SciPy copies a sparse matrix's part whose base array is
+        more than twice its length (its ``prune``), as a float64 view of bytes would be."""
         fh = self._fh
         if isinstance(fh, io.BytesIO):
-            out = np.frombuffer(fh.getbuffer().tobytes(), dtype=np.uint8)
+            out = np.frombuffer(fh.getbuffer().tobytes(), dtype=dtype)
         elif self.size == 0:
-            out = np.zeros(0, np.uint8)
+            out = np.zeros(0, dtype)
         else:
             fh.flush()
-            out = np.frombuffer(mmap.mmap(fh.fileno(), self.size, access=mmap.ACCESS_READ), dtype=np.uint8)
+            out = np.frombuffer(mmap.mmap(fh.fileno(), self.size, access=mmap.ACCESS_READ), dtype=dtype)
         fh.close()  # a map holds its own handle of the file
         out.flags.writeable = False
         return out
@@ -97,13 +99,13 @@ class ArraySpool:
         a = np.ascontiguousarray(block, dtype=self.dtype)
         if a.shape[1:] != self.row_shape:
             raise ValueError(f"rows of shape {a.shape[1:]} appended to a spool of rows {self.row_shape}")
-        self._bytes.write(a.data)
+        if a.size:  # an empty block adds nothing (and a memoryview of it cannot be cast to bytes)
+            self._bytes.write(a.data)
         self.rows += len(a)
 
     def finish(self) -> np.ndarray:
         """All rows, read-only (see module doc); the spool is closed."""
-        raw = self._bytes.finish()
-        out: np.ndarray = raw.view(self.dtype).reshape((self.rows, *self.row_shape))
+        out: np.ndarray = self._bytes.finish(self.dtype).reshape((self.rows, *self.row_shape))
         return out
 
 

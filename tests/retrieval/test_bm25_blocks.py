@@ -71,7 +71,7 @@ def test_word_blocks_bound_the_product_not_the_counts(block: int) -> None:
     sent_unit = sp.csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(n_sent, n_units))
     counts = sp.csr_matrix(rng.poisson(0.08, (n_sent, n_words)).astype(np.int32))
     A, C = sp.csr_matrix(sent_unit.T), sp.csc_matrix(counts)
-    bounds = _word_blocks(A, C, block)
+    bounds, _ = _word_blocks(A, C, block)
     assert bounds[0] == 0 and bounds[-1] == n_words and bounds == sorted(set(bounds))
     assert (A @ C).nnz > counts.nnz
     for a, b in zip(bounds, bounds[1:], strict=False):
@@ -79,3 +79,42 @@ def test_word_blocks_bound_the_product_not_the_counts(block: int) -> None:
         assert nnz <= block or b - a == 1, (a, b, nnz)
     if block >= (A @ C).nnz:
         assert bounds == [0, n_words]
+
+
+@pytest.mark.parametrize("block", [3, 1 << 30])
+def test_file_spool_gives_the_same_weights(block: int) -> None:
+    """Blocks written to temporary files as they come (the engine's spool) give the weights of the in-memory
+    default bit for bit, with the same dtypes; the weights are then file-backed (no anonymous copy)."""
+    from g2cons_plugins.arrays.mapped import is_file_backed
+    from g2cons_plugins.storage.spill import can_spill
+    from g2cons_plugins.storage.spool import ArraySpool
+
+    sent_unit, counts = _problem(4)
+    want = bm25_weights(sent_unit, counts, block)
+    got = bm25_weights(sent_unit, counts, block, spool=ArraySpool)
+    for part in ("data", "indices", "indptr"):
+        a, b = getattr(got, part), getattr(want, part)
+        assert a.dtype == b.dtype and np.array_equal(a, b), part
+    if can_spill():
+        assert is_file_backed(got.data) and is_file_backed(got.indices)
+
+
+def test_wide_row_indices_are_narrowed_when_the_count_allows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the product could hold 2^31 entries or more, the row indices are spooled 64-bit and narrowed to the
+    32 bits the real count allows: the same dtype as when the bound was small."""
+    import g2cons_plugins.retrieval.lexical as lexical
+
+    sent_unit, counts = _problem(5)
+    want = bm25_weights(sent_unit, counts, 50)
+    real = lexical._word_blocks
+    monkeypatch.setattr(lexical, "_word_blocks", lambda A, C, b: (real(A, C, b)[0], 2**31))
+    seen: list[np.dtype] = []
+
+    def spool(dtype: np.dtype) -> lexical.Spool:
+        seen.append(np.dtype(dtype))
+        return lexical._Blocks(dtype)
+
+    got = bm25_weights(sent_unit, counts, 50, spool=spool)
+    assert np.dtype(np.int64) in seen
+    assert got.indices.dtype == want.indices.dtype == np.int32
+    assert np.array_equal(got.indices, want.indices) and np.array_equal(got.data, want.data)

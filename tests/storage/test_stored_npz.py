@@ -183,6 +183,29 @@ def test_bm25_weights_are_saved_and_mapped(saved: Path) -> None:
     assert np.array_equal(got.snapshot.lexical.scores(q), want.scores(q))
 
 
+def test_a_save_right_after_a_build_makes_the_weights_in_files_and_keeps_them(tmp_path: Path) -> None:
+    """The save of a fresh build makes the BM25 weights with their blocks in temporary files (not all in memory)
+    and keeps them on the saved snapshot, as a first query would: the same bits as made in memory, and no second
+    computation for the next query."""
+    from g2cons_plugins.arrays.mapped import is_file_backed
+    from g2cons_plugins.retrieval.lexical import LexicalIndex
+    from g2cons_plugins.storage.spill import can_spill
+
+    idx = G2ConSIndex.build(DOCS, embedder="hash", config=G2ConSConfig(theta_co=1, unit_tokens=16))
+    assert "lexical" not in idx.snapshot.__dict__  # nothing asked for BM25 yet
+    idx.save(tmp_path / "i")
+    assert "lexical" in idx.snapshot.__dict__  # made by the save, kept
+    weights = idx.snapshot.lexical.weights
+    want = LexicalIndex.build(idx.stored, idx.derived.terms, idx.config).weights
+    for part in ("data", "indices", "indptr"):
+        assert getattr(weights, part).dtype == getattr(want, part).dtype, part
+        assert np.array_equal(getattr(weights, part), getattr(want, part)), part
+    if can_spill():
+        assert is_file_backed(weights.data) and is_file_backed(weights.indices)
+    loaded = G2ConSIndex.load(tmp_path / "i").snapshot.lexical.weights
+    assert np.array_equal(loaded.data, want.data) and np.array_equal(loaded.indices, want.indices)
+
+
 @pytest.mark.parametrize(
     ("edit", "what"),
     [
