@@ -44,7 +44,11 @@ class LexicalIndex:
 
     @classmethod
     def build(
-        cls, stored: Stored, terms: TermIndex, config: G2ConSConfig, spool: Callable[[np.dtype[Any]], Spool] | None = None
+        cls,
+        stored: Stored,
+        terms: TermIndex,
+        config: G2ConSConfig,
+        spool: Callable[[np.dtype[Any]], Spool] | None = None,
     ) -> LexicalIndex:
         """Weights of every (unit, word) from the sentence term counts (:func:`bm25_weights`; ``spool``: where its
         blocks go, default memory)."""
