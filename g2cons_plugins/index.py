@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +117,9 @@ class G2ConSIndex:
             raise InputError(f"config must be a G2ConSConfig, got {type(config).__name__}")
         # batch by batch into columns (engine.streaming), unless the engine splits the whole corpus in one call (Ray)
         streamed = engine != "ray" and (isinstance(engine, str) or hasattr(engine, "submit_split"))
+        t_read = time.perf_counter()
         chunk_list = spool_chunks(chunks) if streamed else make_chunks(chunks)
+        t_read = time.perf_counter() - t_read
         texts = chunk_list.texts if isinstance(chunk_list, SpooledChunks) else [c.text for c in chunk_list]
         if isinstance(embedder, str) and embedder.strip().lower() == AUTO:
             embedder = choose_embedder(texts)
@@ -136,6 +140,7 @@ class G2ConSIndex:
                 stored = stream_store(chunk_list, emb, tok, config, show_progress, engine=runner)
             else:
                 stored = store(chunk_list, emb, tok, config, show_progress, engine=runner)
+            stored = replace(stored, timings={"read": t_read, **stored.timings})
         finally:
             close = getattr(runner, "close", None)
             if isinstance(engine, str) and close is not None:  # the workers of an engine made here stop here

@@ -77,6 +77,7 @@ class Snapshot:
     tokenizer: Tokenizer
     embedder: Embedder
     derive_s: float = 0.0
+    unit_index_s: float = 0.0  # seconds to make (or update) the unit index with this snapshot
     unit_ann: UnitIndex | None = None  # the unit index over the unit vectors (large corpora; arrays.unit_index)
     pending: Any = None  # the update engine's trickle state since the last exact derive (engine.update.Pending)
     bm25: Any = field(default=None, repr=False)  # the units' BM25 weights read with a saved index, else None
@@ -140,8 +141,9 @@ class Snapshot:
 
     @property
     def timings(self) -> dict[str, float]:
-        """Seconds per build stage (split_and_count, embed, derive; update_* after add/remove)."""
-        return {**self.stored.timings, "derive": self.derive_s}
+        """Seconds per build stage (read: the input checked and spooled, by a streaming build; split_and_count,
+        embed, derive, unit_index; update_* after add/remove)."""
+        return {**self.stored.timings, "derive": self.derive_s, "unit_index": self.unit_index_s}
 
     @property
     def chunks(self) -> Sequence[Chunk]:
@@ -215,6 +217,8 @@ def make_snapshot(
     t0 = time.perf_counter()
     dv = derived if derived is not None else derive(stored, config, terms, after_step, keep)
     derive_s = time.perf_counter() - t0 if derived is None else 0.0
+    t0 = time.perf_counter()
+    ann = unit_index_for(stored, config, previous, unit_ann)
     return Snapshot(
         stored=stored,
         derived=dv,
@@ -222,7 +226,8 @@ def make_snapshot(
         tokenizer=tokenizer,
         embedder=embedder,
         derive_s=derive_s,
-        unit_ann=unit_index_for(stored, config, previous, unit_ann),
+        unit_index_s=time.perf_counter() - t0,
+        unit_ann=ann,
         bm25=bm25 if derived is not None else None,
     )
 

@@ -347,7 +347,8 @@ def _moved_pairs(
     dkey = delta[0].astype(np.int64) * m + delta[1]
     pos = np.minimum(np.searchsorted(dkey, key), max(len(dkey) - 1, 0))
     found = dkey[pos] == key if len(dkey) else np.zeros(len(key), bool)
-    n_old = int(((k - np.where(found, delta[2][pos], 0)) >= theta_co).sum())
+    change = delta[2][pos] if len(dkey) else np.zeros(len(key), delta[2].dtype)  # no pair changed: none to read
+    n_old = int(((k - np.where(found, change, 0)) >= theta_co).sum())
     touch = in_mv[delta[0]] | in_mv[delta[1]]
     where = np.minimum(np.searchsorted(key, dkey[touch]), max(len(key) - 1, 0))
     gone = ~(key[where] == dkey[touch]) if len(key) else np.ones(int(touch.sum()), bool)

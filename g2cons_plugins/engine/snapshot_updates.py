@@ -238,6 +238,7 @@ def _trickled(
         tokenizer=snap.tokenizer,
         embedder=snap.embedder,
         derive_s=snap.derive_s,
+        unit_index_s=snap.unit_index_s,
         unit_ann=unit_ann,
         pending=pd,
     )

@@ -109,3 +109,14 @@ def test_build_leaves_no_memo_of_its_texts(tmp_path: Any) -> None:
     assert len(memo) == 0
     assert len(on_disk) == on_disk.n_computed  # every computed vector is in the database
     assert all(u.text in on_disk for u in plain.units[:5])
+
+
+def test_a_build_reports_the_seconds_of_each_stage() -> None:
+    """``timings`` names every stage a build runs (what ``bench.py`` records per stage at scale), and an update
+    keeps the build's figures beside its own."""
+    idx = G2ConSIndex.build(_passages()[:60], embedder="hash")
+    t = idx.timings
+    assert list(t) == ["read", "split_and_count", "embed", "derive", "unit_index"]
+    assert all(v >= 0 for v in t.values()) and t["split_and_count"] > 0 and t["derive"] > 0
+    idx.add([{"id": "zz-new", "text": "A new passage about Paris."}], exact=False)
+    assert {"read", "unit_index", "update_trickle"} <= set(idx.timings)

@@ -88,6 +88,25 @@ def test_update_edges_equals_a_rebuild(seed: int, sign: int, block: int, monkeyp
     assert _pairs(got.near) == _pairs(want.near)  # every moved concept redone
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_added_chunks_that_share_no_pair_still_update_the_moved_concepts(seed: int) -> None:
+    """Chunks of one concept each change no pair's Co (an empty change), while concepts they hold moved and are
+    redone: the edges equal a rebuild (the count of pairs before read the change's Co even when there was none)."""
+    rng = np.random.default_rng(seed)
+    n, m, theta_co, margin = 120, 60, 2, 0.2
+    base = _incidence(rng, n, m)
+    single = sp.csr_matrix((np.ones(3, np.float32), (np.arange(3), [0, 1, 2])), shape=(3, m))
+    after = sp.csr_matrix(sp.vstack([base, single]))
+    V = _vectors(rng, m)
+    edges = build_edges(base, V, theta_co, None, 50.0, margin=margin)
+    moved = np.array([0, 1, 2])
+    V2 = _nudged(rng, V, moved, np.full(3, margin))
+    df = np.asarray(after.sum(axis=0)).ravel().astype(np.int64)
+    want = build_edges(after, V2, theta_co, edges.theta_sem, 50.0, margin=margin)
+    got, A = update_edges(edges, after, V2, moved, moved, single, 1, theta_co, df)
+    _same(got, want, m, A)
+
+
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("sign", [1, -1])
 def test_without_near_pairs_an_edge_differs_only_near_theta(seed: int, sign: int) -> None:
