@@ -173,7 +173,14 @@ def analyze(
 
 def update(prev: TermIndex, prev_sentences: Sequence[str], sentences: Sequence[str], config: G2ConSConfig) -> TermIndex:
     """The TermIndex of ``sentences``, re-using the rows of ``prev`` (aligned with ``prev_sentences``) and
-    analysing only the new sentences. Equals ``analyze(sentences, config)``."""
+    analysing only the new sentences. Equals ``analyze(sentences, config)``.
+
+    A sentence's word counts depend on it alone and are re-used; its name-share rows (``noninit``, ``caps``) do
+    not: a word after the first counts there once the analyzer kept it in that sentence or an earlier one, so they
+    depend on the order (a removed sentence that first used a word, a new one placed before). Where ``sentences``
+    is ``prev_sentences`` with new ones appended, the old rows hold and only the new rows are made (each against
+    every word used before it); otherwise both are made again for every sentence from the counts
+    (:func:`later_words`: one tokenizer pass, no analyzer)."""
     if prev.n_sentences != len(prev_sentences):
         raise InputError(f"term index has {prev.n_sentences} rows for {len(prev_sentences)} sentences")
     old = {s: i for i, s in enumerate(prev_sentences)}
@@ -185,29 +192,105 @@ def update(prev: TermIndex, prev_sentences: Sequence[str], sentences: Sequence[s
     old_cols = np.fromiter((col[w] for w in prev.words), dtype=np.int64, count=len(prev.words))
     new_cols = np.fromiter((col[w] for w in fresh.words), dtype=np.int64, count=len(fresh.words))
     known_pos = np.flatnonzero(src >= 0)
-    mats = []
-    for a, b in ((prev.counts, fresh.counts), (prev.noninit, fresh.noninit), (prev.caps, fresh.caps)):
-        A = a[src[known_pos]].tocoo()
-        B = b.tocoo()
-        M = sp.csr_matrix(
-            (
-                np.concatenate([A.data, B.data]).astype(np.int32),
-                (
-                    np.concatenate([known_pos[A.row], new_pos[B.row]]),
-                    np.concatenate([old_cols[A.col], new_cols[B.col]]),
-                ),
-            ),
-            shape=(len(sentences), len(words)),
-        )
-        M.sort_indices()
-        mats.append(M)
+    n_old = len(prev_sentences)
+    appended = len(known_pos) == n_old and bool((src[:n_old] == np.arange(n_old)).all())
+    placed = (prev.counts, fresh.counts), (prev.noninit, fresh.noninit), (prev.caps, fresh.caps)
+    parts = placed if appended else placed[:1]  # otherwise every name-share row is made again below
+    mats = [_placed(a, b, src, known_pos, new_pos, old_cols, new_cols, len(words)) for a, b in parts]
     present = np.flatnonzero(np.asarray(mats[0].sum(axis=0)).ravel() > 0)  # words of removed sentences go
     if len(present) < len(words):
         mats = [M[:, present].tocsr() for M in mats]
         for M in mats:
             M.sort_indices()
         words = [words[j] for j in present.tolist()]
+    first = first_rows(mats[0])
+    redo = new_pos if appended else np.arange(len(sentences))  # appended: the old rows hold
+    later = later_words([sentences[i] for i in redo.tolist()], redo, words, first)
+    if appended:
+        mats[1:] = [_joined(M, L, n_old) for M, L in zip(mats[1:], later, strict=True)]
+    else:
+        mats += list(later)
     return TermIndex(tuple(words), mats[0], mats[1], mats[2])
+
+
+def _placed(
+    a: sp.csr_matrix,
+    b: sp.csr_matrix,
+    src: np.ndarray,
+    known_pos: np.ndarray,
+    new_pos: np.ndarray,
+    old_cols: np.ndarray,
+    new_cols: np.ndarray,
+    width: int,
+) -> sp.csr_matrix:
+    """The rows of ``a`` (old sentences, at ``known_pos``) and ``b`` (new, at ``new_pos``) in one matrix over the
+    merged word columns."""
+    A = a[src[known_pos]].tocoo()
+    B = b.tocoo()
+    M = sp.csr_matrix(
+        (
+            np.concatenate([A.data, B.data]).astype(np.int32),
+            (np.concatenate([known_pos[A.row], new_pos[B.row]]), np.concatenate([old_cols[A.col], new_cols[B.col]])),
+        ),
+        shape=(len(src), width),
+    )
+    M.sort_indices()
+    return M
+
+
+def first_rows(counts: sp.csr_matrix) -> np.ndarray:
+    """Per word (column), the first row (sentence) that holds it; the number of rows for none."""
+    C = counts.tocoo()
+    first = np.full(counts.shape[1], counts.shape[0], dtype=np.int64)
+    np.minimum.at(first, C.col, C.row.astype(np.int64))
+    return first
+
+
+def later_words(
+    texts: Sequence[str], row_at: np.ndarray, words: Sequence[str], first: np.ndarray
+) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """``noninit`` and ``caps`` rows (one per text; ``row_at``: each text's row in its term index) as
+    :func:`analyze` makes them: each word after a text's first, lowercased, counts where it is one of ``words``
+    (a term index's columns) whose ``first`` row (:func:`first_rows`) is at or before the text's row (the analyzer
+    kept it there or earlier); of those, the capitalised ones."""
+    col = {w: j for j, w in enumerate(words)}
+    get, findall = col.get, _WORD.findall
+    cols, upper = array("q"), array("b")
+    n_later = np.zeros(len(texts), dtype=np.int64)
+    for k, text in enumerate(texts):
+        rest = findall(text)[1:]
+        if rest:
+            n_later[k] = len(rest)
+            cols.extend([get(w.lower(), -1) for w in rest])
+            upper.extend([w[0].isupper() for w in rest])
+    c = np.frombuffer(cols, dtype=np.int64) if len(cols) else np.zeros(0, np.int64)
+    up = np.frombuffer(upper, dtype=np.int8).astype(bool) if len(upper) else np.zeros(0, bool)
+    r = np.repeat(np.arange(len(texts), dtype=np.int64), n_later)
+    keep = c >= 0
+    r, c, up = r[keep], c[keep], up[keep]
+    keep = first[c] <= np.asarray(row_at, dtype=np.int64)[r]
+    r, c, up = r[keep], c[keep], up[keep]
+    out = []
+    for rr, cc in ((r, c), (r[up], c[up])):
+        M = sp.csr_matrix((np.ones(len(rr), np.int32), (rr, cc)), shape=(len(texts), len(words)))
+        M.sum_duplicates()
+        M.sort_indices()
+        out.append(M)
+    return out[0], out[1]
+
+
+def _joined(M: sp.csr_matrix, L: sp.csr_matrix, n: int) -> sp.csr_matrix:
+    """The first ``n`` rows of ``M``, then the rows of ``L``."""
+    out = sp.csr_matrix(
+        (
+            np.concatenate([M.data[: M.indptr[n]], L.data]),
+            np.concatenate([M.indices[: M.indptr[n]], L.indices]),
+            np.concatenate([M.indptr[:n], L.indptr + M.indptr[n]]),
+        ),
+        shape=(n + L.shape[0], M.shape[1]),
+    )
+    out.sort_indices()
+    return out
 
 
 def share(terms: TermIndex, cols: np.ndarray) -> np.ndarray:

@@ -41,7 +41,7 @@ import scipy.sparse as sp
 from ..arrays.ones import binary
 from ..arrays.wide_rows import Matrix, WideRows, with_columns
 from ..build import Derived, Stored, freeze
-from ..concepts import TermIndex, analyze
+from ..concepts import TermIndex, analyze, first_rows, later_words
 from ..config import G2ConSConfig
 from ..errors import InputError
 from ..graph import concept_vectors, graph_stats, pagerank
@@ -199,21 +199,30 @@ def append_terms(
     terms: TermIndex, fresh: list[str], word_map: RowMap, config: G2ConSConfig
 ) -> tuple[TermIndex, RowMap]:
     """``terms`` with rows for the ``fresh`` sentences appended; their unknown words get columns after the known
-    ones (the words are sorted again at refresh). Returns the word map with those columns too."""
+    ones (the words are sorted again at refresh). Returns the word map with those columns too. The new rows are
+    those :func:`~g2cons_plugins.concepts.analyze` makes for these sentences after the known ones: a word after a
+    sentence's first counts for the name share once it was kept in any earlier row (every known column was) or
+    in that sentence (:func:`~g2cons_plugins.concepts.later_words`)."""
     if not fresh:
         return terms, word_map
     a = analyze(fresh, config)
     word_map, cols_list = word_map.extended(len(terms.words), a.words, terms.words)
     cols = np.asarray(cols_list, np.int64)
-    words = terms.words + tuple(w for w, c in zip(a.words, cols_list, strict=True) if c >= len(terms.words))
+    n_old, n_known = terms.n_sentences, len(terms.words)
+    words = terms.words + tuple(w for w, c in zip(a.words, cols_list, strict=True) if c >= n_known)
     width = len(words)
+    first = np.zeros(width, np.int64)  # a known column: in an earlier row
+    new_cols = cols >= n_known
+    first[cols[new_cols]] = n_old + first_rows(a.counts)[new_cols]
+    rows = np.arange(n_old, n_old + len(fresh))
+    B = a.counts.tocoo()
+    R = sp.csr_matrix((B.data, (B.row, cols[B.col])), shape=(len(fresh), width))
+    R.sort_indices()
     mats = []
-    for old, add in ((terms.counts, a.counts), (terms.noninit, a.noninit), (terms.caps, a.caps)):
-        B = add.tocoo()
-        R = sp.csr_matrix((B.data, (B.row, cols[B.col])), shape=(len(fresh), width))
-        R.sort_indices()
+    added = (R, *later_words(fresh, rows, words, first))
+    for old, add in zip((terms.counts, terms.noninit, terms.caps), added, strict=True):
         wide = sp.csr_matrix((old.data, old.indices, old.indptr), shape=(old.shape[0], width))
-        mats.append(sp.vstack([wide, R], format="csr"))
+        mats.append(sp.vstack([wide, add], format="csr"))
     return freeze(TermIndex(words, mats[0], mats[1], mats[2])), word_map
 
 
