@@ -1,7 +1,9 @@
 """What a build will cost before it starts (``g2cons build ... --dry-run``): time, peak memory and disk.
 
-A cost model fitted on measured builds: each build stage's seconds, and the build's peak resident memory and
-saved size, as ``intercept + slope x tokens`` (least squares over the sizes measured, relative errors). The
+A cost model fitted on measured builds: each build stage's seconds and the saved size as ``intercept + slope x
+tokens`` (least squares over the sizes measured, relative errors), the peak resident memory as the lower of two such
+lines (a small build keeps every array in memory, a large one spills most of them to files, so memory grows
+steeply first, then by a smaller slope). The
 constants below are plain data fitted by ``benchmarks/scale/fit_cost_model.py``: the stage seconds on
 :data:`SOURCES` (``benchmarks/scale/build_stages.py``: generated passages of MuSiQue / HotpotQA / 2Wiki sentences,
 wordllama, 2 shared cores, up to 40k passages), the peak memory (the build or the save after it, whichever is
@@ -19,12 +21,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from ..config import EngineOptions
+
 #: Where the constants come from (the measurements they were fitted on, paths in the repository).
 SOURCES = ("benchmarks/scale/results/build_stages.json", "benchmarks/scale/results/build_stages_40k.json")
 #: The largest build whose stages were timed (tokens).
 FITTED_UP_TO_TOKENS = 6_007_858
 #: Where the peak memory and disk lines come from (streaming builds and their saves).
-PEAK_SOURCES = ("benchmarks/scale/results/build_peaks_streaming.json",)
+PEAK_SOURCES = ("benchmarks/scale/results/build_peaks_bm25_spool.json",)
 #: The largest build whose peak memory and disk were measured (tokens).
 FITTED_PEAK_UP_TO_TOKENS = 150_501_640
 #: Characters per cl100k token of the measured corpus.
@@ -41,8 +45,14 @@ STAGE_SECONDS: Mapping[str, tuple[float, float]] = {
     "unit_index": (0.017, 0.002),
     "save": (0.1246, 0.3183),
 }
-#: Peak resident memory of the build and its save: (intercept MB, MB per million tokens).
-PEAK_MB: tuple[float, float] = (669.986, 22.6373)
+#: Retrieval units per million tokens (the 3M-passage build: 4,635,756 units, 451,626,539 tokens).
+UNITS_PER_MTOKEN = 10_264.7
+#: The unit index's seconds per million tokens once it is an HNSW graph (``EngineOptions.ann_pq_max_units`` units
+#: and more; below, a product-quantised scan built in about a second): the 3M-passage build's 1,145 s (py-spy
+#: samples, ``benchmarks/scale/results/build_3m.json``). The timed stages above are all below 100k units.
+UNIT_INDEX_S_PER_MTOKEN = 2.535
+#: Peak resident memory of the build and its save: the lowest of these (intercept MB, MB per million tokens) lines.
+PEAK_MB: tuple[tuple[float, float], ...] = ((530.4622, 39.0819), (870.445, 10.5368))
 #: Saved index on disk: (intercept MB, MB per million tokens).
 DISK_MB: tuple[float, float] = (89.8022, 47.2909)
 
@@ -66,12 +76,22 @@ def _line(coef: tuple[float, float], tokens: float) -> float:
     return max(0.0, coef[0] + coef[1] * tokens / 1e6)
 
 
+def _unit_index_seconds(tokens: float) -> float:
+    """The unit index: :data:`UNIT_INDEX_S_PER_MTOKEN` from the size where it becomes an HNSW graph, the timed line
+    below it."""
+    if tokens / 1e6 * UNITS_PER_MTOKEN >= EngineOptions().ann_pq_max_units:
+        return UNIT_INDEX_S_PER_MTOKEN * tokens / 1e6
+    return _line(STAGE_SECONDS["unit_index"], tokens)
+
+
 def estimate(tokens: float) -> Estimate:
     """The model's prediction for a build of ``tokens`` cl100k tokens (see module doc)."""
+    stages = {name: _line(c, tokens) for name, c in STAGE_SECONDS.items()}
+    stages["unit_index"] = _unit_index_seconds(tokens)
     return Estimate(
         tokens=int(tokens),
-        stage_seconds={name: _line(c, tokens) for name, c in STAGE_SECONDS.items()},
-        peak_mb=_line(PEAK_MB, tokens),
+        stage_seconds=stages,
+        peak_mb=min(_line(line, tokens) for line in PEAK_MB),
         disk_mb=_line(DISK_MB, tokens),
     )
 
