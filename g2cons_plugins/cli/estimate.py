@@ -45,6 +45,8 @@ STAGE_SECONDS: Mapping[str, tuple[float, float]] = {
     "unit_index": (0.017, 0.002),
     "save": (0.1246, 0.3183),
 }
+#: The largest build the model was checked on (3M passages; within 15% of its time, peak memory and disk).
+CHECKED_AT_TOKENS = 451_626_539
 #: Retrieval units per million tokens (the 3M-passage build: 4,635,756 units, 451,626,539 tokens).
 UNITS_PER_MTOKEN = 10_264.7
 #: The unit index's seconds per million tokens once it is an HNSW graph (``EngineOptions.ann_pq_max_units`` units
@@ -130,8 +132,9 @@ def report(est: Estimate, n_documents: int, embedder: str) -> str:
         f"estimated peak memory: {_size(est.peak_mb)}",
         f"estimated disk: {_size(est.disk_mb)}",
         f"by stage: {stages}",
-        f"(cost model: wordllama builds on 2 cores, timed up to {FITTED_UP_TO_TOKENS / 1e6:.0f}M tokens, memory "
-        f"and disk measured up to {FITTED_PEAK_UP_TO_TOKENS / 1e6:.0f}M: docs/scale.md)",
+        f"(cost model: wordllama builds on 2 cores, stages timed up to {FITTED_UP_TO_TOKENS / 1e6:.0f}M tokens, "
+        f"memory and disk fitted up to {FITTED_PEAK_UP_TO_TOKENS / 1e6:.0f}M and the unit index measured at "
+        f"{CHECKED_AT_TOKENS / 1e6:.0f}M: docs/scale.md)",
     ]
     if embedder.strip().lower() not in ("auto", "wordllama", "hash"):
         lines.append(f"note: embedder {embedder!r} was not measured; the embed stage may take much longer")
