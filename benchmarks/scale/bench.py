@@ -173,6 +173,17 @@ def job_update(n: int, seed: int, path: Path) -> dict[str, Any]:
     return out
 
 
+def _rss_parts() -> dict[str, float]:
+    """Anonymous and file-backed parts of this process's resident set (``RssAnon`` / ``RssFile``), MB."""
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            key = line.split(":")[0]
+            if key in ("RssAnon", "RssFile"):
+                out[key] = round(int(line.split()[1]) / 1024, 1)
+    return out
+
+
 def job_load(path: Path, n_queries: int) -> dict[str, Any]:
     """Load the saved index and time ``n_queries`` real questions (query embedding included)."""
     import numpy as np
@@ -184,6 +195,7 @@ def job_load(path: Path, n_queries: int) -> dict[str, Any]:
     idx = G2ConSIndex.load(path)
     out: dict[str, Any] = {"load_s": round(time.perf_counter() - t0, 2)}
     out["rss_after_load_mb"] = round(mem.now() / 2**20, 1)
+    out["rss_after_load_parts_mb"] = _rss_parts()
     out["peak_rss_load_mb"] = mem.phase()
     ann = idx.snapshot.unit_ann
     out["unit_index"] = "exact scan" if ann is None else type(ann).__name__  # UnitPQ: the scan; UnitANN: the graph
@@ -201,6 +213,7 @@ def job_load(path: Path, n_queries: int) -> dict[str, Any]:
     out["query_p95_ms"] = round(float(np.percentile(lat, 95)), 2)
     out["peak_rss_query_mb"] = mem.phase()
     out["rss_after_queries_mb"] = round(mem.now() / 2**20, 1)
+    out["rss_after_queries_parts_mb"] = _rss_parts()  # file pages: the index files' maps (the kernel can drop)
     out["ru_maxrss_load_process_mb"] = _ru_maxrss_mb()
     return out
 
