@@ -13,15 +13,20 @@ space), a spool keeps its bytes in memory instead: the arrays are the same eithe
 
 from __future__ import annotations
 
+import contextlib
 import io
 import mmap
+import os
 import tempfile
+import weakref
 from array import array
+from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
 from ..arrays.columns import TextColumn
+from .growable import register_file_map
 from .spill import can_spill
 
 __all__ = ["ArraySpool", "TextSpool"]
@@ -81,10 +86,29 @@ class _Bytes:
             out = np.zeros(0, dtype)
         else:
             fh.flush()
-            out = np.frombuffer(mmap.mmap(fh.fileno(), self.size, access=mmap.ACCESS_READ), dtype=dtype)
+            m = mmap.mmap(fh.fileno(), self.size, access=mmap.ACCESS_READ)
+            _growable(m, fh.fileno())
+            out = np.frombuffer(m, dtype=dtype)
         fh.close()  # a map holds its own handle of the file
         out.flags.writeable = False
         return out
+
+
+def _growable(m: mmap.mmap, fd: int) -> None:
+    """Register the map ``m`` of the unnamed file open as ``fd`` so that arrays viewing it can grow without a copy
+    (:func:`.growable.growable`: the first add after a build in the same process appended to the unit vectors by
+    copying them, 127 MB at 80k passages): through a duplicate of ``fd`` kept open while ``m`` lives, by its
+    ``/proc/self/fd`` name (Linux; elsewhere nothing is registered and an add copies, as before)."""
+    proc = Path("/proc/self/fd")
+    if not proc.is_dir():
+        return
+    try:
+        keep = os.dup(fd)
+    except OSError:
+        return
+    weakref.finalize(m, os.close, keep)
+    with contextlib.suppress(OSError):  # the name cannot be read: nothing registered, an add copies
+        register_file_map(m, proc / str(keep))
 
 
 class ArraySpool:

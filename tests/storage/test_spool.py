@@ -3,6 +3,8 @@ the temporary directory is on a disk, and usable by SciPy without a copy."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -43,3 +45,21 @@ def test_text_spool_reads_back_while_written_and_after() -> None:
     assert spool.text(2) == "北京 é" and spool.text(1) == ""
     col = spool.finish()
     assert list(col) == ["a", "", "北京 é"]
+
+
+def test_a_spooled_array_grows_without_a_copy() -> None:
+    """The rows a spool wrote stay the file's pages when rows are appended (the first add after a build in the same
+    process copied every unit vector into memory)."""
+    from g2cons_plugins.engine.trickle_store import appended
+    from g2cons_plugins.storage.growable import growable
+
+    spool = ArraySpool(np.float32, (4,))
+    spool.append(np.arange(4000, dtype=np.float32).reshape(1000, 4))
+    a = spool.finish()
+    if not can_spill() or not sys.platform.startswith("linux"):
+        pytest.skip("no file-backed spool or no private file maps here (Linux only)")
+    g = growable(a, 1100)
+    assert g is not None and np.array_equal(g[:1000], a)
+    b = appended(a, np.ones((5, 4), np.float32))
+    assert np.array_equal(b[:1000], a) and b[1000:].sum() == 20
+    assert not np.shares_memory(b, a)  # a private map of the same file: the spool's own map is never written
