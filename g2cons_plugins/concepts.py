@@ -129,28 +129,22 @@ def analyze(
     """Analyse every sentence once (see module doc).
 
     One pass over the sentences gathers each word's column (in order of first use) into flat integer arrays (8
-    bytes an entry, no word text kept per occurrence); numpy makes the rows and the three matrices at once. A word
-    after a sentence's first word counts for the name share when the analyzer kept it in that sentence or an
-    earlier one (the vocabulary as it stands then). ``progress``: called with the number of sentences analysed
-    since its last call (e.g. a tqdm bar's ``update``), every :data:`PROGRESS_EVERY` sentences and at the end."""
+    bytes an entry, no word text kept per occurrence); numpy makes the counts at once. A word after a sentence's
+    first word counts for the name share when the analyzer kept it in that sentence or an earlier one: the rows
+    :func:`later_words` makes from the counts' first rows (the one definition an update uses too). ``progress``:
+    called with the number of sentences analysed since its last call (e.g. a tqdm bar's ``update``), every
+    :data:`PROGRESS_EVERY` sentences and at the end."""
     analyzer = _analyzer(config)
     vocab: dict[str, int] = {}
-    setdefault, get = vocab.setdefault, vocab.get
-    cols0, cols1, upper = array("q"), array("q"), array("b")
+    setdefault = vocab.setdefault
+    cols = array("q")
     n_words = np.zeros(len(sentences), dtype=np.int64)
-    n_later = np.zeros(len(sentences), dtype=np.int64)
-    findall = _WORD.findall
     for i, s in enumerate(sentences):
         if progress is not None and i and i % PROGRESS_EVERY == 0:
             progress(PROGRESS_EVERY)
         ws = analyzer(s)
         n_words[i] = len(ws)
-        cols0.extend([setdefault(w, len(vocab)) for w in ws])
-        rest = findall(s)[1:]
-        if rest:
-            n_later[i] = len(rest)
-            cols1.extend([get(w.lower(), -1) for w in rest])  # -1: a stop word, or a word not kept by then
-            upper.extend([w[0].isupper() for w in rest])
+        cols.extend([setdefault(w, len(vocab)) for w in ws])
     if progress is not None and len(sentences):
         progress(len(sentences) - (len(sentences) - 1) // PROGRESS_EVERY * PROGRESS_EVERY)
     words = sorted(vocab)
@@ -158,19 +152,13 @@ def analyze(
     remap[[vocab[w] for w in words]] = np.arange(len(words))
     del vocab
     rows = np.arange(len(sentences), dtype=np.int64)
-    c0 = remap[np.frombuffer(cols0, dtype=np.int64)] if len(cols0) else np.zeros(0, np.int64)
-    c1 = np.frombuffer(cols1, dtype=np.int64) if len(cols1) else np.zeros(0, np.int64)
-    up = np.frombuffer(upper, dtype=np.int8).astype(bool) if len(upper) else np.zeros(0, bool)
-    r1 = np.repeat(rows, n_later)
-    keep = c1 >= 0
-    r1, c1, up = r1[keep], remap[c1[keep]], up[keep]
-    mats = []
-    for r, c in ((np.repeat(rows, n_words), c0), (r1, c1), (r1[up], c1[up])):
-        M = sp.csr_matrix((np.ones(len(r), np.int32), (r, c)), shape=(len(sentences), len(words)))
-        M.sum_duplicates()
-        M.sort_indices()
-        mats.append(M)
-    return TermIndex(tuple(words), mats[0], mats[1], mats[2])
+    c = remap[np.frombuffer(cols, dtype=np.int64)] if len(cols) else np.zeros(0, np.int64)
+    shape = (len(sentences), len(words))
+    counts = sp.csr_matrix((np.ones(len(c), np.int32), (np.repeat(rows, n_words), c)), shape=shape)
+    counts.sum_duplicates()
+    counts.sort_indices()
+    noninit, caps = later_words(sentences, rows, words, first_rows(counts))
+    return TermIndex(tuple(words), counts, noninit, caps)
 
 
 def update(prev: TermIndex, prev_sentences: Sequence[str], sentences: Sequence[str], config: G2ConSConfig) -> TermIndex:
