@@ -27,18 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import corpus  # noqa: E402
-from bench import PeakRSS, _ru_maxrss_mb  # noqa: E402
-
-
-def _parts() -> dict[str, float]:
-    """RssAnon and RssFile of this process, MB."""
-    out = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            key = line.split(":")[0]
-            if key in ("RssAnon", "RssFile"):
-                out[key] = round(int(line.split()[1]) / 1024, 1)
-    return out
+from bench import PeakRSS, _rss_parts, _ru_maxrss_mb  # noqa: E402
 
 
 def probe(n: int, embedder: str, n_queries: int, single: int, seed: int) -> dict[str, Any]:
@@ -48,7 +37,7 @@ def probe(n: int, embedder: str, n_queries: int, single: int, seed: int) -> dict
     phases: list[dict[str, Any]] = []
 
     def phase(name: str, t0: float) -> None:
-        phases.append({"phase": name, "s": round(time.perf_counter() - t0, 2), "peak_mb": mem.phase(), **_parts()})
+        phases.append({"phase": name, "s": round(time.perf_counter() - t0, 2), "peak_mb": mem.phase(), **_rss_parts()})
         print(phases[-1], flush=True)
 
     t = time.perf_counter()
