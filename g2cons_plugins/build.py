@@ -130,9 +130,6 @@ class Stored:
     sent_vecs: np.ndarray | None  # None: not embedded (the concept vectors come from the unit vectors)
     unit_vecs: np.ndarray
     timings: Mapping[str, float] = field(default_factory=dict)
-    # a unit index over these unit vectors made with them (a streamed build's graph, built while it embedded):
-    # the snapshot made from this state takes it, and the snapshot's own stored state holds none
-    unit_ann: Any = None
 
     @cached_property
     def median_unit_tokens(self) -> float:

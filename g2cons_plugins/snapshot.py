@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -210,9 +210,6 @@ def make_snapshot(
     updated, not rebuilt); ``unit_ann``: a unit index loaded with ``stored``."""
     from .build import derive, store
 
-    if stored.unit_ann is not None:  # made with the stored state (a streamed build's graph): taken, not kept there
-        unit_ann = unit_ann if unit_ann is not None else stored.unit_ann
-        stored = replace(stored, unit_ann=None)
     # the ids alone (a refresh's chunks are a rope of tables: every chunk made with its text read ~0.7 GB at 1M)
     if not isinstance(stored.chunks, ChunkTable) and not ids_increase(chunk_id_view(stored.chunks)):
         stored = store(stored.chunks, embedder, tokenizer, config, False, previous=stored)

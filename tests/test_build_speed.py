@@ -106,13 +106,12 @@ def _feed(h: Any, value: Any) -> None:
 
 
 def index_digest(index: G2ConSIndex) -> dict[str, str]:
-    """SHA-256 of each stored and derived field of ``index`` (timings excepted: they are wall-clock; and the unit
-    index a build hands to its snapshot, which the snapshot's stored state never keeps)."""
+    """SHA-256 of each stored and derived field of ``index`` (timings excepted: they are wall-clock)."""
     snap = index.snapshot
     out: dict[str, str] = {}
     for part in (snap.stored, snap.derived):
         for name in part.__dataclass_fields__:
-            if name in ("timings", "stats", "unit_ann"):
+            if name in ("timings", "stats"):
                 continue
             h = hashlib.sha256()
             _feed(h, getattr(part, name))

@@ -43,7 +43,6 @@ import json
 import os
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -566,61 +565,6 @@ def build_unit_ann(vectors: np.ndarray, params: UnitANNParams, threads: int | No
     ann = UnitANN(shared, np.arange(len(vecs), dtype=np.uint64), params)
     shared.head = ann
     return ann
-
-
-class GraphBuilder:
-    """The graph of :func:`build_unit_ann`, built from unit vectors given batch by batch while the caller makes the
-    next batch: each batch is added in a background thread (usearch's ``add`` runs without the GIL on ``threads``
-    threads), keys 0, 1, ... in the order given, as ``build_unit_ann`` gives them. At most one batch waits: ``add``
-    returns once the batch before it is in the graph (the vectors held are bounded by two batches). A streamed
-    build (:func:`g2cons_plugins.engine.streaming.stream_store`) feeds it as it embeds, so the graph costs no time
-    of its own after the stream on idle cores; with ``threads > 1`` the graph may differ slightly from one build to
-    the next, as ``build_unit_ann``'s does."""
-
-    def __init__(self, dim: int, params: UnitANNParams, threads: int | None = None) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        self.params, self.dim, self.rows = params, dim, 0
-        self._graph = _new_graph(dim, params)
-        self._threads = threads or available_threads()
-        self._pool: Any = ThreadPoolExecutor(1, thread_name_prefix="g2cons-unit-graph")
-        self._pending: Any = None
-        self.waited = 0.0  # seconds callers spent waiting for the graph
-
-    def add(self, vectors: np.ndarray) -> None:
-        """Add ``vectors`` (rows of the next keys) in the background, after the batch before them is in."""
-        vecs = np.array(vectors, dtype=np.float32)  # the builder's own copy: the caller may reuse its buffer
-        keys = np.arange(self.rows, self.rows + len(vecs), dtype=np.uint64)
-        self._wait()
-        if self._pool is None:
-            raise RuntimeError("the graph builder is closed")
-        self.rows += len(vecs)
-        if len(vecs):
-            self._pending = self._pool.submit(self._graph.add, keys, vecs, threads=self._threads)
-
-    def _wait(self) -> None:
-        if self._pending is not None:
-            t0 = time.perf_counter()
-            pending, self._pending = self._pending, None
-            pending.result()  # a failed add raises here, in the caller's thread
-            self.waited += time.perf_counter() - t0
-
-    def finish(self) -> UnitANN:
-        """The unit index over every row added (waits for the last batch); the builder is closed."""
-        try:
-            self._wait()
-        finally:
-            self.close()
-        shared = _Shared(self._graph, self.rows, view=False)
-        ann = UnitANN(shared, np.arange(self.rows, dtype=np.uint64), self.params)
-        shared.head = ann
-        return ann
-
-    def close(self) -> None:
-        """Stop: wait for the batch being added (its result dropped) and end the thread; idempotent."""
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def updated_unit_ann(

@@ -25,9 +25,8 @@ from __future__ import annotations
 import json
 import time
 from array import array
-from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, closing
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -51,7 +50,6 @@ from ..storage.memory import drop_mapped_pages
 from ..storage.spool import ArraySpool, TextSpool
 from ..storage.stored_io import sentence_membership
 from ..text import Tokenizer
-from .stream_graph import StreamGraph
 
 __all__ = ["BATCH", "SpooledChunks", "spool_chunks", "stream_store"]
 
@@ -170,27 +168,19 @@ def stream_store(
         raise InputError(f"batch must be >= 1, got {batch}")
     cols = _new_columns(len(chunks), emb.dim, needs_sentence_vectors(config))
     bars = _bars(len(chunks), show_progress)
-    graph = StreamGraph(config, len(chunks))
-    with ExitStack() as stack:
-        stack.callback(graph.close)
-        for bar in bars:
-            stack.callback(bar.close)
-        batches = stack.enter_context(closing(_split_batches(chunks, tok, config, engine, batch, cols.timings)))
-        for lo, part, unit_lists in batches:
-            vecs = _append(chunks, lo, part, unit_lists, cols, emb, tok, engine)
-            graph.after_batch(cols.unit_vecs, vecs, lo + len(part))
+    try:
+        for lo, part, unit_lists in _split_batches(chunks, tok, config, engine, batch, cols.timings):
+            _append(chunks, lo, part, unit_lists, cols, emb, tok, engine)
             _drop_read_pages(chunks)
             if bars:
                 _advance(bars, len(part), sum(map(len, unit_lists)), len(chunks))
-        forget = getattr(emb, "forget", None)  # a memo of the build's texts (CachedEmbedder) serves no query
-        if callable(forget):
-            forget()
-        stored = _stored(chunks, cols, emb.name)
-        unit_ann = graph.finish(len(stored.unit_parent))
-        if unit_ann is None:
-            return stored
-        # the seconds the stream and its end waited for the graph: the unit index's cost beyond the stream
-        return replace(stored, unit_ann=unit_ann, timings={**stored.timings, "unit_graph_wait": graph.waited})
+    finally:
+        for bar in bars:
+            bar.close()
+    forget = getattr(emb, "forget", None)  # a memo of the build's texts (CachedEmbedder) serves no query
+    if callable(forget):
+        forget()
+    return _stored(chunks, cols, emb.name)
 
 
 def _drop_read_pages(chunks: SpooledChunks) -> None:
@@ -239,21 +229,19 @@ _Batch = tuple[int, list[Chunk], list[list[Unit]]]
 
 def _split_batches(
     chunks: SpooledChunks, tok: Tokenizer, config: G2ConSConfig, engine: Any, batch: int, timings: dict[str, float]
-) -> Generator[_Batch, None, None]:
-    """``(first position, chunks, their units)`` batch after batch; with an engine that has ``submit_split`` (and
-    with none: :class:`_SplitThread`), the next batch is submitted before this one is yielded (split while the
-    caller embeds)."""
+) -> Iterator[_Batch]:
+    """``(first position, chunks, their units)`` batch after batch; with an engine that has ``submit_split``, the
+    next batch is submitted before this one is yielded (split while the caller embeds)."""
     size = config.graph.unit_tokens
     starts = range(0, len(chunks), batch)
-    if engine is None:
-        with _SplitThread(tok) as local:
-            yield from _split_batches(chunks, tok, config, local, batch, timings)
-        return
-    if not hasattr(engine, "submit_split"):
+    if engine is None or not hasattr(engine, "submit_split"):
         for lo in starts:
             t0 = time.perf_counter()
             part = chunks[lo : lo + batch]
-            units = engine.split(part, tok.name, size)
+            if engine is not None:
+                units = engine.split(part, tok.name, size)
+            else:
+                units = [split_units(c, tok, size) for c in part]
             timings["split_and_count"] += time.perf_counter() - t0
             yield lo, part, units
         return
@@ -267,29 +255,6 @@ def _split_batches(
         pending = (lo, part, job)
     if pending is not None:
         yield _waited(pending, timings)
-
-
-class _SplitThread:
-    """A local build's splitter: the next batch is split (Punkt, tiktoken) in one background thread while the
-    caller embeds this one; the units are those of a split in the caller's thread. Punkt is Python, so the two take
-    turns on the GIL (the embedding stage's own seconds grow), but tiktoken, the embedders' tokenizers and array
-    work, and the unit graph's inserts (:mod:`.stream_graph`) run without it: at 300k passages (2 cores) the build
-    took 386 s before, 334 s with the graph in the stream, 317 s with the graph and this thread."""
-
-    def __init__(self, tok: Tokenizer) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        self._tok = tok
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="g2cons-split")
-
-    def submit_split(self, part: list[Chunk], _tokenizer: str, size: int | None) -> Any:
-        return self._pool.submit(lambda: [split_units(c, self._tok, size) for c in part])
-
-    def __enter__(self) -> _SplitThread:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _waited(pending: tuple[int, list[Chunk], Any], timings: dict[str, float]) -> _Batch:
@@ -309,8 +274,8 @@ def _append(
     emb: Embedder,
     tok: Tokenizer,
     engine: Any,
-) -> np.ndarray:
-    """Append one batch's units, sentences, token counts and vectors to ``cols``; the batch's unit vectors."""
+) -> None:
+    """Append one batch's units, sentences, token counts and vectors to ``cols``."""
     if len(unit_lists) != len(part):
         raise RuntimeError(f"the split gave units for {len(unit_lists)} of {len(part)} chunks")
     t0 = time.perf_counter()
@@ -346,12 +311,10 @@ def _append(
         cols.sentences.append(s)
     cols.timings["split_and_count"] += time.perf_counter() - t0
     t0 = time.perf_counter()
-    unit_vecs = embed_texts(emb, unit_texts, "units", False, engine)
-    cols.unit_vecs.append(unit_vecs)
+    cols.unit_vecs.append(embed_texts(emb, unit_texts, "units", False, engine))
     if cols.sent_vecs is not None and new_sents:
         cols.sent_vecs.append(embed_texts(emb, new_sents, "sentences", False, engine))
     cols.timings["embed"] += time.perf_counter() - t0
-    return unit_vecs
 
 
 def _written_text(cols: _Columns, j: int, text: str) -> None:

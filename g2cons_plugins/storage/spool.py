@@ -127,14 +127,6 @@ class ArraySpool:
             self._bytes.write(a.data)
         self.rows += len(a)
 
-    def read_rows(self, a: int, b: int) -> np.ndarray:
-        """A copy of rows ``[a, b)`` appended so far (a look back while writing)."""
-        a, b = max(0, a), min(b, self.rows)
-        width = self.dtype.itemsize * int(np.prod(self.row_shape, dtype=np.int64))
-        data = self._bytes.read(a * width, b * width) if b > a else b""
-        out: np.ndarray = np.frombuffer(data, dtype=self.dtype).reshape((max(0, b - a), *self.row_shape)).copy()
-        return out
-
     def finish(self) -> np.ndarray:
         """All rows, read-only (see module doc); the spool is closed."""
         out: np.ndarray = self._bytes.finish(self.dtype).reshape((self.rows, *self.row_shape))
