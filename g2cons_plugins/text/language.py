@@ -35,12 +35,16 @@ class LanguageWarning(UserWarning):
     """The embedder or the question does not match the corpus's language."""
 
 
+def _stride(n: int, sample: int) -> int:
+    """The step of the strided sample of ``n`` items (about ``sample`` of them) the language is read from."""
+    return max(1, n // sample)
+
+
 def corpus_language(texts: Sequence[str], sample: int = SAMPLE) -> tuple[str, float]:
     """The most frequent language of a strided sample of ``texts`` and its share of the sample."""
     if not texts:
         return "en", 1.0
-    step = max(1, len(texts) // sample)
-    counts = Counter(detect_language(t[:2000]) for t in texts[::step])
+    counts = Counter(detect_language(t[:2000]) for t in texts[:: _stride(len(texts), sample)])
     lang, n = counts.most_common(1)[0]
     return lang, n / sum(counts.values())
 
@@ -101,8 +105,7 @@ def index_language(snap: Any) -> str:
 def sampled_texts(chunks: Sequence[Any], sample: int = SAMPLE) -> list[str]:
     """The texts of the strided sample of ``chunks`` that :func:`corpus_language` takes of all their texts (the
     same chunks, so the same language and share), reading no other chunk."""
-    step = max(1, len(chunks) // sample)
-    return [chunks[i].text for i in range(0, len(chunks), step)]
+    return [chunks[i].text for i in range(0, len(chunks), _stride(len(chunks), sample))]
 
 
 def check_query(snap: Any, query: str) -> None:
