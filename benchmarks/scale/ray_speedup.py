@@ -4,7 +4,9 @@
         --out benchmarks/scale/results/ray_speedup.json
 
 Each configuration builds in its own process (Ray's start-up included in its time, reported apart); the unit
-vectors of every Ray build are checked equal to the local build's.
+vectors of every Ray build are checked equal to the local build's. Each row records the tree it imported
+(``tree``): to run an earlier commit, ``git archive <commit> g2cons_plugins | tar -x -C /tmp/before`` and run
+this script from another folder with ``PYTHONPATH=/tmp/before``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ sys.path.insert(0, sys.argv[4])
 import corpus
 n, embedder, workers = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 docs = list(corpus.passages(n))
+import g2cons_plugins
 from g2cons_plugins import G2ConSIndex
 ray_start = 0.0
 kw = {}
@@ -38,7 +41,8 @@ idx = G2ConSIndex.build(docs, embedder=embedder, **kw)
 build = time.perf_counter() - t
 digest = hashlib.sha256(idx.stored.unit_vecs.tobytes()).hexdigest()
 print("RESULT " + json.dumps({"workers": workers, "build_s": round(build, 2), "ray_start_s": round(ray_start, 2),
-      "stages_s": {k: round(v, 2) for k, v in idx.timings.items()}, "unit_vectors_sha256": digest}))
+      "stages_s": {k: round(v, 2) for k, v in idx.timings.items()}, "unit_vectors_sha256": digest,
+      "tree": g2cons_plugins.__file__.rsplit("/", 2)[0]}))
 """
 
 

@@ -81,3 +81,15 @@ def get_embedder(spec: str | Embedder | Callable[[list[str]], Any], **kw: Any) -
                 return OpenAIEmbedder(**params)
             return HashEmbedder(**params)
     raise InputError(f"unknown embedder {spec!r}; valid names: {', '.join(EMBEDDER_NAMES)}")
+
+
+def get_embedder_in_threads(spec: str, threads: int) -> Embedder:
+    """:func:`get_embedder` for a worker that owns ``threads`` CPUs (a Ray actor's ``num_cpus``): an embedder with
+    its own thread pool (MiniLM's onnxruntime session, which ignores ``OMP_NUM_THREADS`` and otherwise starts one
+    thread per core of the machine) is limited to ``threads``, so workers side by side do not each claim every
+    core. Others are built as :func:`get_embedder` builds them (numpy follows ``OMP_NUM_THREADS``, which Ray sets
+    to the actor's CPUs). The vectors do not depend on the thread count."""
+    emb = get_embedder(spec)
+    if getattr(emb, "threads", False) is None:  # has a thread setting, left to the machine
+        emb = get_embedder(spec, threads=int(threads))
+    return emb

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..chunks import Chunk, Unit, split_units
 from ..embedders import get_embedder, validate_embeddings
+from ..embedders.factory import get_embedder_in_threads
 from ..errors import InputError
 from ..text import count_tokens_batch, get_tokenizer
 
@@ -116,8 +117,8 @@ class _CountWorker:
 
 
 class _EmbedWorker:
-    def __init__(self, embedder_spec: str) -> None:
-        self.emb = get_embedder(embedder_spec)
+    def __init__(self, embedder_spec: str, threads: int) -> None:
+        self.emb = get_embedder_in_threads(embedder_spec, threads)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         texts = batch["text"].tolist()
@@ -136,8 +137,13 @@ def _ray() -> Any:
 class RayEngine:
     """Runs the stages on a Ray cluster (``address``; ``None`` starts or joins a local one).
 
-    ``num_workers``: actors per stage (default: the cluster's CPU count). ``batch_size``: rows per
-    ``map_batches`` call. ``init_kwargs`` go to ``ray.init`` when this engine starts Ray.
+    ``num_workers``: actors per stage (default: the cluster's CPU count over ``cpus_per_worker``).
+    ``cpus_per_worker``: the CPUs Ray reserves for each actor (``num_cpus``); an embedder with its own thread pool
+    (MiniLM's onnxruntime) runs that many threads in each actor, so actors side by side share the cores instead of
+    each starting a thread per core (MiniLM on 2 cores: 2 actors embedded at 0.77x the speed of 1 when each ran a
+    thread per core, at 1.66x with one thread each; ``docs/scale.md``). Pass the engine itself to a build for a
+    share other than 1: ``G2ConSIndex.build(chunks, engine=RayEngine(cpus_per_worker=4))``. ``batch_size``: rows
+    per ``map_batches`` call. ``init_kwargs`` go to ``ray.init`` when this engine starts Ray.
     """
 
     name = "ray"
@@ -147,12 +153,16 @@ class RayEngine:
         address: str | None = None,
         num_workers: int | None = None,
         batch_size: int = DEFAULT_BATCH,
+        cpus_per_worker: int = 1,
         **init_kwargs: Any,
     ) -> None:
         if num_workers is not None and int(num_workers) < 1:
             raise InputError(f"num_workers must be >= 1, got {num_workers}")
+        if int(cpus_per_worker) < 1:
+            raise InputError(f"cpus_per_worker must be >= 1, got {cpus_per_worker}")
         self.address = address
         self.num_workers = None if num_workers is None else int(num_workers)
+        self.cpus_per_worker = int(cpus_per_worker)
         self.batch_size = _check_batch(batch_size)
         self.init_kwargs = init_kwargs
 
@@ -174,7 +184,7 @@ class RayEngine:
     def _workers(self, ray: Any) -> int:
         if self.num_workers is not None:
             return self.num_workers
-        return max(1, int(ray.cluster_resources().get("CPU", 1)))
+        return max(1, int(ray.cluster_resources().get("CPU", 1)) // self.cpus_per_worker)
 
     def _run(self, rows: list[dict[str, Any]], worker: type, args: tuple[Any, ...]) -> dict[str, np.ndarray]:
         """``map_batches`` of ``worker(*args)`` over ``rows`` (each with a position ``i``); columns in input order."""
@@ -186,7 +196,7 @@ class RayEngine:
             batch_size=self.batch_size,
             batch_format="numpy",
             compute=ray.data.ActorPoolStrategy(size=self._workers(ray)),
-            num_cpus=1,
+            num_cpus=self.cpus_per_worker,
         )
         parts = list(ds.iter_batches(batch_size=None, batch_format="numpy"))
         if not parts:
@@ -220,10 +230,14 @@ class RayEngine:
         if not texts:
             return np.zeros((0, get_embedder(embedder_spec).dim), dtype=np.float32)
         rows = [{"i": i, "text": t} for i, t in enumerate(texts)]
-        return np.ascontiguousarray(self._run(rows, _EmbedWorker, (embedder_spec,))["vec"], dtype=np.float32)
+        vecs = self._run(rows, _EmbedWorker, (embedder_spec, self.cpus_per_worker))["vec"]
+        return np.ascontiguousarray(vecs, dtype=np.float32)
 
     def __repr__(self) -> str:
-        return f"RayEngine(address={self.address!r}, num_workers={self.num_workers}, batch_size={self.batch_size})"
+        return (
+            f"RayEngine(address={self.address!r}, num_workers={self.num_workers}, "
+            f"cpus_per_worker={self.cpus_per_worker}, batch_size={self.batch_size})"
+        )
 
 
 ENGINE_NAMES = ("local", "processes", "ray")

@@ -357,6 +357,17 @@ def test_get_embedder_specs() -> None:
         get_embedder(lambda xs: xs)
 
 
+def test_get_embedder_in_threads_limits_only_an_own_thread_pool() -> None:
+    from g2cons_plugins.embedders.factory import get_embedder_in_threads
+
+    m = get_embedder_in_threads("minilm-l6-v2-int8-len128", 1)
+    assert isinstance(m, MiniLMEmbedder) and m.threads == 1 and m.max_length == 128  # the spec's settings kept
+    assert get_embedder_in_threads("minilm", 3).threads == 3
+    w = get_embedder_in_threads("wordllama", 1)  # numpy: follows OMP_NUM_THREADS, no setting of its own
+    assert isinstance(w, WordLlamaEmbedder) and not hasattr(w, "threads")
+    assert get_embedder_in_threads("hash:8", 1).dim == 8
+
+
 # ------------------------------------------------------------------------------------------- real models
 def _cos(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b)

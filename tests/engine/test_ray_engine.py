@@ -21,7 +21,13 @@ def chunks(corpus) -> list[Chunk]:  # type: ignore[no-untyped-def]
 def test_get_engine_and_bad_arguments() -> None:
     assert isinstance(get_engine(None), LocalEngine)
     assert isinstance(get_engine("ray", num_workers=1), RayEngine)
-    for bad in (lambda: get_engine("spark"), lambda: RayEngine(num_workers=0), lambda: LocalEngine(batch_size=0)):
+    bad_ones = (
+        lambda: get_engine("spark"),
+        lambda: RayEngine(num_workers=0),
+        lambda: RayEngine(cpus_per_worker=0),
+        lambda: LocalEngine(batch_size=0),
+    )
+    for bad in bad_ones:
         with pytest.raises(InputError):
             bad()
 
@@ -32,6 +38,15 @@ def test_local_engine_batches_do_not_change_vectors(chunks: list[Chunk]) -> None
     assert np.array_equal(LocalEngine(batch_size=3).embed(texts, "hash"), whole)
     split = LocalEngine().split(chunks, "cl100k_base", 16)
     assert any(len(us) > 1 for us in split)  # the test corpus does exercise multi-unit chunks
+
+
+def test_ray_embed_worker_takes_its_cpus_as_threads() -> None:
+    """An embed actor's MiniLM session runs the actor's CPUs worth of threads, not one per core of the machine."""
+    from g2cons_plugins.engine.build_engines import _EmbedWorker
+
+    assert _EmbedWorker("minilm", 1).emb.threads == 1
+    assert _EmbedWorker("minilm", 4).emb.threads == 4
+    assert "cpus_per_worker=2" in repr(RayEngine(cpus_per_worker=2))
 
 
 ray = pytest.importorskip("ray", reason="the Ray engine needs the 'ray' extra")
