@@ -310,6 +310,7 @@ def _build_index(args: argparse.Namespace, chunks: Iterable[Any], tokenizer: Any
     over = f"{len(chunks):,} chunks" if isinstance(chunks, Sized) else "the chunks as they are read"
     _info(args, f"building the concept graph over {over} (embedder {args.embedder})")
     engine = getattr(args, "engine", "local")
+    cpus = getattr(args, "cpus_per_worker", None)
     if engine == "local":
         return G2ConSIndex.build(
             chunks,
@@ -326,10 +327,16 @@ def _build_index(args: argparse.Namespace, chunks: Iterable[Any], tokenizer: Any
         tokenizer=None if tokenizer is None else getattr(tokenizer, "name", tokenizer),
         cache_dir=args.cache_dir,
         show_progress=_show(args),
-        engine=engine,
+        engine=_ray_engine(args, cpus) if engine == "ray" and cpus is not None else engine,
         ray_address=args.ray_address,
         num_workers=args.num_workers,
     )
+
+
+def _ray_engine(args: argparse.Namespace, cpus_per_worker: int) -> Any:
+    from ..engine.build_engines import RayEngine
+
+    return RayEngine(address=args.ray_address, num_workers=args.num_workers, cpus_per_worker=cpus_per_worker)
 
 
 def fusion_opts(p: argparse.ArgumentParser, what: str) -> None:

@@ -38,6 +38,8 @@ def cmd_build(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     check_disjoint({"INPUT": args.input}, {"--graph": args.graph})
+    if args.cpus_per_worker is not None and args.engine != "ray":
+        raise InputError(f"--cpus-per-worker is for --engine ray, not --engine {args.engine}")
     if args.dry_run:  # read the input (a document at a time), print the cost model's figures, write nothing
         from .estimate import estimate, report, tokens_of
 
@@ -364,6 +366,14 @@ def register_build(sub: Any) -> None:
         default=None,
         metavar="N",
         help="worker processes (default: usable cores) or Ray actors per stage",
+    )
+    b.add_argument(
+        "--cpus-per-worker",
+        type=positive,
+        default=None,
+        metavar="K",
+        help="with --engine ray: CPUs each actor reserves and embeds with (default 1; the default actor count is "
+        "then the cluster's CPUs over K)",
     )
     b.add_argument(
         "--dry-run",

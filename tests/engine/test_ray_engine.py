@@ -49,6 +49,16 @@ def test_ray_embed_worker_takes_its_cpus_as_threads() -> None:
     assert "cpus_per_worker=2" in repr(RayEngine(cpus_per_worker=2))
 
 
+def test_cli_cpus_per_worker_needs_ray(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from g2cons_plugins.cli import main
+
+    (tmp_path / "input").mkdir()
+    (tmp_path / "input" / "in.txt").write_text("Marie Curie studied radium in Paris.", encoding="utf-8")
+    code = main(["build", str(tmp_path / "input"), "--graph", str(tmp_path / "g"), "--cpus-per-worker", "2", "--quiet"])
+    assert code != 0 and "--cpus-per-worker is for --engine ray" in capsys.readouterr().err
+    assert not (tmp_path / "g").exists()
+
+
 ray = pytest.importorskip("ray", reason="the Ray engine needs the 'ray' extra")
 
 
@@ -101,7 +111,7 @@ def test_cli_build_on_ray_equals_local(engine: RayEngine, tmp_path) -> None:  # 
         )
     opts = ["--embedder", "hash", "--quiet"]
     assert main(["build", str(src), "--graph", str(tmp_path / "local"), *opts]) == 0
-    ray_opts = ["--engine", "ray", "--num-workers", "1", *opts]
+    ray_opts = ["--engine", "ray", "--num-workers", "1", "--cpus-per-worker", "1", *opts]
     assert main(["build", str(src), "--graph", str(tmp_path / "ray"), *ray_opts]) == 0
     for name in ("stored.npz", "unit_vectors.npy", "derived.npz"):
         a = next((tmp_path / "local").glob(f"v-*/{name}")).read_bytes()
