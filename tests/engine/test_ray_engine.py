@@ -40,6 +40,15 @@ def test_local_engine_batches_do_not_change_vectors(chunks: list[Chunk]) -> None
     assert any(len(us) > 1 for us in split)  # the test corpus does exercise multi-unit chunks
 
 
+def test_ray_blocks_are_big_but_spread_over_the_actors() -> None:
+    from g2cons_plugins.engine.build_engines import BLOCKS_PER_WORKER, _block_rows
+
+    assert _block_rows(1_000_000, 2, 1024) == 1024  # many rows: full blocks
+    assert _block_rows(4_600, 2, 1024) == 575  # few rows: BLOCKS_PER_WORKER blocks per actor
+    assert -(-4_600 // _block_rows(4_600, 2, 1024)) == BLOCKS_PER_WORKER * 2
+    assert _block_rows(3, 4, 1024) == 1 and _block_rows(0, 2, 1024) == 1
+
+
 def test_ray_embed_worker_takes_its_cpus_as_threads() -> None:
     """An embed actor's MiniLM session runs the actor's CPUs worth of threads, not one per core of the machine."""
     from g2cons_plugins.engine.build_engines import _EmbedWorker
