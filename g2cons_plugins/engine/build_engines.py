@@ -192,9 +192,12 @@ class RayEngine:
         return ray
 
     def _workers(self, ray: Any) -> int:
+        cpus = ray.cluster_resources().get("CPU", 0)
+        if cpus < self.cpus_per_worker:  # Ray would wait for an actor it can never place
+            raise InputError(f"cpus_per_worker={self.cpus_per_worker} is more than the Ray cluster's {cpus:g} CPUs")
         if self.num_workers is not None:
             return self.num_workers
-        return max(1, int(ray.cluster_resources().get("CPU", 1)) // self.cpus_per_worker)
+        return max(1, int(cpus) // self.cpus_per_worker)
 
     def _run(self, rows: list[dict[str, Any]], worker: type, args: tuple[Any, ...]) -> dict[str, np.ndarray]:
         """``map_batches`` of ``worker(*args)`` over ``rows`` (each with a position ``i``); columns in input order."""

@@ -102,6 +102,11 @@ def test_ray_count_and_embed_equal_local(engine: RayEngine, chunks: list[Chunk])
         assert np.abs(got - want).max() <= 1e-6
 
 
+def test_ray_actor_larger_than_the_cluster_is_an_error(engine: RayEngine) -> None:
+    with pytest.raises(InputError, match="cpus_per_worker=64 is more than the Ray cluster's"):
+        RayEngine(num_workers=1, cpus_per_worker=64).count(["a text"], "cl100k_base")
+
+
 def test_ray_empty_inputs(engine: RayEngine) -> None:
     assert engine.split([], "cl100k_base", 16) == []
     assert engine.count([], "cl100k_base") == []
