@@ -373,7 +373,7 @@ def register_build(sub: Any) -> None:
         default=None,
         metavar="K",
         help="with --engine ray: CPUs each actor reserves and embeds with (default 1; the default actor count is "
-        "then the cluster's CPUs over K)",
+        "then what the cluster's nodes can hold)",
     )
     b.add_argument(
         "--dry-run",

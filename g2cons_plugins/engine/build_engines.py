@@ -145,7 +145,7 @@ def _ray() -> Any:
 class RayEngine:
     """Runs the stages on a Ray cluster (``address``; ``None`` starts or joins a local one).
 
-    ``num_workers``: actors per stage (default: the cluster's CPU count over ``cpus_per_worker``).
+    ``num_workers``: actors per stage (default: as many as the cluster's live nodes can hold).
     ``cpus_per_worker``: the CPUs Ray reserves for each actor (``num_cpus``); an embedder with its own thread pool
     (MiniLM's onnxruntime) runs that many threads in each actor, so actors side by side share the cores instead of
     each starting a thread per core (MiniLM on 2 cores: 2 actors embedded at 0.77x the speed of 1 when each ran a
@@ -192,12 +192,16 @@ class RayEngine:
         return ray
 
     def _workers(self, ray: Any) -> int:
-        cpus = ray.cluster_resources().get("CPU", 0)
-        if cpus < self.cpus_per_worker:  # Ray would wait for an actor it can never place
-            raise InputError(f"cpus_per_worker={self.cpus_per_worker} is more than the Ray cluster's {cpus:g} CPUs")
+        """``num_workers``, else the actors of ``cpus_per_worker`` CPUs the cluster's live nodes can hold."""
+        nodes = [n.get("Resources", {}).get("CPU", 0.0) for n in ray.nodes() if n.get("Alive")]
+        if max(nodes, default=0.0) < self.cpus_per_worker:  # Ray would wait for ever for an actor it cannot place
+            raise InputError(
+                f"cpus_per_worker={self.cpus_per_worker} is more than any node of the Ray cluster has "
+                f"(the most: {max(nodes, default=0.0):g} CPUs)"
+            )
         if self.num_workers is not None:
             return self.num_workers
-        return max(1, int(cpus) // self.cpus_per_worker)
+        return max(1, sum(int(c) // self.cpus_per_worker for c in nodes))
 
     def _run(self, rows: list[dict[str, Any]], worker: type, args: tuple[Any, ...]) -> dict[str, np.ndarray]:
         """``map_batches`` of ``worker(*args)`` over ``rows`` (each with a position ``i``); columns in input order."""
