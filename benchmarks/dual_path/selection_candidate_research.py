@@ -51,6 +51,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=10, help="length-matched random draws (coverage's profile)")
     ap.add_argument("--own-seeds", type=int, default=5, help="length-matched random draws (anti_hub's profile)")
     ap.add_argument("--proxy-only", action="store_true")
+    ap.add_argument("--no-link-texts", action="store_true", help="the host's link_texts off (the default before)")
     ap.add_argument("--cache-dir", default="benchmarks/cache")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--render", action="store_true", help="only print the markdown of an existing --out JSON")
@@ -72,7 +73,8 @@ def main() -> None:
     if not args.proxy_only:
         from g2cons_plugins.hosts.graph_walk import GraphWalkHost
 
-        host = GraphWalkHost(path=str(d / f"{args.name}_kg_gpt35.jsonl"), model="gpt-3.5-turbo-1106")
+        host = GraphWalkHost(path=str(d / f"{args.name}_kg_gpt35.jsonl"), model="gpt-3.5-turbo-1106",
+                             link_texts=not args.no_link_texts)  # fmt: skip
     prompt = host.prompt_tokens_per_call if host is not None else PROMPT
     st, dv = index.stored, index.derived
     tokens = np.asarray(st.chunk_tokens)

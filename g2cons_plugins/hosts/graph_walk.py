@@ -77,6 +77,8 @@ _SPACES = re.compile(r"\s+")
 _ALNUM = re.compile(r"[^A-Za-z0-9]")
 DEFAULT_PROMPT_TOKENS = 112  # as ReplayHost: LlamaIndex SimpleLLMPathExtractor's prompt without the text (cl100k)
 _EMBED_BATCH = 4096  # texts per call of the embedding function
+LINK_MAX_WORDS = 8
+"""``link_texts`` looks for entity names of at most this many words."""
 _KNN_CELLS = 1 << 25  # similarities per block of the synonym search (128 MiB of float32), whatever the entity count
 
 
@@ -119,6 +121,8 @@ class GraphWalkSettings:
     """At most this many synonym edges from one entity."""
     mention_nodes: bool = False
     """Also make nodes of the listed entities no triple holds (linked to their chunks)."""
+    link_texts: bool = False
+    """Link each chunk without triples to the graph's entities its text names (whole words, normalised)."""
     tol: float = 1e-10
     """Power iteration stops when the L1 change falls below this."""
     max_iter: int = 200
@@ -129,7 +133,7 @@ class GraphWalkSettings:
         floats = ("damping", "passage_node_weight", "synonym_threshold", "tol")
         wrong = [k for k in ints if isinstance(getattr(self, k), bool) or not isinstance(getattr(self, k), int)]
         wrong += [k for k in floats if isinstance(getattr(self, k), bool) or not isinstance(getattr(self, k), Real)]
-        wrong += [] if isinstance(self.mention_nodes, bool) else ["mention_nodes"]
+        wrong += [k for k in ("mention_nodes", "link_texts") if not isinstance(getattr(self, k), bool)]
         if wrong:
             raise InputError(
                 f"graph walk settings of the wrong type: {', '.join(f'{k}={getattr(self, k)!r}' for k in wrong)} "
@@ -296,6 +300,8 @@ class GraphWalk:
             for e in here:
                 ent_chunks[e].add(c)
                 chunk_ent.append((e, c))
+        if s.link_texts:
+            self._link_texts(merged, ent_pos, ent_chunks, chunk_ent)
         self.entities = list(ent_pos)
         self.facts = list(facts)
         self._ent_chunks = np.array([len(x) for x in ent_chunks], np.int64)
@@ -306,6 +312,39 @@ class GraphWalk:
         self._dim = max(self._fact_vecs.shape[1] if len(self.facts) else 0, ent_vecs.shape[1] if len(ent_vecs) else 0)
         syn = self._synonyms(ent_vecs)
         self._graph(pair_count, chunk_ent, syn)
+
+    def _link_texts(
+        self,
+        merged: dict[str, _Merged],
+        ent_pos: dict[str, int],
+        ent_chunks: list[set[int]],
+        chunk_ent: list[tuple[int, int]],
+    ) -> None:
+        """``link_texts``: each chunk with no triple gets an edge to every entity of the graph whose name (more than 2
+        letters or digits, at most :data:`LINK_MAX_WORDS` words) its normalised text holds as whole words.
+        scikit-learn's ``CountVectorizer`` over the names as its vocabulary finds them (word n-grams of the text)."""
+        from sklearn.feature_extraction.text import CountVectorizer
+
+        names = [e for e in ent_pos if len(_ALNUM.sub("", e)) > 2 and e.count(" ") < LINK_MAX_WORDS]
+        todo = [(c, rec.text) for c, rec in enumerate(merged.values()) if not rec.triples and rec.text]
+        if not names or not todo:
+            return
+        finder = CountVectorizer(
+            vocabulary=names,
+            ngram_range=(1, max(e.count(" ") + 1 for e in names)),
+            preprocessor=normalize_name,
+            tokenizer=str.split,
+            token_pattern=None,
+            lowercase=False,
+            binary=True,
+            dtype=np.int8,
+        )
+        found = finder.transform([t for _, t in todo]).tocoo()
+        for r, j in sorted(zip(found.row.tolist(), found.col.tolist(), strict=True)):
+            c, e = todo[r][0], ent_pos[names[j]]
+            if c not in ent_chunks[e]:  # not already linked (a listed name, mention_nodes)
+                ent_chunks[e].add(c)
+                chunk_ent.append((e, c))
 
     def _passages(
         self, merged: dict[str, _Merged], embed_fn: EmbedFn, passage_vectors: Mapping[str, Any] | None
@@ -566,6 +605,13 @@ class GraphWalkHost:
     HippoRAG 2, and a longer one is not cut at what the embedder reads: on 1,200-token chunks at kappa 0.5, 79 CR at
     4k against 70; ``"text"``: each chunk's whole text embedded, HippoRAG 2's) and any :class:`GraphWalkSettings`
     field (``damping``, ``top_facts``, ``synonym_threshold``, ...).
+
+    ``link_texts`` is on here by default (``GraphWalkSettings``' default, HippoRAG 2's graph, is off): a chunk the
+    selection dropped has no triple, and is linked to the kept chunks' entities its text names, so the walk reaches
+    it from the facts a query finds (KET-RAG's keyword-chunk links, with the KG's own entity names as the
+    keywords). MuSiQue train100 at kappa 0.5, host alone, CR at 1k / 2k / 4k: 60 / 73 / 81 without, 65 / 78 / 87
+    with; at kappa 1.0 (only chunks the extraction found no triple in are linked) 68 / 79 / 88 and 69 / 79 / 88
+    (``benchmarks/dual_path/results/link_texts_musique_train100.md``).
     """
 
     def __init__(
@@ -598,11 +644,13 @@ class GraphWalkHost:
                 f"unknown graph-walk host options {unknown}; known: path, model, format, prompt_tokens_per_call, "
                 f"limit, passage_prior, {', '.join(sorted(GraphWalkSettings.__dataclass_fields__))}"
             )
-        if isinstance(settings.get("mention_nodes"), str):  # --host-option mention_nodes=true
-            flag = settings["mention_nodes"].strip().lower()
-            if flag not in ("true", "false", "1", "0", "yes", "no"):
-                raise InputError(f"mention_nodes must be true or false, got {settings['mention_nodes']!r}")
-            settings["mention_nodes"] = flag in ("true", "1", "yes")
+        settings.setdefault("link_texts", True)  # measured best at kappa < 1 (class doc); HippoRAG 2's: False
+        for key in ("mention_nodes", "link_texts"):
+            if isinstance(settings.get(key), str):  # --host-option mention_nodes=true
+                flag = settings[key].strip().lower()
+                if flag not in ("true", "false", "1", "0", "yes", "no"):
+                    raise InputError(f"{key} must be true or false, got {settings[key]!r}")
+                settings[key] = flag in ("true", "1", "yes")
         self.extraction = extraction
         self.settings = GraphWalkSettings(**settings)
         self.name = "graph-walk"

@@ -83,6 +83,24 @@ def test_multi_hop_answer_is_reached_through_the_entity_bridge_not_by_dense_simi
     assert got["answer"] > 0 and broken["answer"] == 0.0 and list(broken).index("answer") >= 6
 
 
+def test_link_texts_lets_the_walk_reach_a_chunk_without_triples_through_the_names_it_holds() -> None:
+    # the answer chunk was not extracted (no triple): only its text says it is about Springfield
+    recs = [r if r.chunk_id != "answer" else GraphRecord("answer", r.text) for r in records()]
+    recs.append(GraphRecord("near", "Springfields and Springfieldia towns.", []))  # the name, not as a whole word
+    recs.append(GraphRecord("short", "Al in 1950.", []))  # names of 2 letters or digits are not looked for
+    recs[0] = GraphRecord("alice", recs[0].text, [*recs[0].triples, ("Alice Smith", "nicknamed", "Al")])
+    plain = GraphWalk.from_records(recs, bow, query_fn=query)
+    linked = GraphWalk.from_records(recs, bow, query_fn=query, link_texts=True)
+    assert plain.entities == linked.entities  # no new node: chunks link to the graph's own entities
+    assert linked._adjacency.nnz - plain._adjacency.nnz == 2 * 2  # answer-springfield, answer-freedonia (both ways)
+    before, after = dict(plain.retrieve(QUESTION, top_k=20)), dict(linked.retrieve(QUESTION, top_k=20))
+    assert before["answer"] == 0.0 and after["answer"] > 0.0
+    assert list(after).index("answer") < 4  # alice -> springfield -> the answer, as with its triple
+    assert after["near"] == before["near"] and after["short"] == before["short"]
+    n = linked.entities.index("springfield")
+    assert linked._ent_chunks[n] == plain._ent_chunks[n] + 1  # the seed weight counts the linked chunk
+
+
 def test_a_synonym_edge_is_a_bridge_above_its_threshold_only() -> None:
     recs = records("Springfield Town")  # cosine 0.71 to "springfield" with the bag of words
     near = GraphWalk.from_records(recs, bow, query_fn=query, synonym_threshold=0.7)
@@ -194,6 +212,8 @@ def test_bad_settings_embedders_and_queries_are_named() -> None:
         GraphWalkSettings(top_facts="5")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="mention_nodes"):
         GraphWalkSettings(mention_nodes=1)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="link_texts"):
+        GraphWalkSettings(link_texts="yes")  # type: ignore[arg-type]
     walk = GraphWalk.from_records(records(), bow)  # no query_fn: embed_fn embeds the query
     assert walk.retrieve(QUESTION, top_k=3) == GraphWalk.from_records(records(), bow, query_fn=query).retrieve(
         QUESTION, top_k=3
@@ -268,10 +288,12 @@ def test_host_over_a_selection_holds_only_the_kept_chunks(index: G2ConSIndex, ex
     assert host.retrieve("What is the capital of Finland?")[0].chunk_id == "c14"
 
 
+@pytest.mark.parametrize("link", [False, True])
 def test_host_default_keeps_every_chunk_as_a_node_but_only_the_kept_chunks_triples(
-    index: G2ConSIndex, extraction: Path
+    index: G2ConSIndex, extraction: Path, link: bool
 ) -> None:
-    host = GraphWalkHost(str(extraction), limit=100)
+    host = GraphWalkHost(str(extraction), limit=100, **({} if link else {"link_texts": False}))
+    assert host.settings.link_texts is link  # on unless turned off
     full = index.select(kappa=1.0)
     kept = [c for c in full.kept_ids if c not in ("c1", "c2")]
     cost = host.build(index, replace(full, kept_ids=kept))
@@ -279,12 +301,17 @@ def test_host_default_keeps_every_chunk_as_a_node_but_only_the_kept_chunks_tripl
     assert walk is not None and sorted(walk.chunk_ids) == sorted(c.id for c in index.chunks)
     assert "warsaw" not in walk.entities and "poland" not in walk.entities and "marie curie" in walk.entities
     assert cost.calls == len(kept) and cost.graph["chunks"] == len(TRIPLES) - 2
-    # a dropped chunk is still found by its text (dense prior), never through the graph: its PageRank is its prior
     v = walk.embed_query("Where was Marie Curie born?")
     seeds = walk.seeds(v)
     assert seeds and all(e in walk.entities for e in seeds)
     got = [h.chunk_id for h in host.retrieve("Where was Marie Curie born?")]
-    assert "c1" in got and got[0] == "c16"  # the kept chunk that names her, then her birthplace by its text
+    assert "c1" in got and got[0] == "c16"  # the kept chunk that names her, then her birthplace
+    n_e, c1, curie = len(walk.entities), walk.chunk_ids.index("c1"), walk.entities.index("marie curie")
+    edge = walk._adjacency[curie, n_e + c1]
+    if link:  # the dropped chunk names her: linked to her node, so the walk reaches it from her facts
+        assert edge == 1.0 and walk._adjacency[n_e + c1].nnz == 1  # "warsaw" is no entity of the kept KG
+    else:  # found by its text (dense prior) only, never through the graph
+        assert edge == 0.0 and walk._adjacency[n_e + c1].nnz == 0
 
 
 def test_host_errors_are_named(extraction: Path) -> None:
@@ -303,6 +330,9 @@ def test_host_errors_are_named(extraction: Path) -> None:
     with pytest.raises(InputError, match="mention_nodes must be true or false"):
         GraphWalkHost(str(extraction), mention_nodes="perhaps")
     assert GraphWalkHost(str(extraction), mention_nodes="true").settings.mention_nodes is True
+    with pytest.raises(InputError, match="link_texts must be true or false"):
+        GraphWalkHost(str(extraction), link_texts="sometimes")
+    assert GraphWalkHost(str(extraction), link_texts="false").settings.link_texts is False
     with pytest.raises(InputError, match="not built"):
         GraphWalkHost(str(extraction)).retrieve("Where was Marie Curie born?")
 
