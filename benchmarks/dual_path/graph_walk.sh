@@ -14,7 +14,8 @@ KG=$D/musique/hipporag_train100_kg_gpt35.jsonl
 M="--corpus $D/musique/hipporag_train100_corpus.jsonl --questions $D/musique/hipporag_train100_questions.jsonl"
 mkdir -p $R
 # this script's own earlier results (committed; g2cons eval never overwrites a file it cannot prove it wrote)
-rm -f $R/graph_walk_musique_train100*.json $R/graph_walk_musique_train100*.md $R/graph_walk_sweep_musique_train100.*
+rm -f $R/graph_walk_musique_train100*.json $R/graph_walk_musique_train100*.md $R/graph_walk_sweep_musique_train100.* \
+  $R/link_texts_off_musique_train100.* $R/link_texts_musique_train100.md
 g2cons eval $M --methods concept --budgets 1000,2000,4000 --embedder minilm \
   --host graph-walk:$KG --host-option model=gpt-3.5-turbo-1106 --host-kappas 1.0,0.5 --host-kappa 1.0 \
   --cache-dir benchmarks/cache --quiet --out $R/graph_walk_musique_train100.json > $R/graph_walk_musique_train100.md
@@ -28,3 +29,14 @@ for prior in units text; do
 done
 python benchmarks/dual_path/graph_walk_sweep.py $M --kg $KG --model gpt-3.5-turbo-1106 --embedder minilm \
   --cache-dir benchmarks/cache --out $R/graph_walk_sweep_musique_train100
+# the host without link_texts (HippoRAG 2's graph: a dropped chunk has only its dense prior), and the comparison with
+# the selection runs of selection_candidate_research.py (--link-texts auto, and off: the runs before the links)
+g2cons eval $M --methods concept --budgets 1000,2000,4000 --embedder minilm \
+  --host graph-walk:$KG --host-option model=gpt-3.5-turbo-1106 --host-option link_texts=false \
+  --host-kappas 1.0,0.5 --host-kappa 1.0 --cache-dir benchmarks/cache --quiet \
+  --out $R/link_texts_off_musique_train100.json > $R/link_texts_off_musique_train100.md
+python benchmarks/dual_path/link_texts_summary.py --on $R/graph_walk_musique_train100.json \
+  --off $R/link_texts_off_musique_train100.json \
+  --selection-on $R/selection_candidate_musique_linked.json --selection-off $R/selection_candidate_musique.json \
+  --selection-on $R/selection_candidate_musique_pack1200_linked.json \
+  --selection-off $R/selection_candidate_musique_pack1200.json > $R/link_texts_musique_train100.md

@@ -51,7 +51,7 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=10, help="length-matched random draws (coverage's profile)")
     ap.add_argument("--own-seeds", type=int, default=5, help="length-matched random draws (anti_hub's profile)")
     ap.add_argument("--proxy-only", action="store_true")
-    ap.add_argument("--no-link-texts", action="store_true", help="the host's link_texts off (the default before)")
+    ap.add_argument("--link-texts", choices=("auto", "on", "off"), default="auto", help="the host's link_texts")
     ap.add_argument("--cache-dir", default="benchmarks/cache")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--render", action="store_true", help="only print the markdown of an existing --out JSON")
@@ -74,7 +74,7 @@ def main() -> None:
         from g2cons_plugins.hosts.graph_walk import GraphWalkHost
 
         host = GraphWalkHost(path=str(d / f"{args.name}_kg_gpt35.jsonl"), model="gpt-3.5-turbo-1106",
-                             link_texts=not args.no_link_texts)  # fmt: skip
+                             link_texts={"auto": None, "on": True, "off": False}[args.link_texts])  # fmt: skip
     prompt = host.prompt_tokens_per_call if host is not None else PROMPT
     st, dv = index.stored, index.derived
     tokens = np.asarray(st.chunk_tokens)

@@ -288,14 +288,14 @@ def test_host_over_a_selection_holds_only_the_kept_chunks(index: G2ConSIndex, ex
     assert host.retrieve("What is the capital of Finland?")[0].chunk_id == "c14"
 
 
-@pytest.mark.parametrize("link", [False, True])
+@pytest.mark.parametrize("link", [False, True, None])
 def test_host_default_keeps_every_chunk_as_a_node_but_only_the_kept_chunks_triples(
-    index: G2ConSIndex, extraction: Path, link: bool
+    index: G2ConSIndex, extraction: Path, link: bool | None
 ) -> None:
-    host = GraphWalkHost(str(extraction), limit=100, **({} if link else {"link_texts": False}))
-    assert host.settings.link_texts is link  # on unless turned off
+    host = GraphWalkHost(str(extraction), limit=100, **({} if link is None else {"link_texts": link}))
     full = index.select(kappa=1.0)
-    kept = [c for c in full.kept_ids if c not in ("c1", "c2")]
+    kept = [c for c in full.kept_ids if c not in ("c1", "c2")]  # more than a third: automatic links on
+    assert len(kept) >= len(index.chunks) / 3
     cost = host.build(index, replace(full, kept_ids=kept))
     walk = host.walk
     assert walk is not None and sorted(walk.chunk_ids) == sorted(c.id for c in index.chunks)
@@ -308,10 +308,27 @@ def test_host_default_keeps_every_chunk_as_a_node_but_only_the_kept_chunks_tripl
     assert "c1" in got and got[0] == "c16"  # the kept chunk that names her, then her birthplace
     n_e, c1, curie = len(walk.entities), walk.chunk_ids.index("c1"), walk.entities.index("marie curie")
     edge = walk._adjacency[curie, n_e + c1]
-    if link:  # the dropped chunk names her: linked to her node, so the walk reaches it from her facts
+    assert walk.settings.link_texts is (link is not False)
+    if link is not False:  # the dropped chunk names her: linked to her node, so the walk reaches it from her facts
         assert edge == 1.0 and walk._adjacency[n_e + c1].nnz == 1  # "warsaw" is no entity of the kept KG
     else:  # found by its text (dense prior) only, never through the graph
         assert edge == 0.0 and walk._adjacency[n_e + c1].nnz == 0
+
+
+def test_host_links_dropped_chunks_automatically_only_when_it_keeps_a_third_of_them(
+    index: G2ConSIndex, extraction: Path
+) -> None:
+    host = GraphWalkHost(str(extraction), limit=100)
+    full = index.select(kappa=1.0)
+    ids = [c.id for c in index.chunks]
+    need = -(-len(ids) // 3)  # a third, rounded up
+    for n, on in ((need, True), (need - 1, False)):
+        kept = ["c16", *[c for c in ids if c not in ("c1", "c16")][: n - 1]]
+        host.build(index, replace(full, kept_ids=kept, dropped_ids=[c for c in ids if c not in kept]))
+        assert host.walk is not None and host.walk.settings.link_texts is on
+        c1 = host.walk.chunk_ids.index("c1")  # dropped, and names Marie Curie (an entity of c16's triple)
+        assert host.walk._adjacency[len(host.walk.entities) + c1].nnz == (1 if on else 0)
+    assert host.link_texts is None  # the choice is per build, the host's setting stays automatic
 
 
 def test_host_errors_are_named(extraction: Path) -> None:
@@ -330,9 +347,13 @@ def test_host_errors_are_named(extraction: Path) -> None:
     with pytest.raises(InputError, match="mention_nodes must be true or false"):
         GraphWalkHost(str(extraction), mention_nodes="perhaps")
     assert GraphWalkHost(str(extraction), mention_nodes="true").settings.mention_nodes is True
-    with pytest.raises(InputError, match="link_texts must be true or false"):
+    with pytest.raises(InputError, match="link_texts must be true, false or auto"):
         GraphWalkHost(str(extraction), link_texts="sometimes")
-    assert GraphWalkHost(str(extraction), link_texts="false").settings.link_texts is False
+    with pytest.raises(InputError, match="link_texts must be true, false or auto"):
+        GraphWalkHost(str(extraction), link_texts=1)
+    assert GraphWalkHost(str(extraction), link_texts="false").link_texts is False
+    assert GraphWalkHost(str(extraction), link_texts="auto").link_texts is None
+    assert GraphWalkHost(str(extraction)).link_texts is None
     with pytest.raises(InputError, match="not built"):
         GraphWalkHost(str(extraction)).retrieve("Where was Marie Curie born?")
 
