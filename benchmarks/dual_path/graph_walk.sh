@@ -39,4 +39,5 @@ python benchmarks/dual_path/link_texts_summary.py --on $R/graph_walk_musique_tra
   --off $R/link_texts_off_musique_train100.json \
   --selection-on $R/selection_candidate_musique_linked.json --selection-off $R/selection_candidate_musique.json \
   --selection-on $R/selection_candidate_musique_pack1200_linked.json \
-  --selection-off $R/selection_candidate_musique_pack1200.json > $R/link_texts_musique_train100.md
+  --selection-off $R/selection_candidate_musique_pack1200.json \
+  --selection-always $R/selection_candidate_musique_linked_always.json > $R/link_texts_musique_train100.md

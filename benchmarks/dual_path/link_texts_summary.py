@@ -9,6 +9,7 @@ research runs (``selection_candidate_research.py``) with and without the links.
         --selection-off benchmarks/dual_path/results/selection_candidate_musique.json \
         --selection-on benchmarks/dual_path/results/selection_candidate_musique_pack1200_linked.json \
         --selection-off benchmarks/dual_path/results/selection_candidate_musique_pack1200.json \
+        --selection-always benchmarks/dual_path/results/selection_candidate_musique_linked_always.json \
         > benchmarks/dual_path/results/link_texts_musique_train100.md
 
 Rows per kappa: the host alone (Context Recall at each budget, supporting-passage recall@5), the default fusion
@@ -71,6 +72,7 @@ def main() -> None:
     ap.add_argument("--off", type=Path, required=True, help="the same run with --host-option link_texts=false")
     ap.add_argument("--selection-on", type=Path, action="append", default=[])
     ap.add_argument("--selection-off", type=Path, action="append", default=[])
+    ap.add_argument("--selection-always", type=Path, action="append", default=[], help="runs with --link-texts on")
     a = ap.parse_args()
     on, off = _cells(_load(a.on)), _cells(_load(a.off))
     print("# The graph-walk host with and without `link_texts`\n")
@@ -80,7 +82,7 @@ def main() -> None:
     print("| kappa | links | host alone CR | host recall@5 | fused (default) CR | union CR |")
     print("|---|---|---|---|---|---|")
     for k in sorted(on, reverse=True):
-        for name, cells in (("off", off.get(k)), ("on", on[k])):
+        for name, cells in (("off", off.get(k)), ("auto (on)", on[k])):
             if cells is None:
                 continue
             r5 = cells["r5"].get(max(cells["r5"]))  # at the largest budget (the host's whole list)
@@ -89,11 +91,16 @@ def main() -> None:
             print("| " + " | ".join(row) + " |")
     if a.selection_on:
         print("\n## Selection judged by this host (host alone, mean CR of 1k / 2k / 4k)\n")
+        print("`auto` (the host's default) links when the selection keeps at least a third of the chunks: not at")
+        print("kappa 0.2 (about a fifth of the chunks), whose rows are the `off` run's; `on`: linked at every kappa")
+        print("(`--link-texts on`), the run that showed the links cost CR at kappa 0.2.\n")
         print("| run | kappa | links | coverage (default) | pagerank | knn_pagerank | length-matched random, "
               "10 seeds: mean (min..max) | coverage - random | oracle (gold first) |")  # fmt: skip
         print("|---|---|---|---|---|---|---|---|---|")
-        for path_on, path_off in zip(a.selection_on, a.selection_off, strict=True):
-            for name, path in (("off", path_off), ("on", path_on)):
+        runs = [[("off", off_), ("auto", on_)] for on_, off_ in zip(a.selection_on, a.selection_off, strict=True)]
+        runs += [[("on", p)] for p in a.selection_always]
+        for run in runs:
+            for name, path in run:
                 for k, sel in sorted(_selection(path).items()):
                     lmr = [v for s, v in sel.items() if s.startswith("lmr")]
                     m = statistics.mean(lmr)
