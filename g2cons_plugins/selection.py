@@ -7,12 +7,14 @@ Selectors (``G2ConSConfig.selector``):
   most not-yet-covered names (the bridge vocabulary: capitalised words in >= 2 chunks, the entities a KG
   extractor would pull out) per token; once every name is covered, the rest follow by names per token. It beat
   a length-matched random control on every set we measured (README); PageRank top-k did not beat plain random.
-  With the strong host (the graph walk over a replayed gpt-3.5 extraction of the kept chunks, MuSiQue train100,
-  ``benchmarks/dual_path/selection_compare.sh``) it is the one ranking above length-matched random (mean of
-  three seeds) in all five settings measured (kappa 0.2 / 0.5 / 0.8, and 0.2 / 0.5 over 1,200-token packs; +0.4
-  to +5.2 CR, mean +2.3), ahead of ``pagerank`` and ``knn_pagerank`` (below random in four of five) and of nine
-  rankings tried in its place (bridging names, title links, entity density, longest first...), each of which
-  wins a setting or two and loses others.
+  With the strong host (the graph walk over a replayed gpt-3.5 extraction of the kept chunks, the dropped chunks
+  linked to its entities by name from kappa a third up; MuSiQue train100,
+  ``benchmarks/dual_path/selection_compare.sh``) it has the highest mean lead over length-matched random (mean of
+  three seeds) of twelve rankings over five settings (kappa 0.2 / 0.5 / 0.8, and 0.2 / 0.5 over 1,200-token
+  packs; -0.7 at kappa 0.8 to +6.8 in packs at 0.5, mean +2.8, above random in four of five), ahead of
+  ``pagerank`` and ``knn_pagerank`` (mean -0.6 and -1.4) and of nine rankings tried in its place (bridging
+  names, title links, entity density, longest first...; entity density is above random in all five, by +1.6 on
+  average). With ten random seeds: +5.2 at kappa 0.5, +6.8 in packs (``results/link_texts_musique_train100.md``).
 - ``"concept_coverage"``: the same greedy over the TF-IDF concepts, each worth its PageRank (the concept graph's
   ranking put to a coverage use); better than PageRank top-k, but not reliably above the length-matched control.
 - ``"shortest"`` (a control: shortest chunks first) and ``"uniform"`` (seeded random: KET-RAG-U).

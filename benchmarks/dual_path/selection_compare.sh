@@ -2,7 +2,8 @@
 # Core-chunk selection judged by the strong host: the exact commands behind benchmarks/dual_path/results/selection_*.
 # MuSiQue train100 (1,890 passages, 100 questions) with its gpt-3.5-turbo-1106 OpenIE extraction replayed as the
 # host KG and walked as HippoRAG 2 walks it (graph-walk host: only the kept chunks' triples, every chunk a node with
-# its dense prior), minilm; every selector held to the same extraction input tokens (chunk + prompt per call).
+# its dense prior, a dropped chunk linked to the KG entities its text names when a third of the chunks or more are
+# kept: link_texts auto), minilm; every selector held to the same extraction input tokens (chunk + prompt per call).
 # 1. g2cons eval --selection-downstream: the default (coverage), the paper's pagerank, KET-RAG's knn_pagerank,
 #    concept_coverage, uniform and length-matched random at kappa 0.2 / 0.5 / 0.8 (host alone and fused); the same
 #    eval also writes the host's kappa sweep with the default selection (host alone at kappa 1.0: the full host);

@@ -34,7 +34,9 @@ added beside a triple edge between the same two entities (HippoRAG 2 keeps one o
 vectors (e.g. its sentences, for a chunk longer than the embedder reads) and then its prior is the best one's (the
 host's default: the index's unit vectors, which for a chunk of one unit is its own text's vector, as HippoRAG 2's);
 entity names an extractor listed without a triple (``entities`` of a record) become nodes only with
-``mention_nodes=True`` (HippoRAG 2 builds its nodes from triples only).
+``mention_nodes=True`` (HippoRAG 2 builds its nodes from triples only); with ``link_texts=True`` a chunk with no
+triple is linked to the graph's entities its text names (HippoRAG 2 leaves it to its dense prior; the graph-walk
+host turns it on when a selection keeps at least a third of the chunks, :class:`GraphWalkHost`).
 
 :class:`GraphWalk` is framework-free: build it from :class:`GraphRecord` s (chunk id, text, triples, entities) and
 any embedding function; :class:`GraphWalkHost` is the ``HostKG`` over a replayed extraction
@@ -606,8 +608,8 @@ class GraphWalkHost:
     the kept chunks only; ``"kept"``: the kept chunks only), ``passage_prior`` (``"units"``, the default: the best of
     the index's unit vectors of the chunk, no extra embedding; a chunk of one unit has its own text's vector, as
     HippoRAG 2, and a longer one is not cut at what the embedder reads: on 1,200-token chunks at kappa 0.5, 84 CR at
-    4k against 82 (79 against 70 without ``link_texts``); ``"text"``: each chunk's whole text embedded, HippoRAG 2's) and any :class:`GraphWalkSettings`
-    field (``damping``, ``top_facts``, ``synonym_threshold``, ...).
+    4k against 82 (79 against 70 without ``link_texts``); ``"text"``: each chunk's whole text embedded, HippoRAG
+    2's) and any :class:`GraphWalkSettings` field (``damping``, ``top_facts``, ``synonym_threshold``, ...).
 
     ``link_texts`` (``None``, the default here: automatic; ``GraphWalkSettings``' default, HippoRAG 2's graph, is
     off): a chunk the selection dropped has no triple, and with it on is linked to the kept chunks' entities its
@@ -686,8 +688,8 @@ class GraphWalkHost:
 
     def build(self, index: G2ConSIndex, selection: SelectionReport, show_progress: bool = False) -> HostBuildCost:
         """The walk over the KG of ``selection.kept_ids``: the kept chunks' triples only; chunk nodes for every chunk
-        of the index (``passages="all"``; a dropped chunk has no triple, only its dense prior, as a chunk the
-        extractor found nothing in) or for the kept chunks only (``passages="kept"``)."""
+        of the index (``passages="all"``; a dropped chunk has no triple: its dense prior, and with ``link_texts``
+        edges to the KG entities its text names) or for the kept chunks only (``passages="kept"``)."""
         t0 = time.perf_counter()
         graphs = self._align(index).restrict(selection.kept_ids).chunk_graphs()
         nodes = [c.id for c in index.stored.chunks] if self.passages == "all" else list(selection.kept_ids)
