@@ -467,13 +467,15 @@ def test_persist_and_reload_give_the_same_results(built, retriever, tmp_path) ->
     )
     again = G2ConSRetriever.from_persist_dir(tmp_path, index=pg2)
     assert (again.beta, again.lambda_, again.fusion) == (retriever.beta, retriever.lambda_, retriever.fusion)
-    # the host's sub-retrievers run one after the other: run concurrently (LlamaIndex's default), a node two of them
-    # return keeps the score of whichever finished first, so the host's own scores may differ from call to call
-    kw = {"use_async": False}
-    before = G2ConSRetriever.from_defaults(host_retriever=pg.as_retriever(**kw), selector=built["selector"],
+    # the same host retriever for both (its sub-retrievers one after the other): what is compared is our side, the
+    # reloaded selector, index and settings. Two retrievers over the original and the reloaded property graph may
+    # rank the host's nodes differently (seen once in a full CI run: the first fused node at another host rank), and
+    # run concurrently (LlamaIndex's default) a node two sub-retrievers return keeps whichever score came first.
+    host = pg2.as_retriever(use_async=False)
+    before = G2ConSRetriever.from_defaults(host_retriever=host, selector=built["selector"],
                                            beta=600, lambda_=0.6, spill=False, fusion="ensemble")  # fmt: skip
-    again = G2ConSRetriever.from_persist_dir(tmp_path, host_retriever=pg2.as_retriever(**kw))
-    assert run(again) == run(before)
+    again = G2ConSRetriever.from_persist_dir(tmp_path, host_retriever=host)
+    assert run(again) == run(before) and run(again)
     sel = CoreChunkSelector.from_persist_dir(tmp_path)
     assert sel.report.kept_ids == built["selector"].report.kept_ids and sel.kappa == 0.5
     c1 = ConceptGraphRetriever(built["selector"].index, beta=300)
