@@ -313,6 +313,8 @@ def test_host_default_keeps_every_chunk_as_a_node_but_only_the_kept_chunks_tripl
         assert edge == 1.0 and walk._adjacency[n_e + c1].nnz == 1  # "warsaw" is no entity of the kept KG
     else:  # found by its text (dense prior) only, never through the graph
         assert edge == 0.0 and walk._adjacency[n_e + c1].nnz == 0
+    # a chunk with triples keeps its triples' entities only, though its text names another ("Henri Becquerel")
+    assert "henri becquerel" in walk.entities and walk._adjacency[n_e + walk.chunk_ids.index("c16")].nnz == 2
 
 
 def test_host_links_dropped_chunks_automatically_only_when_it_keeps_a_third_of_them(
