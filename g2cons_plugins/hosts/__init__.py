@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .entity_graph import EntityGraphSearch, EntityHit
-    from .graph_walk import GraphRecord, GraphWalk, GraphWalkHost, GraphWalkSettings
+    from .graph_walk import GraphRecord, GraphWalk, GraphWalkHost, GraphWalkSettings, app_settings, links_pay
     from .protocol import HostBuildCost, HostKG
     from .registry import HOST_GROUP, available_hosts, load_host
     from .replay import Extraction, ExtractionRecord, align, chunk_aliases, read_extraction
@@ -31,7 +31,9 @@ if TYPE_CHECKING:
 # public name -> the module that defines it
 _WHERE = {
     **dict.fromkeys(("EntityGraphSearch", "EntityHit"), ".entity_graph"),
-    **dict.fromkeys(("GraphRecord", "GraphWalk", "GraphWalkHost", "GraphWalkSettings"), ".graph_walk"),
+    **dict.fromkeys(
+        ("GraphRecord", "GraphWalk", "GraphWalkHost", "GraphWalkSettings", "app_settings", "links_pay"), ".graph_walk"
+    ),
     **dict.fromkeys(("HostBuildCost", "HostKG"), ".protocol"),
     **dict.fromkeys(("HOST_GROUP", "available_hosts", "load_host"), ".registry"),
     **dict.fromkeys(("Extraction", "ExtractionRecord", "align", "chunk_aliases", "read_extraction"), ".replay"),
@@ -52,8 +54,10 @@ __all__ = [
     "HostKG",
     "ReplayHost",
     "align",
+    "app_settings",
     "available_hosts",
     "chunk_aliases",
+    "links_pay",
     "load_host",
     "read_extraction",
 ]

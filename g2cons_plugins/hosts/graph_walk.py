@@ -69,7 +69,16 @@ if TYPE_CHECKING:
     from ..index import G2ConSIndex
     from ..selection import SelectionReport
 
-__all__ = ["EmbedFn", "GraphRecord", "GraphWalk", "GraphWalkHost", "GraphWalkSettings", "graph_walk_host"]
+__all__ = [
+    "EmbedFn",
+    "GraphRecord",
+    "GraphWalk",
+    "GraphWalkHost",
+    "GraphWalkSettings",
+    "app_settings",
+    "graph_walk_host",
+    "links_pay",
+]
 
 EmbedFn = Callable[[Sequence[str]], Any]
 """Texts -> an ``(n, dim)`` array of their vectors (normalised here to unit length)."""
@@ -126,8 +135,10 @@ class GraphWalkSettings:
     """At most this many synonym edges from one entity."""
     mention_nodes: bool = False
     """Also make nodes of the listed entities no triple holds (linked to their chunks)."""
-    link_texts: bool = False
-    """Link each chunk without triples to the graph's entities its text names (whole words, normalised)."""
+    link_texts: bool | None = False
+    """Link each chunk without triples to the graph's entities its text names (whole words, normalised). ``None``:
+    automatic, on when at least :data:`LINK_MIN_KEPT_SHARE` of the chunks hold triples (:func:`links_pay`; the
+    graph-walk host and the LlamaIndex / LangChain retrievers' default, :func:`app_settings`)."""
     tol: float = 1e-10
     """Power iteration stops when the L1 change falls below this."""
     max_iter: int = 200
@@ -138,11 +149,13 @@ class GraphWalkSettings:
         floats = ("damping", "passage_node_weight", "synonym_threshold", "tol")
         wrong = [k for k in ints if isinstance(getattr(self, k), bool) or not isinstance(getattr(self, k), int)]
         wrong += [k for k in floats if isinstance(getattr(self, k), bool) or not isinstance(getattr(self, k), Real)]
-        wrong += [k for k in ("mention_nodes", "link_texts") if not isinstance(getattr(self, k), bool)]
+        wrong += ["mention_nodes"] if not isinstance(self.mention_nodes, bool) else []
+        wrong += ["link_texts"] if self.link_texts is not None and not isinstance(self.link_texts, bool) else []
         if wrong:
             raise InputError(
                 f"graph walk settings of the wrong type: {', '.join(f'{k}={getattr(self, k)!r}' for k in wrong)} "
-                f"({', '.join(ints)}: int; {', '.join(floats)}: a number; mention_nodes: bool)"
+                f"({', '.join(ints)}: int; {', '.join(floats)}: a number; mention_nodes: bool; "
+                "link_texts: bool or None for automatic)"
             )
         checks = {
             "damping": 0.0 <= self.damping < 1.0,
@@ -161,6 +174,42 @@ class GraphWalkSettings:
                 "(damping in [0, 1), top_facts/top_entities/max_iter >= 1, passage_node_weight >= 0, "
                 "synonym_max_neighbours >= 0, tol > 0, all finite)"
             )
+
+
+def links_pay(extracted_chunks: int, all_chunks: int) -> bool:
+    """Whether ``link_texts`` pays when ``extracted_chunks`` of ``all_chunks`` carry triples: at least
+    :data:`LINK_MIN_KEPT_SHARE` of them (the automatic rule of the host, the adapters' retrievers and
+    ``GraphWalkSettings(link_texts=None)``)."""
+    return all_chunks > 0 and extracted_chunks >= LINK_MIN_KEPT_SHARE * all_chunks
+
+
+def parse_link_texts(value: Any) -> bool | None:
+    """A host option's ``link_texts``: ``True`` / ``False``, ``None`` (automatic) or their words as
+    ``--host-option link_texts=true|false|auto`` gives them; anything else is an error naming it."""
+    if isinstance(value, str):
+        flag = value.strip().lower()
+        if flag not in ("auto", "none", "true", "false", "1", "0", "yes", "no"):
+            raise InputError(f"link_texts must be true, false or auto, got {value!r}")
+        return None if flag in ("auto", "none") else flag in ("true", "1", "yes")
+    if value is not None and not isinstance(value, bool):
+        raise InputError(f"link_texts must be true, false or auto (None), got {value!r}")
+    return value
+
+
+def app_settings(settings: GraphWalkSettings | None = None, **overrides: Any) -> GraphWalkSettings:
+    """The walk's settings where an application walks its KG (the graph-walk host, the LlamaIndex and LangChain
+    ``GraphWalkRetriever`` s): ``settings`` as given, else HippoRAG 2's defaults with ``link_texts`` automatic
+    (``None``: measured to pay once the KG covers a third of the chunks, :data:`LINK_MIN_KEPT_SHARE`); then
+    ``overrides`` (:class:`GraphWalkSettings` fields; an unknown one is an error naming it)."""
+    unknown = sorted(set(overrides) - set(GraphWalkSettings.__dataclass_fields__))
+    if unknown:
+        raise InputError(
+            f"unknown graph walk settings {unknown}; known: {sorted(GraphWalkSettings.__dataclass_fields__)}"
+        )
+    if settings is not None and not isinstance(settings, GraphWalkSettings):
+        raise InputError(f"settings must be a GraphWalkSettings, got {type(settings).__name__}")
+    base = settings if settings is not None else GraphWalkSettings(link_texts=None)
+    return replace(base, **overrides) if overrides else base
 
 
 @dataclass
@@ -233,6 +282,8 @@ class GraphWalk:
         self._dangling = np.zeros(0, bool)
         self._query_fn: Callable[[str], Any] | None = None
         self._dim = 0
+        self.linked = False
+        """Whether chunks without triples were linked by their texts (``link_texts``, resolved when automatic)."""
 
     # ------------------------------------------------------------------------------------------------ build
     @classmethod
@@ -305,7 +356,11 @@ class GraphWalk:
             for e in here:
                 ent_chunks[e].add(c)
                 chunk_ent.append((e, c))
-        if s.link_texts:
+        link = s.link_texts
+        if link is None:
+            link = links_pay(sum(1 for rec in merged.values() if rec.triples), len(merged))
+        self.linked = link
+        if link:
             self._link_texts(merged, ent_pos, ent_chunks, chunk_ent)
         self.entities = list(ent_pos)
         self.facts = list(facts)
@@ -657,15 +712,7 @@ class GraphWalkHost:
             if flag not in ("true", "false", "1", "0", "yes", "no"):
                 raise InputError(f"mention_nodes must be true or false, got {settings['mention_nodes']!r}")
             settings["mention_nodes"] = flag in ("true", "1", "yes")
-        link = settings.pop("link_texts", None)  # None: automatic, per selection (class doc)
-        if isinstance(link, str):  # --host-option link_texts=auto
-            flag = link.strip().lower()
-            if flag not in ("auto", "none", "true", "false", "1", "0", "yes", "no"):
-                raise InputError(f"link_texts must be true, false or auto, got {link!r}")
-            link = None if flag in ("auto", "none") else flag in ("true", "1", "yes")
-        if link is not None and not isinstance(link, bool):
-            raise InputError(f"link_texts must be true, false or auto (None), got {link!r}")
-        self.link_texts: bool | None = link
+        self.link_texts = parse_link_texts(settings.pop("link_texts", None))  # None: automatic, per selection
         self.extraction = extraction
         self.settings = GraphWalkSettings(**settings)
         self.name = "graph-walk"
@@ -695,7 +742,7 @@ class GraphWalkHost:
         nodes = [c.id for c in index.stored.chunks] if self.passages == "all" else list(selection.kept_ids)
         link = self.link_texts
         if link is None:
-            link = len(selection.kept_ids) >= LINK_MIN_KEPT_SHARE * len(index.stored.chunks)
+            link = links_pay(len(selection.kept_ids), len(index.stored.chunks))
         records = []
         for cid in nodes:
             names, triples = graphs.get(cid, ((), ()))

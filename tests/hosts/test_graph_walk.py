@@ -101,6 +101,30 @@ def test_link_texts_lets_the_walk_reach_a_chunk_without_triples_through_the_name
     assert linked._ent_chunks[n] == plain._ent_chunks[n] + 1  # the seed weight counts the linked chunk
 
 
+def test_automatic_link_texts_links_once_a_third_of_the_chunks_hold_triples() -> None:
+    from g2cons_plugins.hosts import app_settings, links_pay
+
+    dropped = GraphRecord("answer", "Springfield governs Freedonia.")  # not extracted: no triple
+    recs = [r for r in records() if r.chunk_id != "answer"] + [dropped]  # 7 of 8 chunks hold triples
+    auto = GraphWalk.from_records(recs, bow, query_fn=query, link_texts=None)
+    on = GraphWalk.from_records(recs, bow, query_fn=query, link_texts=True)
+    off = GraphWalk.from_records(recs, bow, query_fn=query)  # GraphWalkSettings' default: HippoRAG 2's graph
+    assert auto.linked and on.linked and not off.linked and (auto._adjacency != on._adjacency).nnz == 0
+    assert dict(auto.retrieve(QUESTION, top_k=20))["answer"] > 0.0 == dict(off.retrieve(QUESTION, top_k=20))["answer"]
+    # 7 chunks with triples among 22: under a third, so the automatic rule leaves the graph as HippoRAG 2's
+    filler = [GraphRecord(f"f{i}", f"Springfield note {i}.") for i in range(14)]
+    few = GraphWalk.from_records(recs + filler, bow, query_fn=query, link_texts=None)
+    assert not few.linked and (few._adjacency != GraphWalk.from_records(recs + filler, bow)._adjacency).nnz == 0
+    assert links_pay(1, 3) and not links_pay(1, 4) and not links_pay(0, 0)
+    # the apps' settings: HippoRAG 2's with the links automatic; a given settings object stays the caller's
+    assert app_settings() == GraphWalkSettings(link_texts=None)
+    assert app_settings(GraphWalkSettings(), damping=0.3) == GraphWalkSettings(damping=0.3)
+    with pytest.raises(InputError, match="unknown graph walk settings"):
+        app_settings(dampin=0.3)
+    with pytest.raises(InputError, match="settings must be a GraphWalkSettings"):
+        app_settings({"damping": 0.3})  # type: ignore[arg-type]
+
+
 def test_a_synonym_edge_is_a_bridge_above_its_threshold_only() -> None:
     recs = records("Springfield Town")  # cosine 0.71 to "springfield" with the bag of words
     near = GraphWalk.from_records(recs, bow, query_fn=query, synonym_threshold=0.7)

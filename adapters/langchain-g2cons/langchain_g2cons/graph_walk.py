@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from g2cons_plugins import content_id
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.hosts import GraphRecord, GraphWalk, GraphWalkSettings
+from g2cons_plugins.hosts import GraphRecord, GraphWalk, GraphWalkSettings, app_settings
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -100,14 +100,17 @@ class GraphWalkRetriever(BaseRetriever):
     embeddings: Embeddings
     """Embeds facts, entity names and documents (``embed_documents``) and the query (``embed_query``)."""
     documents: list[Document] = Field(default_factory=list, repr=False)
-    """Documents no graph document covers (chunks the extractor was not run on or found nothing in): walked as
-    nodes with a dense prior only."""
+    """Documents no graph document covers (chunks the extractor was not run on, e.g. those ``CoreChunkSelector``
+    dropped, or found nothing in): walked as nodes with their dense prior and, with ``link_texts`` (automatic), an
+    edge to every KG entity their text names."""
     k: int = Field(default=4, ge=1)
     """Documents returned per query."""
     id_key: str | None = DEFAULT_ID_KEY
     """Metadata key holding a document's id when ``Document.id`` is not set (as written by ``CoreChunkSelector``)."""
-    settings: GraphWalkSettings = Field(default_factory=GraphWalkSettings)
-    """The walk's parameters (:class:`g2cons_plugins.hosts.GraphWalkSettings`, HippoRAG 2's defaults)."""
+    settings: GraphWalkSettings = Field(default_factory=app_settings)
+    """The walk's parameters (:class:`g2cons_plugins.hosts.GraphWalkSettings`): HippoRAG 2's defaults with
+    ``link_texts`` automatic (a document in ``documents`` is linked to the KG entities its text names once the
+    graph documents cover a third of all documents; :func:`g2cons_plugins.hosts.app_settings`)."""
 
     _walk: GraphWalk | None = PrivateAttr(default=None)
     _docs: dict[str, Document] = PrivateAttr(default_factory=dict)
@@ -124,19 +127,14 @@ class GraphWalkRetriever(BaseRetriever):
         **walk_options: Any,
     ) -> GraphWalkRetriever:
         """The retriever over ``graph_documents``; ``walk_options`` are :class:`GraphWalkSettings` fields
-        (``damping=0.5``, ``top_facts=5``, ``synonym_threshold=0.8``, ...)."""
-        unknown = sorted(set(walk_options) - set(GraphWalkSettings.__dataclass_fields__))
-        if unknown:
-            raise InputError(
-                f"unknown graph walk settings {unknown}; known: {sorted(GraphWalkSettings.__dataclass_fields__)}"
-            )
+        (``damping=0.5``, ``top_facts=5``, ``link_texts=False``, ...) over the default ``settings``."""
         return cls(
             graph_documents=list(graph_documents),
             embeddings=embeddings,
             documents=list(documents),
             k=k,
             id_key=id_key,
-            settings=GraphWalkSettings(**walk_options),
+            settings=app_settings(**walk_options),
         )
 
     def add_graph_documents(self, graph_documents: Sequence[Any], documents: Sequence[Document] = ()) -> None:

@@ -130,3 +130,16 @@ class TestGraphWalkRetrieverStandard(RetrieversIntegrationTests):
     @property
     def retriever_query_example(self) -> str:
         return QUESTION
+
+
+def test_a_document_without_a_graph_document_is_linked_by_the_names_it_holds() -> None:
+    # the selector dropped "answer" before LLMGraphTransformer: it comes as a plain document
+    kept = graph_documents({cid: v for cid, v in CHUNKS.items() if cid != "answer"})
+    dropped = Document(id="answer", page_content=CHUNKS["answer"][0])
+    r = GraphWalkRetriever.from_graph_documents(kept, BowEmbeddings(), documents=[dropped], k=3, top_facts=1)
+    assert r.settings.link_texts is None and GraphWalkRetriever(embeddings=BowEmbeddings()).settings.link_texts is None
+    assert ids(r.invoke(QUESTION))[:2] == ["alice", "answer"] and r.walk.linked  # through "Springfield"
+    plain = GraphWalkRetriever.from_graph_documents(
+        kept, BowEmbeddings(), documents=[dropped], k=3, top_facts=1, link_texts=False
+    )
+    assert "answer" not in ids(plain.invoke(QUESTION)) and not plain.walk.linked  # its dense prior alone: no word

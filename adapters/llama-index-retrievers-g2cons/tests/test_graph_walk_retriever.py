@@ -243,3 +243,43 @@ def test_structure_relations_are_not_facts_and_source_links_are_mentions() -> No
     walker = GraphWalkRetriever(store, embed_model=BowEmbedding(), similarity_top_k=2, top_facts=1)
     assert ids(walker.retrieve(QUESTION)) == ["alice", "answer"]
     assert walker.walk.stats()["facts"] == len(CHUNKS)
+
+
+def test_a_dropped_chunk_given_as_an_extra_node_is_walked_through_the_names_it_holds() -> None:
+    # the selector dropped "answer" before the extractor: the store holds the other six chunks and their KG only
+    kept = {cid: v for cid, v in CHUNKS.items() if cid != "answer"}
+    store = build(kept).property_graph_store
+    dropped = TextNode(id_="answer", text=CHUNKS["answer"][0], metadata={"file_name": "f.txt"})
+    walker = GraphWalkRetriever(
+        store, embed_model=BowEmbedding(), similarity_top_k=3, top_facts=1, extra_nodes=[dropped]
+    )
+    got = walker.retrieve(QUESTION)
+    assert walker.settings.link_texts is None and walker.walk.linked  # automatic: 6 of 7 chunks hold triples
+    assert ids(got)[:2] == ["alice", "answer"]  # alice smith -> springfield -> the chunk that names it
+    assert got[1].node.get_content() == dropped.text and got[1].node.metadata == {"file_name": "f.txt"}
+    assert walker.walk.stats()["chunks"] == len(CHUNKS) and walker.walk.stats()["facts"] == len(kept)
+    # HippoRAG 2's graph (no links): the dropped chunk has only its dense prior, and shares no word with the question
+    plain = GraphWalkRetriever(
+        store, embed_model=BowEmbedding(), top_facts=1, extra_nodes=[dropped], link_texts=False
+    )
+    assert not plain.walk.linked and "answer" not in ids(plain.retrieve(QUESTION))[:3]
+    # without the extra node the store's chunks are all there is
+    assert "answer" not in ids(GraphWalkRetriever(store, embed_model=BowEmbedding(), top_facts=1).retrieve(QUESTION))
+
+
+def test_extra_nodes_added_later_rebuild_the_walk_and_a_stored_chunk_stays_the_stores() -> None:
+    index = build()
+    store = index.property_graph_store
+    walker = GraphWalkRetriever(store, embed_model=BowEmbedding(), similarity_top_k=10, top_facts=1)
+    before = walker.walk
+    twin = TextNode(id_="alice", text="A different text under a stored id.")
+    walker.add_extra_nodes([twin, TextNode(id_="late", text="Freedonia exports cheese.")])
+    got = {r.node.node_id: r.node for r in walker.retrieve(QUESTION)}
+    assert walker.walk is not before and walker.walk.stats()["chunks"] == len(CHUNKS) + 1
+    assert got["alice"].get_content() == CHUNKS["alice"][0]  # the store's chunk, not the extra node of its id
+    with pytest.raises(InputError, match="extra_nodes must be a list"):
+        walker.add_extra_nodes(twin)  # type: ignore[arg-type]
+    with pytest.raises(InputError, match=r"extra_nodes\[0\] \(node 'blank'\) has no text"):
+        GraphWalkRetriever(store, embed_model=BowEmbedding(), extra_nodes=[TextNode(id_="blank", text=" ")])
+    with pytest.raises(InputError, match="extra_nodes\\[1\\]: expected a LlamaIndex node"):
+        GraphWalkRetriever(store, embed_model=BowEmbedding(), extra_nodes=[twin, "text"])  # type: ignore[list-item]

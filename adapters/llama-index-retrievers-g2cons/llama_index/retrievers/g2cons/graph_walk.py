@@ -16,6 +16,13 @@ this module only translates the store into :class:`~g2cons_plugins.hosts.GraphRe
   at one end (``ImplicitPathExtractor``'s ``SOURCE`` / ``NEXT`` / ``PREVIOUS`` / ``PARENT`` / ``CHILD``) are not
   facts.
 
+Chunks the store does not hold (``extra_nodes``: typically the nodes ``CoreChunkSelector`` dropped before the
+extractor, so their KG was never paid for) are walked too: each is a chunk node with its dense prior and, as the
+graph-walk host does, an edge to every KG entity its text names (``link_texts``, automatic: on once the extracted
+chunks are a third of all; the core's :func:`~g2cons_plugins.hosts.app_settings`). On MuSiQue with the replayed
+gpt-3.5 KG of half the chunks this is what lets the walk find the other half
+(``benchmarks/dual_path/results/graph_walk_llamaindex_musique_train100.md``).
+
 Reading the store uses only the generic ``PropertyGraphStore`` API: ``get()`` (every node), ``get_triplets()`` and,
 for a store that returns nothing unfiltered (``SimplePropertyGraphStore`` does), ``get_triplets(ids=...)`` over the
 entity ids in batches; ``get_llama_nodes(ids)`` turns the ranked chunk ids back into the index's nodes. The in-memory
@@ -34,7 +41,7 @@ from typing import Any
 
 import numpy as np
 from g2cons_plugins.errors import InputError
-from g2cons_plugins.hosts import GraphRecord, GraphWalk, GraphWalkSettings
+from g2cons_plugins.hosts import GraphRecord, GraphWalk, GraphWalkSettings, app_settings
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.graph_stores.types import (
     KG_SOURCE_REL,
@@ -46,7 +53,7 @@ from llama_index.core.graph_stores.types import (
     Triplet,
 )
 from llama_index.core.indices.property_graph.sub_retrievers.base import BasePGRetriever
-from llama_index.core.schema import NodeRelationship, NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, NodeWithScore, QueryBundle, TextNode
 
 __all__ = ["GraphWalkRetriever", "store_records"]
 
@@ -141,8 +148,11 @@ class GraphWalkRetriever(BasePGRetriever):
         auto_refresh: rebuild the walk when the store changed since the last build (nodes / relations counted at
             each query). Default: on for the in-memory ``SimplePropertyGraphStore`` (free), off for other stores
             (it reads every node): call :meth:`refresh` after inserting there, or pass ``True``.
-        settings: :class:`g2cons_plugins.hosts.GraphWalkSettings`; its fields may also be given as keywords
-            (``damping=0.5``, ``top_facts=5``, ``synonym_threshold=0.8``, ...).
+        settings: :class:`g2cons_plugins.hosts.GraphWalkSettings` (default: HippoRAG 2's with ``link_texts``
+            automatic); its fields may also be given as keywords (``damping=0.5``, ``link_texts=False``, ...).
+        extra_nodes: chunk nodes the store does not hold, walked as chunks (their dense prior, and the KG
+            entities their text names with ``link_texts``) and returned as themselves: e.g. the nodes
+            ``CoreChunkSelector`` dropped, ``[n for n in nodes if n.node_id in selector.dropped_ids]``.
         include_text: accepted for the ``BasePGRetriever`` contract; the results are source chunks already.
 
     The walk is built on the first query (not in the constructor), so an empty index can take the retriever.
@@ -157,6 +167,7 @@ class GraphWalkRetriever(BasePGRetriever):
         auto_refresh: bool | None = None,
         settings: GraphWalkSettings | None = None,
         include_text: bool = True,
+        extra_nodes: Sequence[BaseNode] | None = None,
         **kwargs: Any,
     ) -> None:
         if not isinstance(graph_store, PropertyGraphStore):
@@ -165,8 +176,7 @@ class GraphWalkRetriever(BasePGRetriever):
             raise InputError(f"similarity_top_k must be a positive int, got {similarity_top_k!r}")
         fields = set(GraphWalkSettings.__dataclass_fields__)
         overrides = {k: kwargs.pop(k) for k in list(kwargs) if k in fields}
-        base = settings or GraphWalkSettings()
-        self.settings = GraphWalkSettings(**{**base.__dict__, **overrides}) if overrides else base
+        self.settings = app_settings(settings, **overrides)
         self._embed_model_arg = embed_model
         self.similarity_top_k = similarity_top_k
         self.reuse_chunk_embeddings = reuse_chunk_embeddings
@@ -175,6 +185,8 @@ class GraphWalkRetriever(BasePGRetriever):
         self._walk: GraphWalk | None = None
         self._built_at: tuple[int, ...] | None = None
         self.skipped_triplets = 0
+        self._extra: dict[str, BaseNode] = {}
+        self.add_extra_nodes(extra_nodes if extra_nodes is not None else ())
         super().__init__(graph_store=graph_store, include_text=include_text, **kwargs)
 
     # ------------------------------------------------------------------ build
@@ -191,9 +203,34 @@ class GraphWalkRetriever(BasePGRetriever):
         model = self.embed_model
         return lambda texts: np.asarray(model.get_text_embedding_batch(list(texts)), dtype=np.float32)
 
+    def add_extra_nodes(self, nodes: Sequence[BaseNode]) -> None:
+        """Walk these chunk nodes too (see ``extra_nodes``; a node the store holds is read from the store); the walk
+        is rebuilt on the next query."""
+        if isinstance(nodes, (str, bytes, BaseNode)) or not isinstance(nodes, Sequence):
+            raise InputError("extra_nodes must be a list of nodes (BaseNode)")
+        for n, node in enumerate(nodes):
+            if not isinstance(node, BaseNode):
+                raise InputError(f"extra_nodes[{n}]: expected a LlamaIndex node, got {type(node).__name__}")
+            if not node.get_content(metadata_mode=MetadataMode.NONE).strip():
+                raise InputError(f"extra_nodes[{n}] (node {node.node_id!r}) has no text to walk")
+        self._extra.update((node.node_id, node) for node in nodes)
+        if nodes:
+            self._walk = None
+
+    def _records(self) -> tuple[list[GraphRecord], dict[str, np.ndarray], int]:
+        """The store's records and vectors, plus a text-only record per extra node the store does not hold."""
+        records, vectors, skipped = store_records(self._graph_store)
+        held = {r.chunk_id for r in records}
+        for cid, node in sorted(self._extra.items()):
+            if cid not in held:
+                records.append(GraphRecord(cid, node.get_content(metadata_mode=MetadataMode.NONE)))
+                if node.embedding:
+                    vectors[cid] = np.asarray(node.embedding, dtype=np.float32)
+        return records, vectors, skipped
+
     def refresh(self) -> GraphWalk:
         """Read the store again and rebuild the walk (after inserts into a store ``auto_refresh`` does not watch)."""
-        records, vectors, skipped = store_records(self._graph_store)
+        records, vectors, skipped = self._records()
         if not records:
             raise InputError("the property graph store holds no chunk and no triplet: nothing to walk")
         embed = self._embed_fn()
@@ -238,7 +275,7 @@ class GraphWalkRetriever(BasePGRetriever):
         found = {n.node_id: n for n in self._graph_store.get_llama_nodes([cid for cid, _ in ranked])}
         out = []
         for cid, score in ranked:
-            node = found.get(cid)
+            node = found.get(cid) or self._extra.get(cid)
             if node is not None:  # a source id the store holds no chunk for is a bridge, not a result
                 node = node if isinstance(node, TextNode) else TextNode(id_=cid, text=node.get_content())
                 out.append(NodeWithScore(node=node, score=score))

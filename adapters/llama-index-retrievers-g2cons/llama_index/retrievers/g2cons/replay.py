@@ -5,7 +5,9 @@ entities and triples the LLM produced for it (read by :func:`g2cons_plugins.host
 HippoRAG OpenIE JSON, MS GraphRAG output, a LightRAG working dir), so the host KG is what that LLM would have built
 from the kept chunks, offline and at no cost. Retrieval is the host's own LLM-free sub-retrievers:
 ``VectorContextRetriever`` over the embedded entity nodes (the core index's embedder, wrapped as a LlamaIndex
-``BaseEmbedding``) plus the adapter's ``NEREntityRetriever`` (spaCy NER on the query, matched to entity names).
+``BaseEmbedding``) plus the adapter's ``NEREntityRetriever`` (spaCy NER on the query, matched to entity names),
+or with ``retriever="graph-walk"`` the adapter's ``GraphWalkRetriever`` (HippoRAG 2's walk over the store, the
+dropped chunks linked by the names they hold).
 
 Nothing here calls an LLM; the label names the extraction's format, model and file.
 """
@@ -131,7 +133,14 @@ class ReplayExtractor(TransformComponent):
 
 
 class ReplayPropertyGraphHost:
-    """``PropertyGraphIndex`` host KG built from a precomputed extraction of the kept chunks (``HostKG``)."""
+    """``PropertyGraphIndex`` host KG built from a precomputed extraction of the kept chunks (``HostKG``).
+
+    ``retriever``: ``"vector-ner"`` (default: LlamaIndex's ``VectorContextRetriever`` beside
+    ``NEREntityRetriever``) or ``"graph-walk"`` (:class:`~llama_index.retrievers.g2cons.GraphWalkRetriever` over the
+    store, its ``walk_top_k`` best chunks, the chunks the selection dropped given as ``extra_nodes``: what an app
+    does with ``CoreChunkSelector`` in front of its extractor; ``--host-option retriever=graph-walk``;
+    ``link_texts``: true, false or auto, the retriever's default).
+    """
 
     def __init__(
         self,
@@ -145,7 +154,18 @@ class ReplayPropertyGraphHost:
         retriever_limit: int = 30,
         hops: int = 2,
         max_fanout: int = 50,
+        retriever: str = "vector-ner",
+        walk_top_k: int = 50,
+        link_texts: bool | str | None = None,
     ) -> None:
+        if retriever not in ("vector-ner", "graph-walk"):
+            raise InputError(f"retriever must be 'vector-ner' or 'graph-walk', got {retriever!r}")
+        try:  # --host-option walk_top_k=50 arrives as a string
+            walk_top_k = int(walk_top_k)
+        except (TypeError, ValueError):
+            raise InputError(f"walk_top_k must be a positive int, got {walk_top_k!r}") from None
+        if walk_top_k < 1:
+            raise InputError(f"walk_top_k must be a positive int, got {walk_top_k!r}")
         if extraction is None:
             from g2cons_plugins.hosts import read_extraction
 
@@ -160,6 +180,11 @@ class ReplayPropertyGraphHost:
         )
         self._top_k, self._depth = similarity_top_k, path_depth
         self._limit, self._hops, self._max_fanout = retriever_limit, hops, max_fanout
+        self.retriever, self._walk_top_k = retriever, walk_top_k
+        from g2cons_plugins.hosts.graph_walk import parse_link_texts  # scipy: only for a replay host
+
+        self._link_texts = parse_link_texts(link_texts)
+        self._dropped: list[BaseNode] = []
         self._aligned: Any = None
         self._aligned_for: int | None = None
         self._index: G2ConSIndex | None = None
@@ -177,7 +202,8 @@ class ReplayPropertyGraphHost:
 
     def build(self, index: G2ConSIndex, selection: SelectionReport, show_progress: bool = False) -> HostBuildCost:
         """A ``PropertyGraphIndex`` over the kept chunks, each with the triples the extraction holds for it."""
-        _spacy_or_error()
+        if self.retriever == "vector-ner":
+            _spacy_or_error()
         ext = self._align(index).restrict(selection.kept_ids)
         frozen = ext.chunk_graphs()
         nodes = chunk_nodes(index)
@@ -189,10 +215,12 @@ class ReplayPropertyGraphHost:
             kg_extractors=[selector, ReplayExtractor(frozen)],
             llm=_mock_llm(),
             embed_model=embed,
-            embed_kg_nodes=True,
+            embed_kg_nodes=self.retriever == "vector-ner",  # the walk embeds its facts and names itself
             show_progress=show_progress,
         )
         seconds = time.perf_counter() - t0
+        dropped = set(selection.dropped_ids)
+        self._dropped = [n for n in nodes if n.node_id in dropped]
         kept_tokens = index.count_tokens([index.chunk(c).text for c in selection.kept_ids])
         out_tokens = index.count_tokens(
             ["\n".join(" | ".join(t) for t in trips) for _, trips in frozen.values()] or [""]
@@ -215,6 +243,17 @@ class ReplayPropertyGraphHost:
 
         assert self.pg is not None
         store = self.pg.property_graph_store
+        if self.retriever == "graph-walk":
+            from .graph_walk import GraphWalkRetriever
+
+            walker = GraphWalkRetriever(
+                store,
+                embed_model=embed,
+                similarity_top_k=self._walk_top_k,
+                extra_nodes=self._dropped,
+                link_texts=self._link_texts,
+            )
+            return self.pg.as_retriever(sub_retrievers=[walker], include_text=True, use_async=False)
         subs = [
             VectorContextRetriever(
                 store,
