@@ -116,6 +116,44 @@ def test_llama_index_replay_host_builds_a_property_graph(index: G2ConSIndex, ext
     assert items and {"c1", "c16"} & {h.chunk_id for h in items}
 
 
+def test_llama_index_replay_host_walks_the_dropped_chunks_with_the_graph_walk_retriever(
+    index: G2ConSIndex, extraction: Path
+) -> None:
+    pytest.importorskip("llama_index.retrievers.g2cons")
+    from dataclasses import replace
+
+    full = index.select(kappa=1.0)
+    kept = [c for c in full.kept_ids if c != "c1"]  # c1 ("Marie Curie was born in Warsaw") dropped: no KG for it
+    sel = replace(full, kept_ids=kept, dropped_ids=["c1"])
+    q = "Where was Marie Curie born?"
+    walked = {}
+    for link in ("auto", "true", "false"):
+        host = load_host(f"replay:{extraction}", retriever="graph-walk", walk_top_k=3, link_texts=link)
+        host.build(index, sel)
+        walker = host._retriever.sub_retrievers[0]
+        assert type(walker).__name__ == "GraphWalkRetriever" and walker.walk.stats()["chunks"] == len(index.chunks)
+        walked[link] = ([h.chunk_id for h in host.retrieve(q)], walker.walk)
+    # automatic: only 4 of the 20 chunks hold triples (under a third), so no links, as with link_texts=false
+    assert not walked["auto"][1].linked and not walked["false"][1].linked and walked["true"][1].linked
+    on = walked["true"][1]
+    row = len(on.entities) + on.chunk_ids.index("c1")  # its text names c16's "Marie Curie" and c2's "Warsaw"
+    assert {on.entities[e] for e in on._adjacency[row].indices} == {"marie curie", "warsaw"}
+    assert walked["false"][1]._adjacency[row].nnz == 0
+    assert "c1" in walked["true"][0]  # the dropped chunk is walked to from her fact
+    store_only = load_host(f"replay:{extraction}", retriever="graph-walk", walk_dropped="false", link_texts="true")
+    store_only.build(index, sel)
+    assert "c1" not in {h.chunk_id for h in store_only.retrieve(q)}  # the store holds the kept chunks only
+    for bad, match in (
+        ({"retriever": "walk"}, "retriever must be"),
+        ({"walk_top_k": "many"}, "walk_top_k"),
+        ({"walk_top_k": 0}, "walk_top_k"),
+        ({"link_texts": "sometimes"}, "link_texts must be"),
+        ({"walk_dropped": "maybe"}, "walk_dropped must be"),
+    ):
+        with pytest.raises(InputError, match=match):
+            load_host(f"replay:{extraction}", **bad)
+
+
 def test_packed_chunks_get_the_records_of_the_passages_they_hold(
     corpus: list[dict[str, str]], extraction: Path
 ) -> None:

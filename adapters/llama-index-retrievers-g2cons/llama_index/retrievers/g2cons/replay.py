@@ -139,7 +139,7 @@ class ReplayPropertyGraphHost:
     ``NEREntityRetriever``) or ``"graph-walk"`` (:class:`~llama_index.retrievers.g2cons.GraphWalkRetriever` over the
     store, its ``walk_top_k`` best chunks, the chunks the selection dropped given as ``extra_nodes``: what an app
     does with ``CoreChunkSelector`` in front of its extractor; ``--host-option retriever=graph-walk``;
-    ``link_texts``: true, false or auto, the retriever's default).
+    ``link_texts``: true, false or auto, the retriever's default; ``walk_dropped=false``: the store's chunks only).
     """
 
     def __init__(
@@ -157,6 +157,7 @@ class ReplayPropertyGraphHost:
         retriever: str = "vector-ner",
         walk_top_k: int = 50,
         link_texts: bool | str | None = None,
+        walk_dropped: bool | str = True,
     ) -> None:
         if retriever not in ("vector-ner", "graph-walk"):
             raise InputError(f"retriever must be 'vector-ner' or 'graph-walk', got {retriever!r}")
@@ -184,6 +185,10 @@ class ReplayPropertyGraphHost:
         from g2cons_plugins.hosts.graph_walk import parse_link_texts  # scipy: only for a replay host
 
         self._link_texts = parse_link_texts(link_texts)
+        flag = str(walk_dropped).strip().lower()
+        if flag not in ("true", "false"):
+            raise InputError(f"walk_dropped must be true or false, got {walk_dropped!r}")
+        self._walk_dropped = flag == "true"
         self._dropped: list[BaseNode] = []
         self._aligned: Any = None
         self._aligned_for: int | None = None
@@ -250,7 +255,7 @@ class ReplayPropertyGraphHost:
                 store,
                 embed_model=embed,
                 similarity_top_k=self._walk_top_k,
-                extra_nodes=self._dropped,
+                extra_nodes=self._dropped if self._walk_dropped else None,
                 link_texts=self._link_texts,
             )
             return self.pg.as_retriever(sub_retrievers=[walker], include_text=True, use_async=False)
