@@ -36,7 +36,8 @@ host's default: the index's unit vectors, which for a chunk of one unit is its o
 entity names an extractor listed without a triple (``entities`` of a record) become nodes only with
 ``mention_nodes=True`` (HippoRAG 2 builds its nodes from triples only); with ``link_texts=True`` a chunk with no
 triple is linked to the graph's entities its text names (HippoRAG 2 leaves it to its dense prior; the graph-walk
-host turns it on when a selection keeps at least a third of the chunks, :class:`GraphWalkHost`).
+host turns it on when a selection keeps at least a third of the chunks, :class:`GraphWalkHost`, and the LlamaIndex /
+LangChain retrievers when a third of their chunks hold triples, :func:`app_settings`).
 
 :class:`GraphWalk` is framework-free: build it from :class:`GraphRecord` s (chunk id, text, triples, entities) and
 any embedding function; :class:`GraphWalkHost` is the ``HostKG`` over a replayed extraction
@@ -138,7 +139,7 @@ class GraphWalkSettings:
     link_texts: bool | None = False
     """Link each chunk without triples to the graph's entities its text names (whole words, normalised). ``None``:
     automatic, on when at least :data:`LINK_MIN_KEPT_SHARE` of the chunks hold triples (:func:`links_pay`; the
-    graph-walk host and the LlamaIndex / LangChain retrievers' default, :func:`app_settings`)."""
+    LlamaIndex / LangChain retrievers' default, :func:`app_settings`; the graph-walk host decides by its selection)."""
     tol: float = 1e-10
     """Power iteration stops when the L1 change falls below this."""
     max_iter: int = 200
@@ -177,9 +178,9 @@ class GraphWalkSettings:
 
 
 def links_pay(extracted_chunks: int, all_chunks: int) -> bool:
-    """Whether ``link_texts`` pays when ``extracted_chunks`` of ``all_chunks`` carry triples: at least
-    :data:`LINK_MIN_KEPT_SHARE` of them (the automatic rule of the host, the adapters' retrievers and
-    ``GraphWalkSettings(link_texts=None)``)."""
+    """Whether ``link_texts`` pays when ``extracted_chunks`` of ``all_chunks`` were extracted: at least
+    :data:`LINK_MIN_KEPT_SHARE` of them. The one automatic rule: the graph-walk host counts its selection's kept
+    chunks, ``GraphWalkSettings(link_texts=None)`` (the adapters' retrievers) the chunks that hold triples."""
     return all_chunks > 0 and extracted_chunks >= LINK_MIN_KEPT_SHARE * all_chunks
 
 
@@ -197,7 +198,7 @@ def parse_link_texts(value: Any) -> bool | None:
 
 
 def app_settings(settings: GraphWalkSettings | None = None, **overrides: Any) -> GraphWalkSettings:
-    """The walk's settings where an application walks its KG (the graph-walk host, the LlamaIndex and LangChain
+    """The walk's settings where an application walks its KG (the LlamaIndex and LangChain
     ``GraphWalkRetriever`` s): ``settings`` as given, else HippoRAG 2's defaults with ``link_texts`` automatic
     (``None``: measured to pay once the KG covers a third of the chunks, :data:`LINK_MIN_KEPT_SHARE`); then
     ``overrides`` (:class:`GraphWalkSettings` fields; an unknown one is an error naming it)."""
