@@ -27,7 +27,7 @@ from llama_index.core.graph_stores.types import (
     Triplet,
 )
 from llama_index.core.llms import MockLLM
-from llama_index.core.schema import BaseNode, QueryBundle, TextNode, TransformComponent
+from llama_index.core.schema import BaseNode, MetadataMode, QueryBundle, TextNode, TransformComponent
 
 from llama_index.retrievers.g2cons import GraphWalkRetriever
 
@@ -283,3 +283,30 @@ def test_extra_nodes_added_later_rebuild_the_walk_and_a_stored_chunk_stays_the_s
         GraphWalkRetriever(store, embed_model=BowEmbedding(), extra_nodes=[TextNode(id_="blank", text=" ")])
     with pytest.raises(InputError, match="extra_nodes\\[1\\]: expected a LlamaIndex node"):
         GraphWalkRetriever(store, embed_model=BowEmbedding(), extra_nodes=[twin, "text"])  # type: ignore[list-item]
+
+
+def test_the_selectors_dropped_nodes_are_the_original_nodes_and_complete_the_walk() -> None:
+    from llama_index.core.schema import NodeRelationship, RelatedNodeInfo
+
+    from llama_index.retrievers.g2cons import CoreChunkSelector
+
+    nodes = []
+    for cid, (text, _) in CHUNKS.items():
+        node = TextNode(id_=cid, text=text, metadata={"title": cid.upper()}, excluded_llm_metadata_keys=["title"])
+        node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=f"doc-{cid}")
+        nodes.append(node)
+    selector = CoreChunkSelector(kappa=0.5, embedder="hash").fit(nodes)
+    dropped = selector.dropped_nodes()
+    assert dropped and [n.node_id for n in dropped] == [n.node_id for n in nodes if n.node_id in selector.dropped_ids]
+    for got in dropped:
+        orig = next(n for n in nodes if n.node_id == got.node_id)
+        assert got.text == orig.text and got.metadata == orig.metadata and got.ref_doc_id == orig.ref_doc_id
+        assert got.excluded_llm_metadata_keys == ["title"]
+        assert got.get_content(metadata_mode=MetadataMode.LLM) == orig.get_content(metadata_mode=MetadataMode.LLM)
+    extractor = TableExtractor(table={text: triples for text, triples in CHUNKS.values()})
+    index = PropertyGraphIndex(
+        nodes=selector(nodes), kg_extractors=[extractor], embed_model=BowEmbedding(), llm=MockLLM(), use_async=False
+    )
+    walker = GraphWalkRetriever(index.property_graph_store, embed_model=BowEmbedding(), extra_nodes=dropped)
+    assert sorted(walker.walk.chunk_ids) == sorted(CHUNKS)  # kept from the store, dropped from the selector
+    assert walker.walk.stats()["facts"] == len(selector.kept_ids)  # only the kept chunks were extracted

@@ -102,27 +102,46 @@ def llm_text(node: BaseNode) -> str:
     return node.get_content(metadata_mode=MetadataMode.LLM)
 
 
-def concept_node(index: G2ConSIndex, item: RetrievedItem) -> TextNode:
-    """A concept-path unit as a node: id = unit id (= chunk id for a one-unit chunk), the chunk's metadata, and
-    the g2cons keys (hidden from the LLM and the embedder) saying why it was retrieved."""
-    li = dict(index.chunk(item.parent_id).metadata.get(LI_KEY) or {})
+def _rebuilt(
+    index: G2ConSIndex, chunk_id: str, node_id: str, text: str, g2cons: Mapping[str, Any] | None = None
+) -> TextNode:
+    """A node like the original of chunk ``chunk_id`` (its metadata, exclusions, templates, source document) with
+    ``node_id`` and ``text``; ``g2cons`` keys, when given, are added to its metadata and hidden from the LLM and the
+    embedder."""
+    li = dict(index.chunk(chunk_id).metadata.get(LI_KEY) or {})
     meta = dict(li.get("metadata") or {})
-    meta.update(g2cons_chunk_id=item.parent_id, g2cons_unit_id=item.unit_id, g2cons_reason=dict(item.reason))
     rels: dict[NodeRelationship, Any] = {}
     if li.get("ref_doc_id"):
         rels[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=li["ref_doc_id"])
-    if item.unit_id != item.parent_id:
-        rels[NodeRelationship.PARENT] = RelatedNodeInfo(node_id=item.parent_id)
+    if node_id != chunk_id:
+        rels[NodeRelationship.PARENT] = RelatedNodeInfo(node_id=chunk_id)
+    llm_hidden, embed_hidden = li.get("excluded_llm_metadata_keys"), li.get("excluded_embed_metadata_keys")
+    if g2cons is not None:
+        meta.update(g2cons)
+        llm_hidden, embed_hidden = _hide(llm_hidden), _hide(embed_hidden)
     fmt = {k: li[k] for k in _NODE_FORMAT if k in li}
     return TextNode(
-        id_=item.unit_id,
-        text=item.text,
+        id_=node_id,
+        text=text,
         metadata=meta,
-        excluded_llm_metadata_keys=_hide(li.get("excluded_llm_metadata_keys")),
-        excluded_embed_metadata_keys=_hide(li.get("excluded_embed_metadata_keys")),
+        excluded_llm_metadata_keys=list(llm_hidden or []),
+        excluded_embed_metadata_keys=list(embed_hidden or []),
         relationships=rels,
         **fmt,
     )
+
+
+def concept_node(index: G2ConSIndex, item: RetrievedItem) -> TextNode:
+    """A concept-path unit as a node: id = unit id (= chunk id for a one-unit chunk), the chunk's metadata, and
+    the g2cons keys (hidden from the LLM and the embedder) saying why it was retrieved."""
+    keys = {"g2cons_chunk_id": item.parent_id, "g2cons_unit_id": item.unit_id, "g2cons_reason": dict(item.reason)}
+    return _rebuilt(index, item.parent_id, item.unit_id, item.text, keys)
+
+
+def chunk_node(index: G2ConSIndex, chunk_id: str) -> TextNode:
+    """A chunk of the concept graph as the node it came from: its id, raw text, metadata, exclusions, templates and
+    source document (what :func:`node_to_chunk` kept)."""
+    return _rebuilt(index, chunk_id, chunk_id, index.chunk(chunk_id).text)
 
 
 def _hide(keys: Sequence[str] | None) -> list[str]:

@@ -152,7 +152,7 @@ class GraphWalkRetriever(BasePGRetriever):
             automatic); its fields may also be given as keywords (``damping=0.5``, ``link_texts=False``, ...).
         extra_nodes: chunk nodes the store does not hold, walked as chunks (their dense prior, and the KG
             entities their text names with ``link_texts``) and returned as themselves: e.g. the nodes
-            ``CoreChunkSelector`` dropped, ``[n for n in nodes if n.node_id in selector.dropped_ids]``.
+            ``CoreChunkSelector`` dropped, ``selector.dropped_nodes()``.
         include_text: accepted for the ``BasePGRetriever`` contract; the results are source chunks already.
 
     The walk is built on the first query (not in the constructor), so an empty index can take the retriever.

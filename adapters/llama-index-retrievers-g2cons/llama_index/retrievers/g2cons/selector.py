@@ -42,9 +42,16 @@ from g2cons_plugins.hosts.pipelines.integration import drop_empty as drop_empty_
 from g2cons_plugins.hosts.pipelines.overlap import warn_if_overlapping
 from g2cons_plugins.hosts.pipelines.param_types import NonNegativeFloat, NonNegativeInt, Share
 from llama_index.core.bridge.pydantic import BaseModel, Field, PrivateAttr, field_validator
-from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, RelatedNodeInfo, TransformComponent
+from llama_index.core.schema import (
+    BaseNode,
+    MetadataMode,
+    NodeRelationship,
+    RelatedNodeInfo,
+    TextNode,
+    TransformComponent,
+)
 
-from ._convert import LI_KEY, embedder_label, nodes_to_chunks, resolve_embedder, settings_embedder
+from ._convert import LI_KEY, chunk_node, embedder_label, nodes_to_chunks, resolve_embedder, settings_embedder
 from .events import G2ConSSelectionEvent, dispatcher
 from .prompts import default_prompt_tokens
 
@@ -164,6 +171,13 @@ class CoreChunkSelector(TransformComponent):
     def dropped_ids(self) -> frozenset[str]:
         """Ids of every node this selector held back (still in the concept graph)."""
         return self._dropped
+
+    def dropped_nodes(self) -> list[TextNode]:
+        """The nodes this selector held back, rebuilt from its concept graph (id, text, metadata and what renders
+        them, source document), in the order it saw them: give them to ``GraphWalkRetriever(extra_nodes=...)`` so
+        the walk reaches the chunks whose KG was not extracted."""
+        index = self.index
+        return [chunk_node(index, c.id) for c in index.stored.chunks if c.id in self._dropped]
 
     @property
     def index(self) -> G2ConSIndex:
