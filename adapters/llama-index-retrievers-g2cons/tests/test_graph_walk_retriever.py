@@ -307,6 +307,12 @@ def test_the_selectors_dropped_nodes_are_the_original_nodes_and_complete_the_wal
     index = PropertyGraphIndex(
         nodes=selector(nodes), kg_extractors=[extractor], embed_model=BowEmbedding(), llm=MockLLM(), use_async=False
     )
-    walker = GraphWalkRetriever(index.property_graph_store, embed_model=BowEmbedding(), extra_nodes=dropped)
+    walker = GraphWalkRetriever.from_index(index, selector, top_facts=1)
+    assert isinstance(walker.embed_model, BowEmbedding) and walker.settings.top_facts == 1  # the index's model
     assert sorted(walker.walk.chunk_ids) == sorted(CHUNKS)  # kept from the store, dropped from the selector
     assert walker.walk.stats()["facts"] == len(selector.kept_ids)  # only the kept chunks were extracted
+    assert sorted(GraphWalkRetriever.from_index(index).walk.chunk_ids) == sorted(selector.kept_ids)
+    with pytest.raises(InputError, match="not both"):
+        GraphWalkRetriever.from_index(index, selector, extra_nodes=dropped)
+    with pytest.raises(InputError, match="index must be a PropertyGraphIndex"):
+        GraphWalkRetriever.from_index(index.property_graph_store)

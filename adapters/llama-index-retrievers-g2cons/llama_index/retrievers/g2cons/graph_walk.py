@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from g2cons_plugins.errors import InputError
@@ -54,6 +54,9 @@ from llama_index.core.graph_stores.types import (
 )
 from llama_index.core.indices.property_graph.sub_retrievers.base import BasePGRetriever
 from llama_index.core.schema import BaseNode, MetadataMode, NodeRelationship, NodeWithScore, QueryBundle, TextNode
+
+if TYPE_CHECKING:
+    from .selector import CoreChunkSelector
 
 __all__ = ["GraphWalkRetriever", "store_records"]
 
@@ -188,6 +191,22 @@ class GraphWalkRetriever(BasePGRetriever):
         self._extra: dict[str, BaseNode] = {}
         self.add_extra_nodes(extra_nodes if extra_nodes is not None else ())
         super().__init__(graph_store=graph_store, include_text=include_text, **kwargs)
+
+    @classmethod
+    def from_index(cls, index: Any, selector: CoreChunkSelector | None = None, **kwargs: Any) -> GraphWalkRetriever:
+        """The walker over a ``PropertyGraphIndex``: its ``property_graph_store``, its embed model (unless
+        ``embed_model=`` is given) and, with the ``CoreChunkSelector`` that ran before its extractor, the nodes the
+        selector dropped as ``extra_nodes`` (``selector.dropped_nodes()``; after later inserts the selector drops,
+        ``add_extra_nodes(selector.dropped_nodes())``). ``kwargs``: the constructor's."""
+        store = getattr(index, "property_graph_store", None)
+        if not isinstance(store, PropertyGraphStore):
+            raise InputError(f"index must be a PropertyGraphIndex, got {type(index).__name__}")
+        if selector is not None:
+            if "extra_nodes" in kwargs:
+                raise InputError("give selector= (its dropped nodes are the extra nodes) or extra_nodes=, not both")
+            kwargs["extra_nodes"] = selector.dropped_nodes()
+        kwargs.setdefault("embed_model", getattr(index, "_embed_model", None))  # None when it embeds nothing
+        return cls(store, **kwargs)
 
     # ------------------------------------------------------------------ build
     @property

@@ -189,7 +189,7 @@ class ReplayPropertyGraphHost:
         if flag not in ("true", "false"):
             raise InputError(f"walk_dropped must be true or false, got {walk_dropped!r}")
         self._walk_dropped = flag == "true"
-        self._dropped: list[BaseNode] = []
+        self._selector: CoreChunkSelector | None = None
         self._aligned: Any = None
         self._aligned_for: int | None = None
         self._index: G2ConSIndex | None = None
@@ -224,8 +224,7 @@ class ReplayPropertyGraphHost:
             show_progress=show_progress,
         )
         seconds = time.perf_counter() - t0
-        dropped = set(selection.dropped_ids)
-        self._dropped = [n for n in nodes if n.node_id in dropped]
+        self._selector = selector
         kept_tokens = index.count_tokens([index.chunk(c).text for c in selection.kept_ids])
         out_tokens = index.count_tokens(
             ["\n".join(" | ".join(t) for t in trips) for _, trips in frozen.values()] or [""]
@@ -251,11 +250,11 @@ class ReplayPropertyGraphHost:
         if self.retriever == "graph-walk":
             from .graph_walk import GraphWalkRetriever
 
-            walker = GraphWalkRetriever(
-                store,
+            walker = GraphWalkRetriever.from_index(  # as an app wires it: the selector's dropped nodes
+                self.pg,
+                self._selector if self._walk_dropped else None,
                 embed_model=embed,
                 similarity_top_k=self._walk_top_k,
-                extra_nodes=self._dropped if self._walk_dropped else None,
                 link_texts=self._link_texts,
             )
             return self.pg.as_retriever(sub_retrievers=[walker], include_text=True, use_async=False)
