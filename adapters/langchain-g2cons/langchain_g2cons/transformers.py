@@ -196,6 +196,13 @@ class CoreChunkSelector(BaseDocumentTransformer, ConceptGraphHolder):
         _trace(kwargs.get("callbacks"), decision.counts(len(self.documents)))
         return [d for d in new if d.id in kept]
 
+    def dropped_documents(self) -> list[Document]:
+        """The documents this selector held back (every document it holds that it never returned), in the order
+        it saw them: give them to ``GraphWalkRetriever(documents=...)`` so the walk reaches the chunks whose KG was
+        not extracted. A ``RuntimeError`` before the first ``transform_documents``."""
+        self._require_index()
+        return [d for d in self.documents if str(d.id) not in self.kept_ids]
+
     def delete(self, ids: Sequence[str], callbacks: Callbacks = None) -> bool:
         """Remove documents by id from the concept graph (unknown ids ignored); True if any was removed."""
         index = self._require_index()

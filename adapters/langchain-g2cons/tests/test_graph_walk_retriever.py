@@ -143,3 +143,22 @@ def test_a_document_without_a_graph_document_is_linked_by_the_names_it_holds() -
         kept, BowEmbeddings(), documents=[dropped], k=3, top_facts=1, link_texts=False
     )
     assert "answer" not in ids(plain.invoke(QUESTION)) and not plain.walk.linked  # its dense prior alone: no word
+
+
+def test_the_selectors_dropped_documents_complete_the_walk() -> None:
+    from langchain_g2cons import CoreChunkSelector
+
+    docs = [Document(id=cid, page_content=text, metadata={"title": cid}) for cid, (text, _) in CHUNKS.items()]
+    selector = CoreChunkSelector(kappa=0.5, kappa_by="chunks", embedder="hash")
+    with pytest.raises(RuntimeError, match="transform_documents first"):
+        selector.dropped_documents()
+    kept = selector.transform_documents(docs)
+    dropped = selector.dropped_documents()
+    assert dropped and {d.id for d in kept} | {d.id for d in dropped} == set(CHUNKS)
+    assert not {d.id for d in kept} & {d.id for d in dropped}
+    assert [(d.id, d.page_content, d.metadata["title"]) for d in dropped] == [
+        (d.id, d.page_content, d.id) for d in docs if d.id not in {k.id for k in kept}
+    ]
+    graph_docs = [graph_document(str(d.id), d.page_content, CHUNKS[str(d.id)][1]) for d in kept]
+    walker = GraphWalkRetriever.from_graph_documents(graph_docs, BowEmbeddings(), documents=dropped)
+    assert sorted(walker.walk.chunk_ids) == sorted(CHUNKS) and walker.walk.stats()["facts"] == len(kept)
