@@ -62,6 +62,7 @@ import scipy.sparse as sp
 
 from ..errors import InputError
 from .protocol import HostBuildCost
+from .registry import FALSE_WORDS, TRUE_WORDS, option_flag
 from .replay import Extraction, read_extraction
 from .replay_host import align_to_index
 
@@ -189,9 +190,9 @@ def parse_link_texts(value: Any) -> bool | None:
     ``--host-option link_texts=true|false|auto`` gives them; anything else is an error naming it."""
     if isinstance(value, str):
         flag = value.strip().lower()
-        if flag not in ("auto", "none", "true", "false", "1", "0", "yes", "no"):
+        if flag not in ("auto", "none", *TRUE_WORDS, *FALSE_WORDS):
             raise InputError(f"link_texts must be true, false or auto, got {value!r}")
-        return None if flag in ("auto", "none") else flag in ("true", "1", "yes")
+        return None if flag in ("auto", "none") else option_flag("link_texts", flag)
     if value is not None and not isinstance(value, bool):
         raise InputError(f"link_texts must be true, false or auto (None), got {value!r}")
     return value
@@ -709,10 +710,7 @@ class GraphWalkHost:
                 f"limit, passage_prior, {', '.join(sorted(GraphWalkSettings.__dataclass_fields__))}"
             )
         if isinstance(settings.get("mention_nodes"), str):  # --host-option mention_nodes=true
-            flag = settings["mention_nodes"].strip().lower()
-            if flag not in ("true", "false", "1", "0", "yes", "no"):
-                raise InputError(f"mention_nodes must be true or false, got {settings['mention_nodes']!r}")
-            settings["mention_nodes"] = flag in ("true", "1", "yes")
+            settings["mention_nodes"] = option_flag("mention_nodes", settings["mention_nodes"])
         self.link_texts = parse_link_texts(settings.pop("link_texts", None))  # None: automatic, per selection
         self.extraction = extraction
         self.settings = GraphWalkSettings(**settings)

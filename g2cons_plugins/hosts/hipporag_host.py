@@ -27,6 +27,7 @@ from ..errors import InputError
 from ..fusion.items import HostItem
 from ..snapshot import capped_query
 from .protocol import HostBuildCost
+from .registry import option_flag
 
 if TYPE_CHECKING:
     from ..index import G2ConSIndex
@@ -95,10 +96,7 @@ class HippoRAGHost:
         if isinstance(prompt_tokens_per_call, bool) or not isinstance(prompt_tokens_per_call, int):
             raise InputError(f"prompt_tokens_per_call must be an int, got {prompt_tokens_per_call!r}")
         if isinstance(index_on_build, str):  # --host-option index_on_build=false
-            flag = index_on_build.strip().lower()
-            if flag not in ("true", "false", "1", "0", "yes", "no"):
-                raise InputError(f"index_on_build must be true or false, got {index_on_build!r}")
-            index_on_build = flag in ("true", "1", "yes")
+            index_on_build = option_flag("index_on_build", index_on_build)
         self.name = "hipporag"
         self.label = (
             "HippoRAG 2 (the hipporag package): its own OpenIE KG and retrieval (facts, recognition memory, "

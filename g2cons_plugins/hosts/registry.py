@@ -18,10 +18,25 @@ from typing import Any
 from ..errors import InputError
 from .protocol import HostKG
 
-__all__ = ["HOST_GROUP", "available_hosts", "load_host"]
+__all__ = ["HOST_GROUP", "available_hosts", "load_host", "option_flag"]
 
 HOST_GROUP = "g2cons_plugins.hosts"
 """The entry-point group host distributions register their factories under."""
+
+
+TRUE_WORDS = ("true", "1", "yes")
+FALSE_WORDS = ("false", "0", "no")
+
+
+def option_flag(name: str, value: bool | str) -> bool:
+    """A yes/no host option: a bool, or its word as ``--host-option NAME=true`` gives it (true / false, 1 / 0,
+    yes / no, any case); anything else is an error naming ``name``."""
+    if isinstance(value, bool):
+        return value
+    flag = value.strip().lower() if isinstance(value, str) else None
+    if flag not in TRUE_WORDS + FALSE_WORDS:
+        raise InputError(f"{name} must be true or false, got {value!r}")
+    return flag in TRUE_WORDS
 
 
 def available_hosts() -> list[str]:

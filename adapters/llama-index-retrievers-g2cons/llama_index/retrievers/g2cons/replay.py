@@ -21,6 +21,7 @@ from typing import Any
 from g2cons_plugins import G2ConSIndex, HostItem, SelectionReport
 from g2cons_plugins.errors import InputError
 from g2cons_plugins.hosts import HostBuildCost
+from g2cons_plugins.hosts.registry import option_flag
 from llama_index.core import PropertyGraphIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import PrivateAttr
@@ -185,10 +186,7 @@ class ReplayPropertyGraphHost:
         from g2cons_plugins.hosts.graph_walk import parse_link_texts  # scipy: only for a replay host
 
         self._link_texts = parse_link_texts(link_texts)
-        flag = str(walk_dropped).strip().lower()
-        if flag not in ("true", "false"):
-            raise InputError(f"walk_dropped must be true or false, got {walk_dropped!r}")
-        self._walk_dropped = flag == "true"
+        self._walk_dropped = option_flag("walk_dropped", walk_dropped)
         self._selector: CoreChunkSelector | None = None
         self._aligned: Any = None
         self._aligned_for: int | None = None
