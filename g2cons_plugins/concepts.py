@@ -48,6 +48,7 @@ import re
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -476,14 +477,24 @@ def bridge_names(
     return BridgeNames([terms.words[j] for j in names[keep].tolist()], U[:, keep].tocsr(), df[keep])
 
 
-def incidence(texts: Sequence[str], vocab: Sequence[str], config: G2ConSConfig) -> sp.csr_matrix:
-    """texts x concepts 0/1 matrix: does the text contain the concept (same analyzer as extraction)."""
+def _incidence_kwargs(config: G2ConSConfig) -> dict[str, Any]:
     kw = _vectorizer_kwargs(config)
     if "analyzer" not in kw:
         kw["stop_words"] = None  # the vocabulary has none; n-grams must match the extraction analyzer
         if config.graph.stop_words == "english" and config.graph.ngram_max > 1:
             kw["stop_words"] = sorted(english_stopwords())
-    cv = CountVectorizer(vocabulary=list(vocab), binary=True, **kw)
+    return kw
+
+
+def incidence(texts: Sequence[str], vocab: Sequence[str], config: G2ConSConfig) -> sp.csr_matrix:
+    """texts x concepts 0/1 matrix: does the text contain the concept (same analyzer as extraction)."""
+    cv = CountVectorizer(vocabulary=list(vocab), binary=True, **_incidence_kwargs(config))
     M = cv.transform(texts).tocsr().astype(np.float32)
     M.data[:] = 1.0
     return M
+
+
+def text_terms(text: str, config: G2ConSConfig) -> set[str]:
+    """The terms of ``text`` that :func:`incidence` matches against a vocabulary (a concept is in the text when it is
+    one of them), without building the vocabulary's lookup: for one short text against a large vocabulary."""
+    return set(CountVectorizer(**_incidence_kwargs(config)).build_analyzer()(text))

@@ -228,6 +228,9 @@ _RULES: dict[str, dict[str, _Rule]] = {
         "score_scale": _choice(("cosine", "spread"), message="{name} must be 'cosine' or 'spread', got {value!r}"),
         "entity_weight": _between(0.0, 10.0),
         "entity_head_share": _between(0.0, 1.0),
+        "link_head": _Rule("int", lambda v: 0 <= v <= 100, "{name} must be in [0, 100], got {value}"),
+        "link_pool": _Rule("int", lambda v: 1 <= v <= 1000, "{name} must be in [1, 1000], got {value}"),
+        "link_weight": _between(0.0, 10.0),
         "ppr_damping": _Rule("real", lambda v: 0.0 < v < 1.0, "{name} must be in (0, 1), got {value}"),
         "rerank": _choice(("local_global", "naive"), message="{name} must be 'local_global' or 'naive'"),
         "e2_hops": _at_least(1),
@@ -319,6 +322,12 @@ class RetrievalOptions:
     # name's bonus given only where the unit's first line is the name (a title; half where it opens the text)
     entity_weight: float = 2.0
     entity_head_share: float = 0.5
+    # bridge: the first link_head passages (of the first link_pool) in the linked order, each next one chosen by
+    # 1 / (5 + rank) + link_weight x shared / (2 + its names), shared >= 2 of its names the passages before it hold
+    # (retrieval.linked; 0 = off)
+    link_head: int = 5
+    link_pool: int = 10
+    link_weight: float = 0.2
     ppr_damping: float = 0.5  # the ppr strategy (TERAG)
     rerank: Literal["local_global", "naive"] = "local_global"  # paper walk; Table 4 ablation D: "naive"
     e2_hops: int = 4  # E2GraphRAG router: initial hop threshold h

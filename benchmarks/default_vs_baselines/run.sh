@@ -6,9 +6,12 @@
 # concept path on dense scores alone (concept-dense: the bridge without the lexical seed), CR per budget, supporting-
 # passage recall, all-gold-found, passage recall@2/5/10, paired sign tests, and per-question JSONL.
 # Status of the committed results: the reports of hotpotqa_train100_minilm, musique_train100_minilm,
-# musique_ketrag500_minilm, 2wiki_ketrag500_minilm (G2CONS_CACHE=/tmp/dp/cache) and xquad_zh/es_multilingual
-# (G2CONS_CACHE=/work/main/benchmarks/cache) were regenerated with the default entity_weight=2.0 (names of the query
-# pick the head), ONLY=<name> as below; the others in sections 1 and 2 were produced by this script with the default of
+# musique_ketrag500_minilm, 2wiki_ketrag500_minilm and xquad_zh/es_multilingual were regenerated with the linked head
+# (retrieval.link_head, the default), in one run:
+#   G2CONS_DATA=/work/shared/data G2CONS_CACHE=/work/main/benchmarks/cache ONLY=xquad_zh_multilingual,\
+#   xquad_es_multilingual,hotpotqa_train100_minilm,musique_train100_minilm,musique_ketrag500_minilm,\
+#   2wiki_ketrag500_minilm bash benchmarks/default_vs_baselines/run.sh
+# (before that with the default entity_weight=2.0, names of the query pick the head); the others in sections 1 and 2 were produced by this script with the default of
 # score_scale="spread" / lexical_weight=0.075, one report at a time, as
 #   G2CONS_DATA=/work/shared/data G2CONS_CACHE=/work/main/benchmarks/cache ONLY=<name> bash benchmarks/default_vs_baselines/run.sh
 # for every run name below (each .md is the command's stdout); section 3 was not run as written (the committed

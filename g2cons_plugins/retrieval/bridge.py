@@ -20,7 +20,8 @@ and ``lexical_seeds`` adds the best BM25 units to the seeds that bridges start f
 
 The steps: :func:`bridge` (the hybrid scores) -> :func:`walk`: :func:`seed_units` -> :func:`bridge_rounds`
 (:func:`bridge_words`, :func:`reached_units` per round) -> the head (seeds, or :func:`~.name_head.name_head`) ->
-:func:`~g2cons_plugins.retrieval.filling.ranked` with the bonus.
+:func:`~g2cons_plugins.retrieval.filling.ranked` with the bonus -> the first passages in the linked order
+(:mod:`~g2cons_plugins.retrieval.linked`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from ..arrays.wide_rows import Matrix, row
 from ..snapshot import Snapshot
 from .filling import Head, RetrievedItem, eager_depth, evidence_bonus, ranked
 from .lexical import QueryBM25
+from .linked import linked_head
 from .name_head import name_head
 from .order import top_desc
 from .query import Query
@@ -78,19 +80,21 @@ class Reach:
 
 
 def bridge(q: Query) -> list[RetrievedItem]:
-    """The bridge strategy: :func:`walk` over the hybrid scores when lexical evidence is on, else the dense ones."""
+    """The bridge strategy: :func:`walk` over the hybrid scores when lexical evidence is on, else the dense ones;
+    the first passages in the linked order (:mod:`~g2cons_plugins.retrieval.linked`)."""
     opt = q.snap.config.retrieval
     scale = spread_scale(q.snap, q.scores)
     lw = opt.lexical_weight
     if not (lw > 0 or opt.lexical_seeds > 0):
-        return walk(q, q.scores, None, q.scores, scale)
+        return linked_head(q.snap, q.text, walk(q, q.scores, None, q.scores, scale))
     # with a vector index the hybrid term is computed on candidates only (HybridScores), so a query stays a search
     lex = q.snap.lexical.query(q.text)  # BM25 read from the query words' postings as far as needed
     try:
         hyb = HybridScores(q.scores, lex, lw * scale) if lw > 0 else q.scores
-        return walk(q, hyb, lex, hyb if opt.hybrid_seeds else q.scores, scale)
+        items = walk(q, hyb, lex, hyb if opt.hybrid_seeds else q.scores, scale)
     finally:
         lex.close()
+    return linked_head(q.snap, q.text, items)
 
 
 def walk(
