@@ -65,13 +65,30 @@ CHANGED_SINCE_0_1: dict[str, dict[str, Any]] = {
 }
 
 
+# parameters added since 0.1 (CHANGELOG), each after the one it follows in a saved config: the linked head
+ADDED_SINCE_0_1: dict[str, dict[str, Any]] = {
+    "entity_head_share": {"link_head": 5, "link_pool": 10, "link_weight": 0.2},
+}
+
+
+def _since_0_1(before: dict[str, Any]) -> dict[str, Any]:
+    """A 0.1 table with the parameters added since, in their places."""
+    out: dict[str, Any] = {}
+    for key, value in before.items():
+        out[key] = value
+        out.update(ADDED_SINCE_0_1.get(key, {}))
+    return out
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_resolved_values_equal_those_of_0_1(case: str) -> None:
     """Same defaults, same resolved values (and the same saved keys, in the same order) as before the split, but for
-    the defaults changed on purpose since (:data:`CHANGED_SINCE_0_1`)."""
+    the defaults changed on purpose since (:data:`CHANGED_SINCE_0_1`) and the parameters added since
+    (:data:`ADDED_SINCE_0_1`)."""
     got = _resolved(CASES[case]())
-    assert got == {**BEFORE[case], **CHANGED_SINCE_0_1.get(case, {})}
-    assert list(got) == list(BEFORE[case])
+    expected = _since_0_1(BEFORE[case])
+    assert got == {**expected, **CHANGED_SINCE_0_1.get(case, {})}
+    assert list(got) == list(expected)
 
 
 def test_top_level_is_the_paper_symbols_the_choices_and_one_object_per_component() -> None:
@@ -198,7 +215,7 @@ def test_an_index_saved_with_a_0_1_manifest_config_loads(tmp_path: Path) -> None
     ptr = json.loads((tmp_path / "g" / "CURRENT").read_text(encoding="utf-8"))
     mf = tmp_path / "g" / ptr["data"] / "manifest.json"
     manifest = json.loads(mf.read_text(encoding="utf-8"))
-    assert list(manifest["config"]) == [k for k in BEFORE["default"] if k in FLAT_NAMES]
+    assert list(manifest["config"]) == [k for k in _since_0_1(BEFORE["default"]) if k in FLAT_NAMES]
     manifest["config"] = {**manifest["config"], "extra": {}}  # as 0.1 saved it
     mf.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     _resum(tmp_path / "g")

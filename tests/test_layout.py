@@ -33,8 +33,8 @@ MAX_LINES = 80
 MAX_TOP_MODULES = 12
 MAX_TOP_ENTRIES = 20
 MAX_SELECTION_CLOSURE = 12
-MAX_RETRIEVAL_CLOSURE = 31  # the concept path: its 14 modules + snapshot, arrays, text, graph, chunks, errors
-MAX_FUSION_CLOSURE = 40  # fusion runs the concept path: retrieval's closure + its own 8 modules
+MAX_RETRIEVAL_CLOSURE = 32  # the concept path: its 15 modules + snapshot, arrays, text, graph, chunks, errors
+MAX_FUSION_CLOSURE = 41  # fusion runs the concept path: retrieval's closure + its own 8 modules
 
 # the method: what the paper describes, in its order (packages include their modules)
 METHOD = (

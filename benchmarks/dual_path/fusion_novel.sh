@@ -4,7 +4,9 @@
 # extraction (graph-walk), passages as they are and packed into 1,200-token chunks, at kappa 0.5 and 1.0; the LLM-free
 # NER host on the four multi-hop sets at kappa 0.8 (the KET-RAG 500-question sets were not looked at while the rule
 # was chosen). Results: benchmarks/dual_path/results/novel_*.md / .json and novel_summary.md (the main table's "fused"
-# row is the default, novel-first; a run before the switch gave the same swept columns cell for cell).
+# row is the default, novel-first; a run before the switch gave the same swept columns cell for cell). Rerun as is
+# with the concept path's linked head (retrieval.link_head): every CR cell of every rule equal to the run before it,
+# only the concept path's recall@k and the timings moved.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 D=${G2CONS_DATA:-../shared/data}  # the shared benchmark sets

@@ -39,6 +39,7 @@ import numpy as np
 
 from ..errors import InputError, positive_int, unit_interval
 from ..retrieval import RetrievedItem, retrieve
+from ..retrieval.linked import before_linked
 from ..text import Tokenizer, get_tokenizer
 from .items import FusedItem, HostItem, as_host_items, norm_text, token_counts
 from .matching import host_units
@@ -63,6 +64,7 @@ def fuse(
     tok = get_tokenizer(tokenizer)
     hosts = _first_per_chunk(as_host_items(host))
     _check_concept(concept)
+    concept = before_linked(concept)  # the concept path's order before its linked head (retrieval.linked)
     run = _Ensemble(hosts, concept, token_counts(tok, [h.text or "" for h in hosts]), lambda_, beta)
     run.vote()  # which host item each concept item is (overlap)
     both = run.place_overlap()  # 2. overlapping chunks first

@@ -11,7 +11,8 @@ piece). Passages are chunks. Selection (:func:`novel_first`):
    path's context lacks, in the host's order, each as its best piece: the first always (when it fits in beta and
    lambda > 0), a second while the novel pieces' tokens stay within lambda x beta;
 3. **the concept path** fills the rest in its own order (a piece that does not fit is skipped): the novel passages
-   displace its tail, never its head;
+   displace its tail, never its head; the tail as the concept path ranked it before its linked head
+   (:mod:`~g2cons_plugins.retrieval.linked` only reorders, so what fits is chosen in the order before it);
 4. **spill**: what is left of beta goes to the host's remaining pieces, in the host's order.
 
 The context: the concept path's first ``host_head`` (5) passages (:func:`~g2cons_plugins.fusion.matching.concept_head`
@@ -59,6 +60,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..retrieval import DenseScores, RetrievedItem
+from ..retrieval.linked import position_before
 from ..snapshot import Snapshot
 from .items import FusedItem, HostItem
 from .matching import both_paths, concept_head
@@ -158,11 +160,14 @@ def novel_first(
     concept, host = _distinct_keys(concept), _distinct_keys(host)
     fill = _Fill(beta, {p.key for p in concept})
     novel = _novel(fill, concept, host, lambda_, window) if lambda_ > 0 and trusted else []
-    kept = []
-    for p in concept:
-        if fill.fits(p):
-            kept.append(p)
-            fill.take(p)
+    # the concept path's units that fit, chosen in its order before the linked head (what the novel passages displace
+    # is its tail as it ranked it), placed in its order
+    fitting = set()
+    for i in sorted(range(len(concept)), key=lambda i: _before(concept[i], i)):
+        if fill.fits(concept[i]):
+            fitting.add(i)
+            fill.take(concept[i])
+    kept = [p for i, p in enumerate(concept) if i in fitting]
     spill = []
     for p in host:
         if fill.fits(p, host=True):
@@ -173,6 +178,11 @@ def novel_first(
     host_passages = {p.passage for p in host}
     order = [(p, "both" if p.passage in host_passages else "concept") for p in kept]
     return order[:n_head] + [(p, "host") for p in novel] + order[n_head:] + [(p, "host") for p in spill]
+
+
+def _before(p: Piece, position: int) -> int:
+    """The piece's place in the concept path's list before the linked head (:mod:`~g2cons_plugins.retrieval.linked`)."""
+    return position if p.item is None else position_before(p.item, position)
 
 
 def _as_item(p: Piece) -> RetrievedItem:

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..retrieval import SPREAD_REF, DenseScores, RetrievedItem, retrieve, score_spread
+from ..retrieval.linked import before_linked
 from ..retrieval.strategies import EVIDENCE_STRATEGIES, lookup
 from ..snapshot import Snapshot
 from .items import FusedItem, HostItem
@@ -54,9 +55,9 @@ def fuse_score(req: FuseRequest, opt: FuseOptions) -> Fusion:
     snap, paths = req.snap, both_paths(req, opt)
     w = opt.host_weight * paths.agreement
     evidence = _evidence(snap, paths, w)
-    alone = paths.alone
+    alone = before_linked(paths.alone)  # the concept path's order before its linked head (retrieval.linked)
     if evidence and w > 0:
-        ranked = retrieve(snap, req.query, opt.beta, opt.strategy, paths.query_vector, evidence=evidence)
+        ranked = before_linked(retrieve(snap, req.query, opt.beta, opt.strategy, paths.query_vector, evidence=evidence))
     else:
         ranked = alone
     n_head = len(concept_head(alone, opt.host_head, opt.beta))

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..retrieval import DenseScores, RetrievedItem
+from ..retrieval.linked import before_linked
 from ..snapshot import Snapshot
 from .items import FusedItem, HostItem
 from .matching import AGREEMENT_TOP, BothPaths, both_paths, concept_head
@@ -62,10 +63,11 @@ def fuse_share(req: FuseRequest, opt: FuseOptions) -> Fusion:
     host's share scaled by its agreement, :func:`share_scale`), the host's first item whenever it fits, then a spill
     of what one path leaves to the other; the context ordered by its fused rank score."""
     paths = both_paths(req, opt)
+    alone = before_linked(paths.alone)  # the concept path's order before its linked head (retrieval.linked)
     lam_h = opt.lambda_ * share_scale(paths.agreement)
-    plan = SharePlan(req.snap, req.hosts, paths.units_of, paths.alone, paths.query_vector, lam_h, req.recount, opt.beta)
+    plan = SharePlan(req.snap, req.hosts, paths.units_of, alone, paths.query_vector, lam_h, req.recount, opt.beta)
     plan.first_item = host_trusted(paths, opt)
-    n_head = len(concept_head(paths.alone, opt.host_head, opt.beta))
+    n_head = len(concept_head(alone, opt.host_head, opt.beta))
     items = plan.ordered(plan.select(opt.beta, n_head), n_head)
     return report(req.snap, items, req.hosts, paths.units_of, "share")
 

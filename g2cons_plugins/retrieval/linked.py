@@ -16,9 +16,9 @@ units, less the concepts the question writes (those link every candidate alike),
 names that the passages chosen so far hold. A link takes :data:`MIN_SHARED` (2) shared names: concepts are words and
 word n-grams, so one multi-word name ("Korrimax Industries": three concepts) links, one lone word ("Italia") does not.
 The chosen passages come first in that order, the rest keep theirs. Only the order changes: the same units, scores
-and tokens (so Context Recall at a budget does not move), and the moved units' ``reason`` says where they came from
-(``linked_from``: the passage's rank before). Off with ``link_head`` < 2 or ``link_weight`` 0; for the ``bridge``
-strategy (the default) only.
+and tokens (so Context Recall at a budget does not move), and a unit whose place changed says in its ``reason`` where
+it was (``position_before``: its index in the list before; :func:`position_before`). Off with ``link_head`` < 2 or
+``link_weight`` 0; for the ``bridge`` strategy (the default) only.
 
 What it follows: a greedy choice one passage at a time, as maximal marginal relevance (Carbonell and Goldstein, 1998)
 picks a list, with a bonus for what links a passage to those chosen instead of MMR's penalty for what repeats them;
@@ -47,7 +47,7 @@ import numpy as np
 from ..snapshot import Snapshot
 from .filling import RetrievedItem
 
-__all__ = ["MIN_SHARED", "RANK_K", "link_order", "linked_head", "passage_names"]
+__all__ = ["MIN_SHARED", "RANK_K", "before_linked", "link_order", "linked_head", "passage_names", "position_before"]
 
 RANK_K = 5.0
 """The rank constant of a passage's own weight 1 / (K + rank) (as reciprocal rank fusion's k, small: the first
@@ -116,15 +116,30 @@ def linked_head(snap: Snapshot, query: str, items: list[RetrievedItem]) -> list[
     order = link_order(passage_names(snap, pool, query), opt.link_head, opt.link_weight, fixed)
     if order == sorted(order):
         return items
-    rank = {p: r for r, p in enumerate(pool)}
     place = {pool[j]: i for i, j in enumerate(order)}
-    head, tail = [], []
-    for it in items:
-        if it.parent_id in place:
-            r = rank[it.parent_id]
-            moved = place[it.parent_id] != r
-            head.append(replace(it, reason={**it.reason, "linked_from": r}) if moved else it)
-        else:
-            tail.append(it)
-    head.sort(key=lambda it: place[it.parent_id])  # stable: a passage's units keep their order
-    return head + tail
+    head = [i for i, it in enumerate(items) if it.parent_id in place]
+    head.sort(key=lambda i: place[items[i].parent_id])  # stable: a passage's units keep their order
+    before = head + [i for i, it in enumerate(items) if it.parent_id not in place]
+    return [
+        items[i] if i == j else replace(items[i], reason={**items[i].reason, "position_before": i})
+        for j, i in enumerate(before)
+    ]
+
+
+def before_linked(items: Sequence[RetrievedItem]) -> list[RetrievedItem]:
+    """``items`` (the concept path's list) in their order before the linked head, without ``position_before``: what
+    the fusion rules other than novel-first read, so they give what they gave before it."""
+    order = sorted(range(len(items)), key=lambda j: position_before(items[j], j))
+    out = []
+    for j in order:
+        it = items[j]
+        if "position_before" in it.reason:
+            it = replace(it, reason={k: v for k, v in it.reason.items() if k != "position_before"})
+        out.append(it)
+    return out
+
+
+def position_before(item: RetrievedItem, position: int) -> int:
+    """Where ``item``, now at ``position`` of the concept path's list, was before the linked order (a fusion that
+    must drop some of the concept path's units drops the last ones of that order, as without the linked head)."""
+    return int(item.reason.get("position_before", position))

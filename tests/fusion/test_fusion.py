@@ -28,6 +28,7 @@ from g2cons_plugins.fusion import (
     fuse_report,
 )
 from g2cons_plugins.retrieval import retrieve
+from g2cons_plugins.retrieval.linked import before_linked
 from g2cons_plugins.snapshot import HasSnapshot, as_snapshot
 
 
@@ -94,7 +95,7 @@ def test_noise_host_never_removes_the_concept_paths_head(index: G2ConSIndex) -> 
 
 def test_zero_weight_is_the_concept_path(index: G2ConSIndex) -> None:
     q = "Which prize was shared by Marie Curie?"
-    concept = retrieve(index, q, beta=300)
+    concept = before_linked(retrieve(index, q, beta=300))  # in the order score fusion reads (before the linked head)
     f = score_fuse(index, [{"chunk_id": "c14"}, {"chunk_id": "long"}], q, beta=300, host_weight=0.0)
     assert [x.unit_id for x in f.items] == [c.unit_id for c in concept]
 
@@ -111,7 +112,8 @@ def test_host_evidence_lifts_a_host_chunk(corpus: list[dict[str, str]]) -> None:
     agreeing = G2ConSIndex.build(corpus, embedder="hash")
     g = score_fuse(agreeing, [{"chunk_id": target}], q, beta=150, host_weight=10.0)
     assert target not in {x.chunk_id for x in g.items}
-    assert [x.unit_id for x in g.items] == [c.unit_id for c in retrieve(agreeing, q, beta=150)]
+    # score fusion reads the concept path in its order before the linked head (retrieval.linked.before_linked)
+    assert [x.unit_id for x in g.items] == [c.unit_id for c in before_linked(retrieve(agreeing, q, beta=150))]
     # ... and one that agrees on some of its top chunks lifts the others
     helper = [{"chunk_id": c} for c in sorted(base)][:2]
     h = score_fuse(agreeing, [*helper, {"chunk_id": target}], q, beta=150, host_weight=10.0)
@@ -190,7 +192,7 @@ def test_the_concept_paths_head_stays_first(corpus: list[dict[str, str]]) -> Non
     noise = [{"chunk_id": c} for c in ("c17", "c14", "c15", "c13", "c12")]  # agrees on one chunk, then noise
     for head in (0, 5):
         idx = G2ConSIndex.build(corpus, embedder="hash", config=G2ConSConfig(host_head=head, host_agreement=False))
-        alone = retrieve(idx, q, beta=400)
+        alone = before_linked(retrieve(idx, q, beta=400))  # the order score fusion reads
         f = score_fuse(idx, noise, q, beta=400, host_weight=10.0)
         assert f.n_tokens <= 400
         first = list(dict.fromkeys(c.parent_id for c in alone))[:5]

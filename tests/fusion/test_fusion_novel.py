@@ -21,7 +21,7 @@ from g2cons_plugins.cli import main
 from g2cons_plugins.errors import InputError
 from g2cons_plugins.fusion import RULES, FuseOptions, Fusion, fuse_context, fuse_report
 from g2cons_plugins.fusion.matching import concept_head
-from g2cons_plugins.fusion.novel import NOVEL_WINDOW
+from g2cons_plugins.fusion.novel import NOVEL_WINDOW, Piece, novel_first
 from g2cons_plugins.retrieval import RetrievedItem, retrieve
 from g2cons_plugins.snapshot import HasSnapshot, as_snapshot
 
@@ -216,3 +216,25 @@ def test_random_host_on_real_data_is_never_below_the_concept_path(shared_data: P
             r5_f += len(gold & set(list(dict.fromkeys(x.chunk_id for x in fused))[:5])) / len(gold)
         assert hit_f >= hit_c, f"beta {beta}: novel {hit_f} < concept {hit_c} of {len(qs)}"
         assert r5_f >= r5_c - 1e-9, f"beta {beta}: recall@5 novel {r5_f} < concept {r5_c}"
+
+
+def test_the_novel_passage_displaces_the_tail_of_the_concept_path_before_its_linked_head() -> None:
+    """The concept path's list in the linked order (retrieval.linked: E, ranked last, moved second) loses to the
+    host's novel passage the unit it ranked last before that order (E), not the last one of the list (D); the
+    units kept stay in the linked order."""
+
+    def item(u: str, before: int | None) -> RetrievedItem:
+        reason = {} if before is None else {"position_before": before}
+        return RetrievedItem(u, u.lower(), u, 0.5, 100, reason)
+
+    linked = [item("A", None), item("E", 4), item("B", 1), item("C", 2), item("D", 3)]
+    plain = [item(u, None) for u in "ABCDE"]
+    host = [Piece(("text", 0), "x", 100, None)]
+    for concept, kept in ((linked, ["A", "B", "C", "D"]), (plain, ["A", "B", "C", "D"])):
+        pieces = [Piece(i, it.parent_id, it.n_tokens, it) for i, it in enumerate(concept)]
+        out = novel_first(pieces, host, 500, 0.2, 5, True)
+        assert [p.item.unit_id for p, src in out if p.item is not None] == kept
+        assert [p.passage for p, src in out if src == "host"] == ["x"]
+    # without the host's passage nothing is dropped and the linked order stays
+    pieces = [Piece(i, it.parent_id, it.n_tokens, it) for i, it in enumerate(linked)]
+    assert [p.item.unit_id for p, _ in novel_first(pieces, [], 500, 0.2, 5, True) if p.item] == list("AEBCD")

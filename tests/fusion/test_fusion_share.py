@@ -20,6 +20,7 @@ from g2cons_plugins.cli import main
 from g2cons_plugins.fusion import REASON_UNKNOWN, FuseOptions, Fusion, fuse_context, fuse_report, share_scale
 from g2cons_plugins.fusion.matching import concept_head as _head
 from g2cons_plugins.retrieval import retrieve
+from g2cons_plugins.retrieval.linked import before_linked
 from g2cons_plugins.snapshot import HasSnapshot, as_snapshot
 
 
@@ -170,7 +171,7 @@ def test_foreign_text_and_unknown_ids(index: G2ConSIndex) -> None:
 
 def test_a_host_that_agrees_on_nothing_leaves_the_concept_path(wide: G2ConSIndex) -> None:
     q = "Who discovered radioactivity?"
-    concept = retrieve(wide, q, beta=300)
+    concept = before_linked(retrieve(wide, q, beta=300))  # share fusion reads the order before the linked head
     placed = {c.parent_id for c in concept}
     noise = [{"chunk_id": c.id} for c in wide.chunks if c.id.startswith("f") and c.id not in placed][:6]
     f = share_fuse(wide, noise, q, beta=300, lambda_=0.8)

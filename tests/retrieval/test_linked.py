@@ -10,7 +10,7 @@ from g2cons_plugins import G2ConSConfig, G2ConSIndex
 from g2cons_plugins.concepts import incidence, text_terms
 from g2cons_plugins.config import RetrievalOptions
 from g2cons_plugins.retrieval import retrieve
-from g2cons_plugins.retrieval.linked import MIN_SHARED, link_order, passage_names
+from g2cons_plugins.retrieval.linked import MIN_SHARED, before_linked, link_order, passage_names, position_before
 
 QUESTION = "Who founded the company that built the Vexalon Bridge?"
 FILLER = (
@@ -67,9 +67,11 @@ def test_only_the_order_changes(linked: G2ConSIndex, unlinked: G2ConSIndex) -> N
         b = retrieve(linked, QUESTION, beta=beta)
         key = [(i.unit_id, i.score, i.n_tokens) for i in a]
         assert sorted(key) == sorted((i.unit_id, i.score, i.n_tokens) for i in b)
-        moved = [i for i in b if "linked_from" in i.reason]
-        ranks = {p: r for r, p in enumerate(_passages(a))}
-        assert all(i.reason["linked_from"] == ranks[i.parent_id] for i in moved)
+        assert before_linked(b) == a  # the order (and the reasons) before the linked head, for the other fusions
+        ids = [i.unit_id for i in a]
+        for j, it in enumerate(b):  # each unit whose place changed says where it was
+            assert position_before(it, j) == ids.index(it.unit_id)
+            assert ("position_before" in it.reason) == (ids.index(it.unit_id) != j)
 
 
 def test_the_question_s_own_names_do_not_link(linked: G2ConSIndex) -> None:
