@@ -494,7 +494,13 @@ def incidence(texts: Sequence[str], vocab: Sequence[str], config: G2ConSConfig) 
     return M
 
 
+def text_analyzer(config: G2ConSConfig) -> Callable[[str], list[str]]:
+    """The analyzer :func:`incidence` reads a text with: its terms, which a vocabulary's concepts are matched to."""
+    analyze: Callable[[str], list[str]] = CountVectorizer(**_incidence_kwargs(config)).build_analyzer()
+    return analyze
+
+
 def text_terms(text: str, config: G2ConSConfig) -> set[str]:
     """The terms of ``text`` that :func:`incidence` matches against a vocabulary (a concept is in the text when it is
     one of them), without building the vocabulary's lookup: for one short text against a large vocabulary."""
-    return set(CountVectorizer(**_incidence_kwargs(config)).build_analyzer()(text))
+    return set(text_analyzer(config)(text))

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..arrays.wide_rows import Matrix, row
 from ..snapshot import Snapshot
-from .filling import Head, RetrievedItem, eager_depth, evidence_bonus, ranked
+from .filling import Filler, Head, RetrievedItem, eager_depth, evidence_bonus, ranked_filler
 from .lexical import QueryBM25
 from .linked import linked_head
 from .name_head import name_head
@@ -86,20 +86,19 @@ def bridge(q: Query) -> list[RetrievedItem]:
     scale = spread_scale(q.snap, q.scores)
     lw = opt.lexical_weight
     if not (lw > 0 or opt.lexical_seeds > 0):
-        return linked_head(q.snap, q.text, walk(q, q.scores, None, q.scores, scale))
-    # with a vector index the hybrid term is computed on candidates only (HybridScores), so a query stays a search
-    lex = q.snap.lexical.query(q.text)  # BM25 read from the query words' postings as far as needed
-    try:
-        hyb = HybridScores(q.scores, lex, lw * scale) if lw > 0 else q.scores
-        items = walk(q, hyb, lex, hyb if opt.hybrid_seeds else q.scores, scale)
-    finally:
-        lex.close()
-    return linked_head(q.snap, q.text, items)
+        filled = walk(q, q.scores, None, q.scores, scale)
+    else:
+        # with a vector index the hybrid term is computed on candidates only (HybridScores), so a query stays a search
+        lex = q.snap.lexical.query(q.text)  # BM25 read from the query words' postings as far as needed
+        try:
+            hyb = HybridScores(q.scores, lex, lw * scale) if lw > 0 else q.scores
+            filled = walk(q, hyb, lex, hyb if opt.hybrid_seeds else q.scores, scale)
+        finally:
+            lex.close()
+    return linked_head(q.snap, q.text, filled.items, filled.positions)
 
 
-def walk(
-    q: Query, sc: DenseScores, lexical: QueryBM25 | None, seed_sc: DenseScores, scale: float
-) -> list[RetrievedItem]:
+def walk(q: Query, sc: DenseScores, lexical: QueryBM25 | None, seed_sc: DenseScores, scale: float) -> Filler:
     """Seeds by ``seed_sc`` (+ the best BM25 units), bridges from them, then every unit by ``sc`` + bonus."""
     snap, opt = q.snap, q.snap.config.retrieval
     voc = vocabulary(snap)
@@ -120,7 +119,7 @@ def walk(
     ]
     if named:
         first = name_head(snap, seed_sc, q.text, scale, first, score_of)
-    return ranked(snap, sc, reach.bonus, first, q.beta, _reasons(voc, reach, ev))
+    return ranked_filler(snap, sc, reach.bonus, first, q.beta, _reasons(voc, reach, ev))
 
 
 def vocabulary(snap: Snapshot) -> Vocabulary:

@@ -27,6 +27,7 @@ __all__ = [
     "fill_ranked",
     "min_tokens",
     "ranked",
+    "ranked_filler",
 ]
 
 EAGER_FACTOR = 3  # eager_depth: the top units sorted at once, about this many times what fits at the median size
@@ -112,6 +113,11 @@ class Filler:
         return self.full or self.used >= self.beta
 
     @property
+    def positions(self) -> np.ndarray:
+        """The positions of the units placed so far, in order (int64)."""
+        return np.fromiter((p[0] for p in self._placed), dtype=np.int64, count=len(self._placed))
+
+    @property
     def items(self) -> list[RetrievedItem]:
         """The units placed so far, in order, their ids and texts read a column at a time."""
         js = np.fromiter((p[0] for p in self._placed), dtype=np.int64, count=len(self._placed))
@@ -152,6 +158,18 @@ def ranked(
     """Fill beta with ``first`` (unit, score, reason) in order, then every unit by dense + ``bonus``, best first
     (ties by position). Candidates are the top K units by dense plus the bonus units; only a candidate scoring
     above the K-th dense score is placed before K grows (x4), so the order equals ranking all units."""
+    return ranked_filler(index, sc, bonus, first, beta, reason).items
+
+
+def ranked_filler(
+    index: Snapshot,
+    sc: DenseScores,
+    bonus: dict[int, float],
+    first: Head,
+    beta: int,
+    reason: Callable[[int], dict[str, Any]],
+) -> Filler:
+    """:func:`ranked`, as the filled :class:`Filler` (its ``items`` and their unit ``positions``)."""
     K = eager_depth(index, beta) + len(first)
     while True:
         f = Filler(index, beta, stop_on_overflow=False)
@@ -166,7 +184,7 @@ def ranked(
                 break
             f.add(u, score, reason(u))
         if f.done or exhaustive:
-            return f.items
+            return f
         K *= 4
 
 

@@ -35,6 +35,10 @@ on those four: one shared name and a denominator of 1 + |its names| gave the sam
 neighbouring paragraph of the same article over the answer on XQuAD Spanish (96.0 / 98.0); counting only names rare
 in the pool or the corpus lost recall@2 on MuSiQue; link_weight 0.1 / 0.3 gained less than 0.2; chaining over the
 names head's places lost HotpotQA's second named entity (74.5 / 87.5).
+
+Cost: about 0.5 ms a query at 80,000 passages (wordllama, 2 cores, the default query at beta 2,000: 4.6-5.7 ms off,
+5.2-6.4 on, three rounds taking turns): the ten chunks' unit-concept rows from the unit positions the bridge placed,
+the question read by the concept analyzer once, one comparison per distinct name.
 """
 
 from __future__ import annotations
@@ -58,23 +62,28 @@ MIN_SHARED = 2
 """The names a passage must share with those chosen before it to be linked to them (module doc)."""
 
 
-def passage_names(snap: Snapshot, chunk_ids: Sequence[str], query: str) -> list[set[int]]:
-    """The name concepts of each chunk (over all its units), less the concepts ``query`` writes."""
-    from ..concepts import text_terms
+def passage_names(snap: Snapshot, chunk_positions: Sequence[int], query: str) -> list[set[int]]:
+    """The name concepts of each chunk (by position; -1: none) over all its units, less the concepts ``query``
+    writes. Read from the unit-concept rows of the chunks' units (one slice each); a concept's text is read only to
+    compare it with the query's terms, once per distinct name."""
+    from ..concepts import text_analyzer
 
     dv, st = snap.derived, snap.stored
     is_name = snap.memo("retrieval.linked.is_name", lambda: np.asarray(dv.name_share) >= 0.5)  # once per snapshot
-    asked = text_terms(query, snap.config) if query else set()  # the query's terms (no lookup of the whole vocab)
-    inc = dv.unit_inc
+    cpos = np.asarray(chunk_positions, dtype=np.int64)
+    lo = np.searchsorted(st.unit_parent, cpos, side="left").tolist()
+    hi = np.searchsorted(st.unit_parent, cpos + 1, side="left").tolist()
+    ptr, idx = dv.unit_inc.indptr, dv.unit_inc.indices
     out: list[set[int]] = []
-    for cid in chunk_ids:
-        c = snap.chunk_pos.get(cid)
-        if c is None:
-            out.append(set())
-            continue
-        lo, hi = np.searchsorted(st.unit_parent, [c, c + 1], side="left").tolist()
-        cols = np.asarray(inc.indices[inc.indptr[lo] : inc.indptr[hi]], dtype=np.int64)
-        out.append({int(x) for x in np.unique(cols[is_name[cols]]) if dv.vocab[x] not in asked})
+    for c, a, b in zip(cpos.tolist(), lo, hi, strict=True):
+        cols = np.asarray(idx[ptr[a] : ptr[b]], dtype=np.int64) if c >= 0 else np.empty(0, dtype=np.int64)
+        out.append(set(cols[is_name[cols]].tolist()))
+    # the query's terms, read as incidence reads a text (no lookup of the whole vocabulary; analyzer made once)
+    asked = set(snap.memo("retrieval.linked.analyzer", lambda: text_analyzer(snap.config))(query)) if query else set()
+    if asked:
+        vocab = dv.vocab
+        drop = {c for c in set().union(*out) if vocab[c] in asked}
+        out = [names - drop for names in out]
     return out
 
 
@@ -99,21 +108,27 @@ def link_order(names: Sequence[set[int]], n_head: int, weight: float, fixed: int
     return chosen + left
 
 
-def linked_head(snap: Snapshot, query: str, items: list[RetrievedItem]) -> list[RetrievedItem]:
+def linked_head(
+    snap: Snapshot, query: str, items: list[RetrievedItem], positions: np.ndarray | Sequence[int] | None = None
+) -> list[RetrievedItem]:
     """``items`` (the concept path's context, best first) with its first passages in the linked order (module doc);
-    the same items otherwise."""
+    the same items otherwise. ``positions``: the items' unit positions when the caller has them (else looked up)."""
     opt = snap.config.retrieval
     if opt.link_head < 2 or opt.link_weight <= 0 or len(items) < 2:
         return items
-    passages = list(dict.fromkeys(it.parent_id for it in items))
-    pool = passages[: max(opt.link_pool, opt.link_head)]
+    first: dict[str, int] = {}  # passage -> the position of its first unit in the list
+    for j, it in enumerate(items):
+        first.setdefault(it.parent_id, j)
+    pool = list(first)[: max(opt.link_pool, opt.link_head)]
     if len(pool) < 2:
         return items
+    unit_at = [positions[first[p]] if positions is not None else snap.unit_pos[items[first[p]].unit_id] for p in pool]
+    chunk_at = np.asarray(snap.stored.unit_parent)[np.asarray(unit_at, dtype=np.int64)]
     named = {it.parent_id for it in items if it.reason.get("source") == "name"}
     fixed = 0
     while fixed < len(pool) and pool[fixed] in named:  # the names head's places stay (retrieval.name_head)
         fixed += 1
-    order = link_order(passage_names(snap, pool, query), opt.link_head, opt.link_weight, fixed)
+    order = link_order(passage_names(snap, chunk_at.tolist(), query), opt.link_head, opt.link_weight, fixed)
     if order == sorted(order):
         return items
     place = {pool[j]: i for i, j in enumerate(order)}

@@ -10,7 +10,14 @@ from g2cons_plugins import G2ConSConfig, G2ConSIndex
 from g2cons_plugins.concepts import incidence, text_terms
 from g2cons_plugins.config import RetrievalOptions
 from g2cons_plugins.retrieval import retrieve
-from g2cons_plugins.retrieval.linked import MIN_SHARED, before_linked, link_order, passage_names, position_before
+from g2cons_plugins.retrieval.linked import (
+    MIN_SHARED,
+    before_linked,
+    link_order,
+    linked_head,
+    passage_names,
+    position_before,
+)
 
 QUESTION = "Who founded the company that built the Vexalon Bridge?"
 FILLER = (
@@ -77,11 +84,12 @@ def test_only_the_order_changes(linked: G2ConSIndex, unlinked: G2ConSIndex) -> N
 def test_the_question_s_own_names_do_not_link(linked: G2ConSIndex) -> None:
     snap = linked.snapshot
     vocab = snap.derived.vocab
-    with_q, without_q = passage_names(snap, ["bridge"], QUESTION)[0], passage_names(snap, ["bridge"], "")[0]
+    at = snap.chunk_pos["bridge"]
+    with_q, without_q = passage_names(snap, [at], QUESTION)[0], passage_names(snap, [at], "")[0]
     dropped = {vocab[c] for c in without_q - with_q}
     assert dropped and all("vexalon" in w or "bridge" in w for w in dropped)
     assert any("korrimax" in vocab[c] for c in with_q)
-    assert passage_names(snap, ["no such chunk"], QUESTION) == [set()]
+    assert passage_names(snap, [-1, at], QUESTION) == [set(), with_q]  # -1: no chunk
 
 
 @pytest.mark.parametrize(
@@ -147,3 +155,13 @@ def test_link_order_is_a_permutation_led_by_the_first(names: list[set[int]], n_h
 def test_bad_options_are_named(field: str, value: object) -> None:
     with pytest.raises(ValueError, match=field):
         RetrievalOptions(**{field: value})  # type: ignore[arg-type]
+
+
+def test_positions_given_or_looked_up_give_the_same_order(linked: G2ConSIndex, unlinked: G2ConSIndex) -> None:
+    snap = linked.snapshot
+    items = retrieve(unlinked, QUESTION, beta=4000)  # the bridge's order before the linked head
+    positions = [snap.unit_pos[it.unit_id] for it in items]
+    assert linked_head(snap, QUESTION, items, positions) == linked_head(snap, QUESTION, items)
+    assert [it.unit_id for it in linked_head(snap, QUESTION, items)] == [
+        it.unit_id for it in retrieve(linked, QUESTION, beta=4000)
+    ]
