@@ -36,9 +36,10 @@ neighbouring paragraph of the same article over the answer on XQuAD Spanish (96.
 in the pool or the corpus lost recall@2 on MuSiQue; link_weight 0.1 / 0.3 gained less than 0.2; chaining over the
 names head's places lost HotpotQA's second named entity (74.5 / 87.5).
 
-Cost: about 0.5 ms a query at 80,000 passages (wordllama, 2 cores, the default query at beta 2,000: 4.6-5.7 ms off,
-5.2-6.4 on, three rounds taking turns): the ten chunks' unit-concept rows from the unit positions the bridge placed,
-the question read by the concept analyzer once, one comparison per distinct name.
+Cost: 0.42-0.98 ms a query at 80,000 passages (wordllama, 2 cores, the default query at beta 2,000: p50 4.56-4.99 ms
+off, 5.15-5.54 on, five rounds taking turns; ``benchmarks/scale/linked_head_latency.py``): the ten chunks'
+unit-concept rows from the unit positions the bridge placed, the question read by the concept analyzer once, one
+comparison per distinct name.
 """
 
 from __future__ import annotations
