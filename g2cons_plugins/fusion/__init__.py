@@ -5,8 +5,9 @@ One entry, :func:`fuse_context`, takes the settings as one :class:`FuseOptions` 
 same with the settings as keywords (``None``: the config's). Four rules (``G2ConSConfig.fusion``):
 
 - ``"novel"`` (the default, :mod:`~g2cons_plugins.fusion.novel`): the host's first two passages the concept path
-  lacks displace the concept path's tail (the first always, the second within lambda x beta), behind its first five
-  passages; then the spill. At or above the concept path in every cell measured (benchmarks/dual_path/fusion_novel.sh).
+  lacks displace the concept path's tail (the first always, the second within lambda x beta; in a context of 20
+  passages or more the first from any rank of the host's list), behind its first five passages; then the spill.
+  At or above the concept path in every cell measured (benchmarks/dual_path/fusion_novel.sh).
 - ``"share"`` (:mod:`~g2cons_plugins.fusion.share`, the default before novel-first): lambda is the host's share of
   the budget, scaled per query by how much the host agrees with the concept path; overlap first, the concept path's
   head, the host's first item, each path's best within its share by a fused rank score, then the spill.

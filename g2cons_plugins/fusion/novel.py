@@ -9,7 +9,11 @@ piece). Passages are chunks. Selection (:func:`novel_first`):
    spill, step 4); a shorter host list is trusted;
 2. **the host's novel passages**: among the host's first :data:`NOVEL_WINDOW` (2) passages, those the concept
    path's context lacks, in the host's order, each as its best piece: the first always (when it fits in beta and
-   lambda > 0), a second while the novel pieces' tokens stay within lambda x beta;
+   lambda > 0), a second while the novel pieces' tokens stay within lambda x beta. In a long context (the concept
+   path's holds at least :data:`NOVEL_ANY_RANK_FROM` (20) passages) the first novel passage may come from any
+   rank of the host's list: there it displaces only the concept path's 20th passage or later, while in a short
+   context (about 1,000 tokens of MuSiQue passages hold 11) a deep host passage would cost one the concept path
+   ranks in its first ten;
 3. **the concept path** fills the rest in its own order (a piece that does not fit is skipped): the novel passages
    displace its tail, never its head; the tail as the concept path ranked it before its linked head
    (:mod:`~g2cons_plugins.retrieval.linked` only reorders, so what fits is chosen in the order before it);
@@ -68,10 +72,14 @@ from .options import FuseOptions, FuseRequest, Recount
 from .report import Fusion, report
 from .share import RANK_K, host_trusted
 
-__all__ = ["NOVEL_WINDOW", "Piece", "fuse_novel", "novel_first"]
+__all__ = ["NOVEL_ANY_RANK_FROM", "NOVEL_WINDOW", "Piece", "fuse_novel", "novel_first"]
 
 NOVEL_WINDOW = 2
 """How many of the host's first passages may enter as novel (the host's rank is its confidence)."""
+
+NOVEL_ANY_RANK_FROM = 20
+"""From this many passages in the concept path's context on, the host's first novel passage may come from any rank
+(the window then bounds only the passages after it)."""
 
 Key = int | tuple[str, int]  # a unit position, or ("text", host rank) for a host text the graph lacks
 
@@ -125,13 +133,16 @@ class _Fill:
         self.used += p.n_tokens
 
 
-def _novel(fill: _Fill, concept: list[Piece], host: list[Piece], lambda_: float, window: int) -> list[Piece]:
+def _novel(
+    fill: _Fill, concept: list[Piece], host: list[Piece], lambda_: float, window: int, any_rank_from: int
+) -> list[Piece]:
     """The host's novel passages (module doc, step 2), each as its best piece, taken into ``fill``."""
     held = {p.passage for p in concept}
+    first_anywhere = len(held) >= any_rank_from
     novel: list[Piece] = []
     tokens = 0
     for rank, (passage, pieces) in enumerate(_passages(host).items()):
-        if rank >= window:
+        if rank >= window and (novel or not first_anywhere):
             break
         best = pieces[0]
         if passage in held or not fill.fits(best, host=True):
@@ -152,14 +163,16 @@ def novel_first(
     head: int,
     trusted: bool,
     window: int = NOVEL_WINDOW,
+    any_rank_from: int = NOVEL_ANY_RANK_FROM,
 ) -> list[tuple[Piece, str]]:
     """The selection and order of novel-first fusion (module doc) over plain pieces: ``concept`` the concept path's
     context at ``beta``, best first; ``host`` the host's pieces, best passage first, a passage's pieces contiguous
     and best first. Returns the context with each piece's source ("concept", "both": a concept piece of a passage
-    the host also returned, "host"), at most ``beta`` tokens, no key twice."""
+    the host also returned, "host"), at most ``beta`` tokens, no key twice. ``window`` and ``any_rank_from``: where
+    the host's novel passages may come from (module doc, step 2)."""
     concept, host = _distinct_keys(concept), _distinct_keys(host)
     fill = _Fill(beta, {p.key for p in concept})
-    novel = _novel(fill, concept, host, lambda_, window) if lambda_ > 0 and trusted else []
+    novel = _novel(fill, concept, host, lambda_, window, any_rank_from) if lambda_ > 0 and trusted else []
     # the concept path's units that fit, chosen in its order before the linked head (what the novel passages displace
     # is its tail as it ranked it), placed in its order
     fitting = set()
@@ -243,8 +256,8 @@ def _fused(p: Piece, source: str, position: int, host_of: dict[str, HostItem]) -
 
 def fuse_novel(req: FuseRequest, opt: FuseOptions) -> Fusion:
     """Novel-first fusion (module doc): the host's first two passages the concept path lacks displace the concept
-    path's tail (the first always, the second within lambda x beta), behind the concept path's first ``host_head``
-    passages; then the spill; scores ``1 / (K + position)``."""
+    path's tail (the first always, the second within lambda x beta; in a long context the first from any rank),
+    behind the concept path's first ``host_head`` passages; then the spill; scores ``1 / (K + position)``."""
     snap, paths = req.snap, both_paths(req, opt)
     concept = [Piece(snap.unit_pos[c.unit_id], c.parent_id, c.n_tokens, c) for c in paths.alone]
     host = _host_pieces(snap, req.hosts, paths.units_of, paths.query_vector, concept)

@@ -21,7 +21,7 @@ from g2cons_plugins.cli import main
 from g2cons_plugins.errors import InputError
 from g2cons_plugins.fusion import RULES, FuseOptions, Fusion, fuse_context, fuse_report
 from g2cons_plugins.fusion.matching import concept_head
-from g2cons_plugins.fusion.novel import NOVEL_WINDOW, Piece, novel_first
+from g2cons_plugins.fusion.novel import NOVEL_ANY_RANK_FROM, NOVEL_WINDOW, Piece, novel_first
 from g2cons_plugins.retrieval import RetrievedItem, retrieve
 from g2cons_plugins.snapshot import HasSnapshot, as_snapshot
 
@@ -238,3 +238,33 @@ def test_the_novel_passage_displaces_the_tail_of_the_concept_path_before_its_lin
     # without the host's passage nothing is dropped and the linked order stays
     pieces = [Piece(i, it.parent_id, it.n_tokens, it) for i, it in enumerate(linked)]
     assert [p.item.unit_id for p, _ in novel_first(pieces, [], 500, 0.2, 5, True) if p.item] == list("AEBCD")
+
+
+def test_the_first_novel_passage_comes_from_any_rank_only_in_a_long_context() -> None:
+    """The host's first novel passage must be among its first NOVEL_WINDOW passages while the concept path's context
+    is short; from NOVEL_ANY_RANK_FROM passages on it may come from any rank, and the window still bounds the
+    passages after it."""
+
+    def concept_pieces(n: int) -> list[Piece]:
+        return [Piece(i, f"c{i}", 10, RetrievedItem(f"u{i}", f"c{i}", "t", 0.5, 10, {})) for i in range(n)]
+
+    # the host's first three passages the concept path holds, then two it lacks
+    def host_pieces() -> list[Piece]:
+        held = [Piece(i, f"c{i}", 10, None) for i in range(3)]
+        return held + [Piece(("text", 3), "deep1", 10, None), Piece(("text", 4), "deep2", 10, None)]
+
+    def novel_passages(n_concept: int, any_rank_from: int = NOVEL_ANY_RANK_FROM) -> list[str]:
+        # beta = the concept path's tokens: no room for a spill, so a host passage in the context entered as novel
+        out = novel_first(concept_pieces(n_concept), host_pieces(), 10 * n_concept, 0.5, 5, True,
+                          any_rank_from=any_rank_from)  # fmt: skip
+        return [p.passage for p, src in out if src == "host"]
+
+    assert novel_passages(NOVEL_ANY_RANK_FROM - 1) == []  # short: the window holds no novel passage
+    assert novel_passages(NOVEL_ANY_RANK_FROM) == ["deep1"]  # long: the first novel one, from rank 3
+    long = novel_first(concept_pieces(NOVEL_ANY_RANK_FROM), host_pieces(), 10 * NOVEL_ANY_RANK_FROM, 0.5, 5, True)
+    assert [p.passage for p, src in long if src == "host"] == ["deep1"]  # deep2: outside the window, and no room
+    assert sum(p.n_tokens for p, _ in long) <= 10 * NOVEL_ANY_RANK_FROM
+    assert len(long) == NOVEL_ANY_RANK_FROM  # deep1 displaced the concept path's last passage
+    assert [p.passage for p, _ in long][-1] == f"c{NOVEL_ANY_RANK_FROM - 2}"
+    # the threshold is a parameter: at 1 every context is long
+    assert novel_passages(5, any_rank_from=1) == ["deep1"]

@@ -265,9 +265,10 @@ class G2ConSRetriever(_IndexRetriever):
     mode False)."""
     fusion: Literal["share", "score", "ensemble", "novel"] | None = None
     """"novel" (the default: the host's first two passages the concept path lacks displace its tail, behind its
-    first five), "share" (overlap first, then each path's best within its lambda share, then the spill), "score"
-    (host chunks as evidence on the concept path's unit scores; lambda does not apply) or "ensemble" (the paper's;
-    the only one ``spill`` applies to); default ``index.config.fusion``."""
+    first five; in a context of 20 passages or more the first from any rank), "share" (overlap first, then each
+    path's best within its lambda share, then the spill), "score" (host chunks as evidence on the concept path's
+    unit scores; lambda does not apply) or "ensemble" (the paper's; the only one ``spill`` applies to); default
+    ``index.config.fusion``."""
 
     @field_validator("lambda_")
     @classmethod

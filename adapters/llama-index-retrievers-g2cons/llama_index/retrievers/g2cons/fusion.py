@@ -36,10 +36,10 @@ class G2ConSRetriever(BaseRetriever):
             ``beta``; default the config's ``fusion_lambda`` (0.2; paper mode 0.6).
         spill: let one path use the other's unused share; default the config's ``fusion_spill``.
         fusion: "novel" (the default: the concept path's first five passages, the host's first two passages the
-            concept path lacks, the rest, the spill), "share" (overlap first, then each path's best within its
-            lambda share, then the spill), "score" (host chunks as evidence on the concept path's unit scores;
-            lambda_ does not apply) or "ensemble" (the paper's; the only one spill applies to); default the
-            config's ``fusion``.
+            concept path lacks, in a context of 20 passages or more the first from any rank, the rest, the
+            spill), "share" (overlap first, then each path's best within its lambda share, then the spill),
+            "score" (host chunks as evidence on the concept path's unit scores; lambda_ does not apply) or
+            "ensemble" (the paper's; the only one spill applies to); default the config's ``fusion``.
         strategy: concept-path strategy; default the config's.
         similarity_top_k: at most this many fused nodes (after the budget); ``None``: all that fit.
     """
