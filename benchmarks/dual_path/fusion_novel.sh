@@ -6,7 +6,10 @@
 # was chosen). Results: benchmarks/dual_path/results/novel_*.md / .json and novel_summary.md (the main table's "fused"
 # row is the default, novel-first; a run before the switch gave the same swept columns cell for cell). Rerun as is
 # with the concept path's linked head (retrieval.link_head): every CR cell of every rule equal to the run before it,
-# only the concept path's recall@k and the timings moved.
+# only the concept path's recall@k and the timings moved. Rerun with the first novel passage from any rank in a
+# context of 20 passages or more (fusion.novel.NOVEL_ANY_RANK_FROM; G2CONS_DATA=/work/shared/data, so the reports
+# name the sets by that path, on cores shared with a 1M-passage build: the timings are not comparable): only novel@*
+# cells moved.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 D=${G2CONS_DATA:-../shared/data}  # the shared benchmark sets
