@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import struct
 import zipfile
 from dataclasses import fields
 from pathlib import Path
@@ -93,13 +94,41 @@ def _legacy_digest(saved_config: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(saved_config, sort_keys=True).encode("utf-8")).hexdigest()
 
 
+ALIGN = 64
+"""Each member's ``.npy`` bytes start at a multiple of this in the file (NumPy pads the ``.npy`` header to 64 bytes,
+so every array's data is 64-byte aligned where the file is mapped)."""
+
+_PAD_ID = 0xD935  # the zip extra field id of padding (as Android's zipalign writes it)
+
+
 def savez(fh: Any, arrays: dict[str, np.ndarray]) -> None:
-    """``np.savez`` with fixed zip timestamps, so equal state gives equal bytes."""
+    """``np.savez`` with fixed zip timestamps, so equal state gives equal bytes, and each member's local header
+    padded (a zip extra field) so its ``.npy`` bytes start at a multiple of :data:`ALIGN`.
+
+    Why: a member at an arbitrary offset maps as an array NumPy flags unaligned, and operations that need aligned
+    data copy the whole array each call (``np.searchsorted`` over the 1.5M unit parents of a 1M-passage index:
+    1.2-2.5 ms a call instead of 0.02 ms)."""
     with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         for name, arr in arrays.items():
             info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.extra = _padding(fh, info)
             with zf.open(info, "w", force_zip64=True) as out:
                 write_array(out, arr)
+
+
+def _padding(fh: Any, info: zipfile.ZipInfo) -> bytes:
+    """The extra field that ends ``info``'s local header, written at ``fh``'s position, on a multiple of
+    :data:`ALIGN` (empty where ``fh`` cannot tell its position)."""
+    try:
+        offset = fh.tell()
+    except (AttributeError, OSError):
+        return b""
+    # the local header zipfile writes with zip64 forced: 30 bytes, the name, the extra field, zip64's 20 bytes
+    plain = 30 + len(info.filename.encode("utf-8")) + 20
+    pad = -(offset + plain) % ALIGN
+    if 0 < pad < 4:  # an extra field takes 4 bytes at least (id, size)
+        pad += ALIGN
+    return struct.pack("<HH", _PAD_ID, pad - 4) + bytes(pad - 4) if pad else b""
 
 
 _WRITE_BLOCK = 32 * 2**20  # bytes of a file-backed array written at a time before its pages are unmapped
