@@ -6,7 +6,8 @@ alone (its passages in its order while they fit), the union (a question counts w
 oracle, not a rule), share fusion at lambda 0.2 as ``g2cons eval`` ran it (dumped), the candidate rule
 novel-first rule (:func:`novel_first_fuse`, below) and the alternatives tried on the way (weighted
 reciprocal rank fusion, alternation of both paths' first passages, a proportional token merge, a fixed number of the
-host's novel passages). Also: the recall@5 bound of mixing both paths' first five passages, the questions each path
+host's novel passages). Also: the recall@5 bound of mixing both paths' first five passages, the recall@5 a weighted
+reciprocal rank fusion of both paths' passage ranks reaches when it chooses the first five alone, the questions each path
 wins alone at 1k with the ranks of their answer passages, and a random host (noise) against the concept path.
 
     python benchmarks/dual_path/fusion_rules_offline.py DUMP_DIR > benchmarks/dual_path/results/fusion_rules.md
@@ -452,6 +453,7 @@ def main() -> int:
             print(f"| {name} | " + " | ".join(cells) + " |")
         print()
         _bounds(units, qs, kappa)
+        _head_reorders(units, qs, kappa)
         _wins(units, qs, kappa)
     if "gw" in data:
         _noise(data["gw"][0], data["gw"][1])
@@ -470,6 +472,34 @@ def _bounds(units: Units, qs: list[dict[str, Any]], kappa: str) -> None:
     if r:
         print(f"recall@5 bound (gold passages among both paths' first five, any five of them): "
               f"{100 * sum(r) / len(r):.1f}\n")  # fmt: skip
+
+
+HEAD_GRID = ((0.2, 5.0), (0.2, 10.0), (0.3, 3.0), (0.3, 5.0), (0.3, 10.0), (0.4, 3.0), (0.4, 5.0), (0.5, 3.0))
+
+
+def _head_reorders(units: Units, qs: list[dict[str, Any]], kappa: str) -> None:
+    """recall@5 when the first five passages alone are chosen by both paths' ranks (weighted reciprocal rank
+    fusion over passages, host weight lam, rank constant K; context recall not considered): how much of the
+    bound above a rank fusion of the head reaches."""
+    cells = []
+    for lam, k in HEAD_GRID:
+        r = []
+        for q in qs:
+            if not q["gold"]:
+                continue
+            c = list(dict.fromkeys(x.passage for x in concept_of(units, q, 4000)))
+            h = list(dict.fromkeys(x.passage for x in host_of(units, q, kappa)))
+            sc: dict[str, float] = {}
+            for w, ranked in ((1 - lam, c), (lam, h)):
+                for i, p in enumerate(ranked):
+                    sc[p] = sc.get(p, 0.0) + w / (k + i)
+            first = sorted(sc, key=lambda p: -sc[p])[:5]
+            r.append(sum(g in first for g in q["gold"]) / len(q["gold"]))
+        if r:
+            cells.append(f"{lam} / {k:g}: {100 * sum(r) / len(r):.1f}")
+    if cells:
+        print("recall@5 of the first five chosen by weighted RRF of both paths' passage ranks (lam / K):",
+              "; ".join(cells) + "\n")  # fmt: skip
 
 
 def _answer_rank(units: Units, q: dict[str, Any], items: list[Candidate]) -> int | None:

@@ -138,10 +138,11 @@ def job_build(n: int, embedder: str, seed: int, path: Path) -> dict[str, Any]:
 STREAM = 80
 
 
-def job_update(n: int, seed: int, path: Path) -> dict[str, Any]:
+def job_update(n: int, seed: int, path: Path, trickle_only: bool = False) -> dict[str, Any]:
     """Load the saved index (as a serving process would), add 1, 10 and 100 new chunks (one call each), then
     :data:`STREAM` chunks one at a time, the next 1%, remove 1% of the original ids, then ``refresh()`` (what a
-    save did first before the trickle log); peak RSS per phase."""
+    save did first before the trickle log); peak RSS per phase. ``trickle_only``: stop after the chunks added one
+    at a time (the small adds of a feed, without the minutes of the 1% add, removal and refresh at 1M)."""
     import random
 
     from g2cons_plugins import G2ConSIndex
@@ -161,6 +162,9 @@ def job_update(n: int, seed: int, path: Path) -> dict[str, Any]:
     }
     out["trickle_stream_s"] = [_timed(idx.add, [c]) for c in stream]  # one chunk at a time, as a feed adds them
     out["peak_rss_trickle_mb"] = mem.phase()
+    if trickle_only:
+        out["ru_maxrss_update_process_mb"] = _ru_maxrss_mb()
+        return out
     out["add_1pct_s"] = _timed(idx.add, extra)
     out["peak_rss_add_mb"] = mem.phase()
     out["rss_after_adds_mb"] = round(mem.now() / 2**20, 1)  # what a serving process holds after the adds
@@ -414,6 +418,7 @@ def main() -> None:
     ap.add_argument("--job", choices=("build", "load", "update"), help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--path", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--trickle-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.job == "build":
         print(json.dumps(job_build(args.n, args.embedder, args.seed, args.path)))
@@ -422,7 +427,7 @@ def main() -> None:
         print(json.dumps(job_load(args.path, args.queries)))
         return
     if args.job == "update":
-        print(json.dumps(job_update(args.n, args.seed, args.path)))
+        print(json.dumps(job_update(args.n, args.seed, args.path, args.trickle_only)))
         return
     if args.render:
         saved = json.loads(args.render.read_text(encoding="utf-8"))
