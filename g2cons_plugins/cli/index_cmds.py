@@ -252,7 +252,9 @@ def cmd_fuse(args: argparse.Namespace) -> int:
         f"(both {counts['both']}, host {counts['host']}, concept {counts['concept']}; rule {report.rule})",
         file=sys.stderr,
     )
-    print(f"host items: {report.host_items} given, {report.contributed} contributed", file=sys.stderr)
+    given = len(raw) if raw is not None else report.host_items
+    left = f", {given - report.host_items} left out (an id naming no chunk, above)" if given > report.host_items else ""
+    print(f"host items: {given} given, {report.contributed} contributed{left}", file=sys.stderr)
     for reason, n in report.dropped.items():
         print(f"  not placed: {n} ({reason}), e.g. {report.dropped_examples.get(reason, [])}", file=sys.stderr)
     return 0

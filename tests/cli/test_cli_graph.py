@@ -103,6 +103,7 @@ def test_fuse_resolves_id_only_items_and_warns_about_unknown(
     item = next(f for f in fused if f["chunk_id"] == "p05.txt")
     assert item["source"] in ("host", "both") and item["text"] == (graph.parent / "input" / "p05.txt").read_text()
     assert "nope.txt" in cap.err and "left out" in cap.err
+    assert "host items: 2 given, 1 contributed, 1 left out" in cap.err  # the count names both items given
 
 
 def test_add_same_named_files_from_two_folders_and_remove_by_path(
