@@ -6,9 +6,10 @@ Tokens: lower-cased words of two or more word characters (Unicode aware: accente
 scripts written without spaces, such as Chinese, give one token per run of characters), minus NLTK's English
 stop words, optionally with n-grams up to ``ngram_max``.
 
-TF-IDF (``concept_mode="tfidf"``): scikit-learn ``TfidfVectorizer`` over the chunks (smooth idf, l2 norm,
-raw term counts), ``min_df``/``max_df`` filters, then the ``top_n`` highest-scoring terms of each chunk (ties
-broken by the term's alphabetical order, so the result is deterministic). The union over chunks is the
+TF-IDF (``concept_mode="tfidf"``): scikit-learn's ``TfidfVectorizer`` over the chunks (smooth idf, l2 norm,
+raw term counts; computed by :mod:`g2cons_plugins.text.vectorizer`, scikit-learn's arithmetic without importing
+it), ``min_df``/``max_df`` filters, then the ``top_n`` highest-scoring terms of each chunk (ties broken by the
+term's alphabetical order, so the result is deterministic). The union over chunks is the
 concept vocabulary W.
 
 Incidence (which chunks a concept links to). ``"contains"`` (default): every chunk whose text contains the word,
@@ -52,13 +53,13 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.feature_extraction.text import CountVectorizer
 
 from .arrays.ones import binary
 from .arrays.products import transposed_product
 from .config import G2ConSConfig
 from .errors import InputError
 from .text import english_stopwords
+from .text.vectorizer import TOKEN_PATTERN, binary_counts, tfidf_l2, word_analyzer
 
 __all__ = [
     "TOKEN_PATTERN",
@@ -78,7 +79,6 @@ __all__ = [
     "update",
 ]
 
-TOKEN_PATTERN = r"(?u)\b\w\w+\b"
 _WORD = re.compile(TOKEN_PATTERN)
 
 
@@ -120,8 +120,7 @@ class TermIndex:
 
 def _analyzer(config: G2ConSConfig) -> Callable[[str], list[str]]:
     kw = _vectorizer_kwargs(config.with_(ngram_max=1))
-    analyzer: Callable[[str], list[str]] = CountVectorizer(**kw).build_analyzer()
-    return analyzer
+    return word_analyzer(**kw)  # type: ignore[arg-type]
 
 
 def analyze(
@@ -351,11 +350,7 @@ def _fit_df(chunk_counts: sp.csr_matrix, keep: np.ndarray, df: np.ndarray, step:
 def _top_of_block(block: sp.csr_matrix, idf: np.ndarray, top_n: int) -> tuple[np.ndarray, np.ndarray]:
     """Rows (block-local) and kept-word columns of the ``top_n`` best TF-IDF scores of each row of ``block`` (its
     kept columns' counts): every step is row-local, so blocks give the rows of one whole-matrix pass."""
-    from sklearn.feature_extraction.text import TfidfTransformer
-
-    tfidf = TfidfTransformer()
-    tfidf.idf_ = idf  # fitted on the whole matrix (top_concepts)
-    T = tfidf.transform(block.astype(np.float32, copy=False), copy=False).tocsr()
+    T = tfidf_l2(block, idf)  # idf: the whole matrix's (top_concepts)
     T.eliminate_zeros()  # every score left is > 0 (the sort key below needs it)
     T.sort_indices()
     row_of = np.repeat(np.arange(T.shape[0]), np.diff(T.indptr))
@@ -488,16 +483,12 @@ def _incidence_kwargs(config: G2ConSConfig) -> dict[str, Any]:
 
 def incidence(texts: Sequence[str], vocab: Sequence[str], config: G2ConSConfig) -> sp.csr_matrix:
     """texts x concepts 0/1 matrix: does the text contain the concept (same analyzer as extraction)."""
-    cv = CountVectorizer(vocabulary=list(vocab), binary=True, **_incidence_kwargs(config))
-    M = cv.transform(texts).tocsr().astype(np.float32)
-    M.data[:] = 1.0
-    return M
+    return binary_counts(texts, list(vocab), text_analyzer(config))
 
 
 def text_analyzer(config: G2ConSConfig) -> Callable[[str], list[str]]:
     """The analyzer :func:`incidence` reads a text with: its terms, which a vocabulary's concepts are matched to."""
-    analyze: Callable[[str], list[str]] = CountVectorizer(**_incidence_kwargs(config)).build_analyzer()
-    return analyze
+    return word_analyzer(**_incidence_kwargs(config))
 
 
 def text_terms(text: str, config: G2ConSConfig) -> set[str]:

@@ -35,7 +35,7 @@ PROBE = textwrap.dedent(
 
 # the app's own heavy dependencies, imported before the first snapshot: numpy and scipy add "always" filters for
 # their own warning classes at import, which is theirs, not a side effect of g2cons
-_DEPS = "import numpy, scipy.sparse, scipy.special, sklearn.feature_extraction.text, networkx, tiktoken"
+_DEPS = "import numpy, scipy.sparse, scipy.special, networkx, tiktoken"
 PRE = {
     "core": _DEPS,
     "llama_index": _DEPS + ", llama_index.core",

@@ -56,9 +56,9 @@ COUNT_HERE_BELOW = 4096
 #: Splits whose chunk token counts are kept for :meth:`ProcessEngine.count` (the batch being embedded, the one
 #: being split ahead, one spare): older ones are dropped, so the memo never holds more than a few batches.
 MEMO_SPLITS = 3
-#: Modules the forkserver imports once, before it forks each worker (NLTK's import alone takes 1-3 s); a module
+#: Modules the forkserver imports once, before it forks each worker (the tokenizer's files load once); a module
 #: that is not installed is skipped. ``__main__`` is Python's own default (only used before the server starts).
-FORKSERVER_PRELOAD = ("__main__", "g2cons_plugins.engine.process_engine", "nltk.tokenize.punkt", "tiktoken")
+FORKSERVER_PRELOAD = ("__main__", "g2cons_plugins.engine.process_engine", "punkt", "tiktoken")
 
 # One split part, as a worker sends it back: units per chunk, chunk tokens, tokens per unit, sentences per unit,
 # text kinds per unit (0: the chunk's text, 1: its sentences joined by " ", 2: the next of the explicit texts),

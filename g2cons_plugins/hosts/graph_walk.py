@@ -384,24 +384,21 @@ class GraphWalk:
     ) -> None:
         """``link_texts``: each chunk with no triple gets an edge to every entity of the graph whose name (more than 2
         letters or digits, at most :data:`LINK_MAX_WORDS` words) its normalised text holds as whole words.
-        scikit-learn's ``CountVectorizer`` over the names as its vocabulary finds them (word n-grams of the text)."""
-        from sklearn.feature_extraction.text import CountVectorizer
+        The names are a vocabulary of word n-grams of the normalised text (scikit-learn's ``CountVectorizer`` with
+        a vocabulary, :mod:`g2cons_plugins.text.vectorizer`)."""
+        from ..text.vectorizer import binary_counts, word_analyzer
 
         names = [e for e in ent_pos if len(_ALNUM.sub("", e)) > 2 and e.count(" ") < LINK_MAX_WORDS]
         todo = [(c, rec.text) for c, rec in enumerate(merged.values()) if not rec.triples and rec.text]
         if not names or not todo:
             return
-        finder = CountVectorizer(
-            vocabulary=names,
+        analyze = word_analyzer(
             ngram_range=(1, max(e.count(" ") + 1 for e in names)),
             preprocessor=normalize_name,
             tokenizer=str.split,
-            token_pattern=None,
             lowercase=False,
-            binary=True,
-            dtype=np.int8,
         )
-        found = finder.transform([t for _, t in todo]).tocoo()
+        found = binary_counts([t for _, t in todo], names, analyze).tocoo()
         for r, j in sorted(zip(found.row.tolist(), found.col.tolist(), strict=True)):
             c, e = todo[r][0], ent_pos[names[j]]
             if c not in ent_chunks[e]:  # not already linked (a listed name, mention_nodes)

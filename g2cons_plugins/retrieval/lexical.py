@@ -58,11 +58,10 @@ class LexicalIndex:
     @classmethod
     def from_weights(cls, weights: sp.csc_matrix, terms: TermIndex, config: G2ConSConfig) -> LexicalIndex:
         """The index over ``weights`` computed by :meth:`build` (e.g. read from a saved index)."""
-        from sklearn.feature_extraction.text import CountVectorizer
-
         from ..concepts import _vectorizer_kwargs
+        from ..text.vectorizer import word_analyzer
 
-        analyze = CountVectorizer(**_vectorizer_kwargs(config.with_(ngram_max=1))).build_analyzer()  # type: ignore[arg-type,unused-ignore]
+        analyze = word_analyzer(**_vectorizer_kwargs(config.with_(ngram_max=1)))  # type: ignore[arg-type]
         words = terms.words  # sorted after a derive; a trickle update appends its new words after the known ones
         ordered = all(a < b for a, b in zip(words, words[1:], strict=False))
         return cls(weights, SortedColumns(words) if ordered else {w: j for j, w in enumerate(words)}, analyze)

