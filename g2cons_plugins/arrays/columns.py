@@ -72,7 +72,10 @@ class TextColumn(SequenceEq, Sequence[str]):
     def __getitem__(self, i: slice) -> list[str]: ...
     def __getitem__(self, i: int | slice) -> str | list[str]:
         if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
+            start, stop, step = i.indices(len(self))
+            if step != 1:
+                return [self[k] for k in range(start, stop, step)]
+            return self._run(start, max(start, stop))
         i = position(i, len(self), "text")
         a, b = int(self.off[i]), int(self.off[i + 1])
         if self._mv is not None:
@@ -84,6 +87,21 @@ class TextColumn(SequenceEq, Sequence[str]):
         buf = self.buf
         for a, b in zip(off, off[1:], strict=False):
             yield buf[a:b].tobytes().decode("utf-8")
+
+    def _run(self, start: int, stop: int) -> list[str]:
+        """Texts ``start`` to ``stop`` (a run): an ASCII run decoded at once and cut by its offsets (what reading a
+        loaded index's ~5M sentences in order costs: 2-3x less than one decode a text), else one decode a text."""
+        off = self.off[start : stop + 1]
+        if len(off) < 2:
+            return []
+        a, b = int(off[0]), int(off[-1])
+        cuts = (off - a).tolist()
+        raw = self.buf[a:b]
+        if not len(raw) or int(raw.max()) < 0x80:  # ASCII: byte offsets are character offsets
+            text = raw.tobytes().decode("ascii")
+            return [text[x:y] for x, y in zip(cuts, cuts[1:], strict=False)]
+        mv = self._mv[a:b] if self._mv is not None else memoryview(raw.tobytes())
+        return [str(mv[x:y], "utf-8") for x, y in zip(cuts, cuts[1:], strict=False)]
 
     def take(self, idx: np.ndarray) -> list[str]:
         """Texts ``idx`` (positions in ``[0, n)``), decoded from offsets read in one gather."""

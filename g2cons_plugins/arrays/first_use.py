@@ -40,6 +40,28 @@ class FirstUse:
         """How many distinct texts were numbered."""
         return self._n
 
+    @classmethod
+    def of_distinct(cls, texts: Sequence[str], batch: int = 1 << 16) -> FirstUse:
+        """``texts`` numbered 0, 1, 2, ... in order, as :meth:`number` over them would (``texts`` read ``batch`` at a
+        time). For texts known to be distinct (an index's sentences): their keys are sorted once instead of being
+        looked up one by one (a serving process's first trickle add numbers every sentence of the index: 145k
+        sentences 0.48 -> 0.1 s profiled). Texts that are not distinct after all are numbered one batch at a time."""
+        out = cls()
+        k1 = np.empty(len(texts), np.int64)
+        k2 = np.empty(len(texts), np.int64)
+        for lo in range(0, len(texts), batch):
+            part = texts[lo : lo + batch]
+            k1[lo : lo + len(part)] = np.fromiter((hash(t) for t in part), np.int64, len(part))
+            k2[lo : lo + len(part)] = np.fromiter((hash(_SEP + t) for t in part), np.int64, len(part))
+        order = np.lexsort((k2, k1))
+        s1, s2 = k1[order], k2[order]
+        if len(order) > 1 and bool(np.any((s1[1:] == s1[:-1]) & (s2[1:] == s2[:-1]))):  # a text twice
+            for lo in range(0, len(texts), batch):
+                out.number(texts[lo : lo + batch])
+            return out
+        out._k1, out._k2, out._ids, out._n = s1, s2, order.astype(np.int64), len(order)
+        return out
+
     def number(self, texts: Sequence[str]) -> tuple[np.ndarray, list[int]]:
         """The number of each text (int64, one per text) and the positions in ``texts`` of the ones first seen here,
         in order (a text twice in ``texts`` and new: its first position)."""

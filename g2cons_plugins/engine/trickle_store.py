@@ -127,9 +127,7 @@ class TextRows:
     for distinct keys, the same sharing rules (:meth:`extended`)."""
 
     def __init__(self, keys: Sequence[str]) -> None:
-        self.rows = FirstUse()
-        for lo in range(0, len(keys), _TEXT_BATCH):
-            self.rows.number(keys[lo : lo + _TEXT_BATCH])
+        self.rows = FirstUse.of_distinct(keys, _TEXT_BATCH)
 
     def extended(self, n: int, keys: Sequence[str], all_keys: Sequence[str]) -> tuple[TextRows, list[int]]:
         """As :meth:`RowMap.extended`."""

@@ -35,6 +35,22 @@ def test_a_column_reads_back_its_texts(texts: list[str]) -> None:
         col[len(texts)]
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(max_size=12) | st.text(st.characters(max_codepoint=127), max_size=12), max_size=30), st.data())
+def test_slices_read_like_list_slices(texts: list[str], data: st.DataObject) -> None:
+    """Runs are decoded at once (all ASCII) or text by text; any start, stop and step reads as the list's slice,
+    from a column in memory and from one whose buffer is not contiguous (no memoryview)."""
+    sl = slice(
+        data.draw(st.none() | st.integers(-40, 40)),
+        data.draw(st.none() | st.integers(-40, 40)),
+        data.draw(st.none() | st.sampled_from([1, 2, 3, -1])),
+    )
+    col = text_column(texts)
+    assert col[sl] == texts[sl]
+    strided = TextColumn(np.repeat(col.buf, 2)[::2], col.off)
+    assert strided[sl] == texts[sl]
+
+
 @settings(max_examples=150, deadline=None)
 @given(_texts, st.data())
 def test_ropes_insert_and_keep_like_lists(texts: list[str], data: st.DataObject) -> None:

@@ -46,6 +46,22 @@ def test_numbers_are_the_dicts(batches: list[list[str]]) -> None:
     _check(batches)
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.text(max_size=8), max_size=60), st.lists(st.text(max_size=8), max_size=20), st.integers(1, 7))
+def test_distinct_texts_numbered_at_once_as_one_by_one(texts: list[str], later: list[str], batch: int) -> None:
+    """``of_distinct`` (an index's sentences) gives the numbers ``number`` gives them in order, and numbers what
+    comes after as ``number`` would; texts that are not distinct after all fall back to ``number``."""
+    fu = FirstUse.of_distinct(texts, batch)
+    ref = FirstUse()
+    for lo in range(0, len(texts), batch):
+        ref.number(texts[lo : lo + batch])
+    assert len(fu) == len(ref) == len(set(texts))
+    got, fresh = fu.number(texts + later)
+    want, want_fresh = ref.number(texts + later)
+    assert got.tolist() == want.tolist() and fresh == want_fresh
+    assert got[: len(texts)].tolist() == _dict_numbers([texts])[0][0]
+
+
 def test_merged_keys_are_found_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """With a merge after every batch, every later batch looks its known texts up in the sorted arrays."""
     monkeypatch.setattr(first_use, "_MIN_PENDING", 1)
