@@ -15,6 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from g2cons_plugins.arrays.unit_hnsw import system_cxx_runtime
+
+system_cxx_runtime()  # before any test imports usearch: as the library does (a later ray.init aborted otherwise)
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 # A small multi-hop corpus: names recur across chunks so concepts co-occur (theta_co) and bridges exist.

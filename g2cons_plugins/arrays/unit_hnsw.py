@@ -41,6 +41,7 @@ import contextlib
 import functools
 import json
 import os
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -82,7 +83,23 @@ class ANNParams:
             raise InputError(f"ANNParams.ef_factor must be >= 1, got {self.ef_factor}")
 
 
+def system_cxx_runtime() -> None:
+    """Load the system's C++ runtime (``libstdc++.so.6``) into the process, globally, before usearch's extension
+    (Linux; a no-op where it is loaded already or missing). usearch's extension carries the C++ standard library
+    inside it (its wheel links no ``libstdc++``); loaded first, a later ``ray.init`` in the same process aborted here
+    (``std::regex_error: Invalid range in brace expression`` in Ray's GCS client), and not when the system's runtime
+    was loaded first, as SciPy's C++ modules, pandas or pyarrow load it. Until scikit-learn stopped being imported,
+    its import had loaded those first."""
+    if sys.platform != "linux":
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError):
+        ctypes.CDLL("libstdc++.so.6", mode=ctypes.RTLD_GLOBAL)
+
+
 def _usearch() -> Any:
+    system_cxx_runtime()
     try:
         from usearch.index import Index
     except ImportError as exc:

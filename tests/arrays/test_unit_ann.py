@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 import json
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -437,3 +439,21 @@ def test_a_build_over_mapped_vectors_adds_in_parts_and_unmaps_them(
         a, b = whole.search(q, 10), parts.search(q, 10)
         assert a is not None and b is not None
         assert np.array_equal(np.sort(a), np.sort(b))
+
+
+def test_ray_starts_after_the_library_loaded_usearch() -> None:
+    """usearch's extension carries its own C++ standard library; loaded before the system's, a later ``ray.init``
+    in the same process aborted (std::regex_error in Ray's GCS client). The library loads the system's first."""
+    pytest.importorskip("ray")
+    code = (
+        "import numpy as np\n"
+        "from g2cons_plugins.arrays.unit_hnsw import _usearch\n"
+        "ix = _usearch()(ndim=16)\n"
+        "ix.add(np.arange(200), np.random.default_rng(0).random((200, 16), dtype=np.float32))\n"
+        "import ray\n"
+        "ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)\n"
+        "ray.shutdown()\n"
+        "print('started')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "started" in out.stdout, out.stderr[-2000:]
