@@ -2,8 +2,9 @@
 uses, so that building, loading and querying an index never import scikit-learn.
 
 What it follows: ``sklearn.feature_extraction.text`` (1.x): ``CountVectorizer.build_analyzer`` for
-``analyzer="word"`` (decode, ``str.lower``, the token pattern's ``findall``, stop words removed, then word n-grams
-joined by a space, as ``_word_ngrams``) or a callable analyzer (decode, then the callable);
+``analyzer="word"`` (decode, the preprocessor or ``str.lower``, the tokenizer or the token pattern's ``findall``,
+stop words removed, then word n-grams joined by a space, as ``_word_ngrams``) or a callable analyzer (decode, then
+the callable);
 ``CountVectorizer(vocabulary=..., binary=True).transform`` (each text's vocabulary columns, sorted, value 1);
 ``TfidfTransformer(norm="l2").transform`` with a fitted ``idf_`` on float32 counts (each stored entry times its
 word's idf in float32, then ``sklearn.utils.sparsefuncs_fast._inplace_csr_row_normalize_l2``: each row's float32
