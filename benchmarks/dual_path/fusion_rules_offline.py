@@ -6,9 +6,10 @@ alone (its passages in its order while they fit), the union (a question counts w
 oracle, not a rule), share fusion at lambda 0.2 as ``g2cons eval`` ran it (dumped), the candidate rule
 novel-first rule (:func:`novel_first_fuse`, below) and the alternatives tried on the way (weighted
 reciprocal rank fusion, alternation of both paths' first passages, a proportional token merge, a fixed number of the
-host's novel passages). Also: the recall@5 bound of mixing both paths' first five passages, the recall@5 a weighted
-reciprocal rank fusion of both paths' passage ranks reaches when it chooses the first five alone, the questions each path
-wins alone at 1k with the ranks of their answer passages, and a random host (noise) against the concept path.
+host's novel passages). Also: the recall@5 bound of mixing both paths' first five passages, the recall@5 a
+weighted reciprocal rank fusion of both paths' passage ranks reaches when it chooses the first five alone, the
+questions each path wins alone at 1k with the ranks of their answer passages, and a random host (noise) against the
+concept path.
 
     python benchmarks/dual_path/fusion_rules_offline.py DUMP_DIR > benchmarks/dual_path/results/fusion_rules.md
 
