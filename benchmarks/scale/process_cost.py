@@ -102,8 +102,10 @@ def main() -> None:
         "imported": {t: {j: rows[t][j][0]["imported"] for j in rows[t]} for t in trees},
         "rounds": rows,
     }
+    from g2cons_plugins.storage.outputs import atomic_write_text
+
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    atomic_write_text(args.out, json.dumps(result, indent=1) + "\n")
     print(f"\n| median of {args.rounds} | before | after |\n|---|---:|---:|")
     for key in med["after"]:
         print(f"| {key} | {med['before'].get(key, float('nan')):,.3f} | {med['after'][key]:,.3f} |")

@@ -26,6 +26,15 @@ _SEP = "\x1f"  # the second hash's input is the text after this (unit separator)
 _MIN_PENDING = 1 << 16
 
 
+def _keys(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The two 64-bit keys of each text (module doc)."""
+    n = len(texts)
+    return (
+        np.fromiter((hash(t) for t in texts), np.int64, n),
+        np.fromiter((hash(_SEP + t) for t in texts), np.int64, n),
+    )
+
+
 class FirstUse:
     """Numbers texts 0, 1, 2, ... in order of first use (see module doc): :meth:`number` a batch at a time."""
 
@@ -51,8 +60,7 @@ class FirstUse:
         k2 = np.empty(len(texts), np.int64)
         for lo in range(0, len(texts), batch):
             part = texts[lo : lo + batch]
-            k1[lo : lo + len(part)] = np.fromiter((hash(t) for t in part), np.int64, len(part))
-            k2[lo : lo + len(part)] = np.fromiter((hash(_SEP + t) for t in part), np.int64, len(part))
+            k1[lo : lo + len(part)], k2[lo : lo + len(part)] = _keys(part)
         order = np.lexsort((k2, k1))
         s1, s2 = k1[order], k2[order]
         if len(order) > 1 and bool(np.any((s1[1:] == s1[:-1]) & (s2[1:] == s2[:-1]))):  # a text twice
@@ -66,8 +74,7 @@ class FirstUse:
         """The number of each text (int64, one per text) and the positions in ``texts`` of the ones first seen here,
         in order (a text twice in ``texts`` and new: its first position)."""
         n = len(texts)
-        k1 = np.fromiter((hash(t) for t in texts), np.int64, n)
-        k2 = np.fromiter((hash(_SEP + t) for t in texts), np.int64, n)
+        k1, k2 = _keys(texts)
         out = np.full(n, -1, np.int64)
         if len(self._k1) and n:
             lo = np.searchsorted(self._k1, k1, side="left")
